@@ -1,0 +1,234 @@
+/*
+ * portal_keyring.h — the C ABI of portal-keyring (libportal-keyring.so).
+ *
+ * portal-keyring keeps a Portal end user's Client Session Token (CST) in the user's Secret
+ * Service keyring (GNOME Keyring, KWallet, KeePassXC) through libsecret, restores it on the next
+ * launch without a network call, and clears it on sign-out.
+ *
+ * Conventions (all functions):
+ *
+ *  - Status: fallible functions return a portal_status; PORTAL_OK is 0. Outputs are written only
+ *    on success. After a failure, portal_last_error_message() gives a human-readable detail for
+ *    the calling thread. Messages never contain a token.
+ *  - Strings in: borrowed, NUL-terminated UTF-8, read only during the call. NULL, invalid UTF-8,
+ *    blank (for identifiers and tokens) or oversized strings give PORTAL_ERR_INVALID_ARGUMENT.
+ *  - Strings out: either borrowed from a handle (documented per function, valid until that handle
+ *    is freed) or owned by the caller and released with portal_string_free(), which wipes them.
+ *    Never free() library memory.
+ *  - Handles: opaque; created by *_new / returned by calls, released by the matching *_free.
+ *    *_free(NULL) is a no-op. A handle must not be used after it is freed.
+ *  - Threads: every function may be called from any thread. Handles may be shared between
+ *    threads. portal_last_error_message() is per thread.
+ *  - Blocking: functions marked "Blocks" talk to the Secret Service over D-Bus and block the
+ *    calling thread for at most the keyring deadlines (default 5000 ms for the provider calls of
+ *    one operation, plus 30000 ms for an unlock prompt if one is shown); see
+ *    portal_auth_set_keyring_timeouts(). Do not call them from a GUI thread if a prompt may appear.
+ *  - Nothing aborts, traps or unwinds across this boundary.
+ *
+ * Storage (SPEC §2): one item per auth environment in the default collection, schema
+ * "io.portalhq.PortalKeyring.Session", attributes auth_environment_id, session_generation
+ * (random 128-bit hex) and persisted_at (microseconds since the epoch); the secret is the JSON
+ * document {"clientSessionToken":…,"endUserId":…,"v":1} (application/json). Nothing secret is
+ * stored in attributes or the label.
+ */
+#ifndef PORTAL_KEYRING_H
+#define PORTAL_KEYRING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PORTAL_API __attribute__((visibility("default")))
+#else
+#define PORTAL_API
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Versions
+ * ------------------------------------------------------------------------------------------- */
+
+/** Version of the header. PORTAL_KEYRING_VERSION_NUMBER is MAJOR*1000000 + MINOR*1000 + PATCH. */
+#define PORTAL_KEYRING_VERSION_MAJOR 0
+#define PORTAL_KEYRING_VERSION_MINOR 1
+#define PORTAL_KEYRING_VERSION_PATCH 0
+#define PORTAL_KEYRING_VERSION_NUMBER 1000
+#define PORTAL_KEYRING_VERSION_STRING "0.1.0"
+
+/**
+ * The version of the loaded library, as MAJOR*1000000 + MINOR*1000 + PATCH. Compare with
+ * PORTAL_KEYRING_VERSION_NUMBER to detect a header/library mismatch. Thread-safe, never blocks.
+ */
+PORTAL_API uint32_t portal_keyring_version_number(void);
+
+/** The version of the loaded library as a static string such as "0.1.0"; never NULL, not freed. */
+PORTAL_API const char *portal_keyring_version(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes and errors
+ * ------------------------------------------------------------------------------------------- */
+
+/** Result of a fallible call. New codes may be added; treat unknown non-zero codes as errors. */
+typedef enum portal_status {
+    /** Success. */
+    PORTAL_OK = 0,
+    /** An argument was NULL, blank, not UTF-8, too long or otherwise rejected; nothing was done. */
+    PORTAL_ERR_INVALID_ARGUMENT = 1,
+    /**
+     * The Secret Service could not be used this time: no session bus, no provider, the collection
+     * is locked and was not unlocked, the prompt was dismissed, the provider did not answer within
+     * the deadline, or there is no default collection. This is never "signed out", and nothing was
+     * deleted. The message says which.
+     */
+    PORTAL_ERR_SESSION_STORAGE = 2,
+    /** The session was invalidated; its token is gone. */
+    PORTAL_ERR_SESSION_INVALIDATED = 3,
+    /** The Portal API rejected the credential (HTTP 401). */
+    PORTAL_ERR_UNAUTHORIZED = 4,
+    /** The Portal API could not be reached, timed out or answered with an unexpected response. */
+    PORTAL_ERR_NETWORK = 5,
+    /** An internal error (for example out of memory). */
+    PORTAL_ERR_INTERNAL = 6
+} portal_status;
+
+/**
+ * A static, human-readable name for a status code ("ok", "invalid argument", …); never NULL,
+ * not freed. Unknown codes give "unknown status". Thread-safe, never blocks.
+ */
+PORTAL_API const char *portal_status_str(portal_status status);
+
+/**
+ * The detail of the last failure on the calling thread, or "" when the last call on this thread
+ * succeeded. Never NULL. The string is owned by the library and valid until the next library call
+ * on the same thread; copy it to keep it. Never contains a token.
+ */
+PORTAL_API const char *portal_last_error_message(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Strings returned to the caller
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * Wipes (overwrites with zeros) and frees a string that the library returned as caller-owned,
+ * such as the token from portal_session_copy_token(). NULL is a no-op. Thread-safe.
+ */
+PORTAL_API void portal_string_free(char *string);
+
+/* ---------------------------------------------------------------------------------------------
+ * portal_auth: client auth for one auth environment
+ * ------------------------------------------------------------------------------------------- */
+
+/** Client auth for one Portal auth environment (PortalSwift's PortalAuth). Thread-safe. */
+typedef struct portal_auth portal_auth;
+
+/** A signed-in end user's session (PortalSwift's PortalSession). Thread-safe. */
+typedef struct portal_session portal_session;
+
+/**
+ * Creates client auth for an auth environment. Does no I/O.
+ *
+ * @param[out] out               receives the new handle; free it with portal_auth_free().
+ * @param auth_environment_id    the auth environment id; not blank, at most 2048 bytes.
+ * @param redirect_url           the app's sign-in redirect URL; not blank, at most 2048 bytes.
+ * @param api_host               the Portal API host (optionally "host:port"), or NULL for
+ *                               "api.portalhq.io".
+ * @return PORTAL_OK, or PORTAL_ERR_INVALID_ARGUMENT naming the first bad argument (checked in the
+ *         order auth_environment_id, redirect_url, api_host; out is checked first of all).
+ */
+PORTAL_API portal_status portal_auth_new(portal_auth **out, const char *auth_environment_id,
+                                         const char *redirect_url, const char *api_host);
+
+/** Frees a handle from portal_auth_new(). NULL is a no-op. Sessions it returned stay valid. */
+PORTAL_API void portal_auth_free(portal_auth *auth);
+
+/**
+ * Sets the keyring deadlines used by later calls on this handle (all threads).
+ *
+ * @param call_timeout_ms    bound for the provider calls of one operation, in milliseconds
+ *                           (1 … 600000; default 5000).
+ * @param prompt_timeout_ms  bound for one unlock prompt, in milliseconds (1 … 600000;
+ *                           default 30000).
+ * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_auth_set_keyring_timeouts(portal_auth *auth, uint32_t call_timeout_ms,
+                                                          uint32_t prompt_timeout_ms);
+
+/**
+ * Restores the persisted session without a network call. Blocks (keyring I/O).
+ *
+ * @param[out] out  on PORTAL_OK receives the session, or NULL when the end user is signed out
+ *                  (nothing stored, or only unusable items, which were deleted). Free a session
+ *                  with portal_session_free().
+ * @return PORTAL_OK (check *out for NULL = signed out); PORTAL_ERR_SESSION_STORAGE when the
+ *         keyring cannot be read this time — then nothing was deleted and the end user is NOT
+ *         known to be signed out; PORTAL_ERR_INVALID_ARGUMENT for NULL arguments.
+ */
+PORTAL_API portal_status portal_auth_restore_session(portal_auth *auth, portal_session **out);
+
+/**
+ * Deletes every stored session for this auth environment (sign-out, or a clean slate on the first
+ * launch after install). Succeeds when nothing is stored. Never fires invalidation listeners.
+ * Blocks (keyring I/O).
+ *
+ * @return PORTAL_OK, PORTAL_ERR_SESSION_STORAGE or PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_auth_clear_persisted_session(portal_auth *auth);
+
+/**
+ * Stores a session whose CST the app's own backend issued, replacing any stored session for this
+ * auth environment. The new item is written first and older ones removed afterwards, so a
+ * failure leaves the previously stored session intact. Blocks (keyring I/O).
+ *
+ * Tokens: any UTF-8 text of 1 … 65536 bytes that is not all whitespace round-trips byte-exact
+ * (newlines, quotes, non-ASCII included). A NUL byte cannot be passed in a C string; invalid UTF-8
+ * and longer tokens are rejected with PORTAL_ERR_INVALID_ARGUMENT — never truncated.
+ *
+ * @param end_user_id           the Portal end user id; not blank, at most 2048 bytes.
+ * @param client_session_token  the CST (borrowed; the library keeps its own wiped-on-release copy).
+ * @param[out] out              optional (may be NULL): receives the stored session; free it with
+ *                              portal_session_free().
+ * @return PORTAL_OK, PORTAL_ERR_INVALID_ARGUMENT or PORTAL_ERR_SESSION_STORAGE (for example the
+ *         default collection is locked, or there is no default collection).
+ */
+PORTAL_API portal_status portal_auth_persist_session(portal_auth *auth, const char *end_user_id,
+                                                     const char *client_session_token,
+                                                     portal_session **out);
+
+/* ---------------------------------------------------------------------------------------------
+ * portal_session
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * The session's end user id. Borrowed: valid until portal_session_free(session). Never blocks.
+ * @return the id, or NULL when session is NULL (then the last error is set).
+ */
+PORTAL_API const char *portal_session_get_end_user_id(const portal_session *session);
+
+/**
+ * The session's auth environment id. Borrowed: valid until portal_session_free(session).
+ * @return the id, or NULL when session is NULL (then the last error is set).
+ */
+PORTAL_API const char *portal_session_get_auth_environment_id(const portal_session *session);
+
+/**
+ * Copies the session's Client Session Token. Never blocks.
+ *
+ * @param[out] out  receives a NUL-terminated copy owned by the caller; release it with
+ *                  portal_string_free(), which wipes it. Keep the copy as briefly as possible.
+ * @return PORTAL_OK, PORTAL_ERR_SESSION_INVALIDATED when the session was invalidated, or
+ *         PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_session_copy_token(const portal_session *session, char **out);
+
+/** Frees a session handle, wiping its token. NULL is a no-op. Does not touch the keyring. */
+PORTAL_API void portal_session_free(portal_session *session);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PORTAL_KEYRING_H */

@@ -1,0 +1,35 @@
+// swift-tools-version:6.2
+// portal-keyring: Portal's client-side session layer for Linux (Secret Service via libsecret).
+import PackageDescription
+
+let package = Package(
+    name: "portal-keyring",
+    products: [
+        // libportal-keyring.so: the C ABI (Include/portal_keyring.h).
+        .library(name: "portal-keyring", type: .dynamic, targets: ["PortalKeyringC"]),
+        // The Swift core, for Swift apps.
+        .library(name: "PortalKeyring", targets: ["PortalKeyring"]),
+    ],
+    targets: [
+        // libsecret-1 (and through it GLib/GIO), found with pkg-config.
+        .systemLibrary(
+            name: "CLibSecret",
+            pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev"])]
+        ),
+        // The public C header, imported so that `@c @implementation` checks every export against it.
+        .systemLibrary(name: "CPortalKeyring", path: "Include"),
+        .target(
+            name: "PortalKeyring",
+            dependencies: ["CLibSecret"]
+        ),
+        .target(
+            name: "PortalKeyringC",
+            dependencies: ["PortalKeyring", "CPortalKeyring"]
+        ),
+        .testTarget(
+            name: "PortalKeyringTests",
+            dependencies: ["PortalKeyring"]
+        ),
+    ]
+)

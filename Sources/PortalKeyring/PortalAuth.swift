@@ -1,0 +1,194 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Client auth for one Portal auth environment: restores, persists and clears the end user's
+/// session in the Secret Service keyring (SPEC §2–3). The Linux counterpart of PortalSwift's
+/// `PortalAuth`.
+///
+/// Every instance with the same `authEnvironmentId`, in any process of the same user, sees the
+/// same stored session. Instances are immutable and thread-safe; keyring calls block the calling
+/// thread for at most the deadlines in `keyringTimeouts`.
+public final class PortalAuth: Sendable {
+    /// Longest accepted `authEnvironmentId`, `redirectUrl`, `apiHost` and `endUserId`, in UTF-8 bytes.
+    public static let maxIdentifierBytes = 2048
+    /// Longest accepted Client Session Token, in UTF-8 bytes (64 KiB). Longer tokens are rejected
+    /// at persist with `invalidArgument(name: "clientSessionToken")`, never truncated.
+    public static let maxTokenBytes = 65_536
+    /// The Portal API host used when none is given.
+    public static let defaultApiHost = "api.portalhq.io"
+
+    public let authEnvironmentId: String
+    public let redirectUrl: String
+    public let apiHost: String
+    public let keyringTimeouts: KeyringTimeouts
+    let storage: any SessionStorage
+
+    /// Creates client auth for an auth environment. Does no I/O.
+    ///
+    /// - Parameters:
+    ///   - authEnvironmentId: the auth environment's id from the Portal dashboard; not blank.
+    ///   - redirectUrl: where sign-in redirects land (the app's URL scheme); not blank.
+    ///   - apiHost: the Portal API host name (optionally with `:port`), default `api.portalhq.io`.
+    ///   - keyringTimeouts: deadlines for keyring calls, default `KeyringTimeouts.default`.
+    /// - Throws: `PortalAuthError.invalidArgument(name:)` naming the first bad argument, checked
+    ///   in the order `authEnvironmentId`, `redirectUrl`, `apiHost` (SPEC §3).
+    public convenience init(authEnvironmentId: String, redirectUrl: String,
+                            apiHost: String = PortalAuth.defaultApiHost,
+                            keyringTimeouts: KeyringTimeouts = .default) throws(PortalAuthError) {
+        try self.init(authEnvironmentId: authEnvironmentId, redirectUrl: redirectUrl, apiHost: apiHost,
+                      storage: LibSecretStorage(timeouts: keyringTimeouts), keyringTimeouts: keyringTimeouts)
+    }
+
+    init(authEnvironmentId: String, redirectUrl: String, apiHost: String,
+         storage: any SessionStorage, keyringTimeouts: KeyringTimeouts = .default) throws(PortalAuthError) {
+        try Self.check(authEnvironmentId, name: "authEnvironmentId")
+        try Self.check(redirectUrl, name: "redirectUrl")
+        try Self.check(apiHost, name: "apiHost")
+        if apiHost.contains(where: { $0 == "/" || $0 == "@" || $0.isWhitespace }) {
+            throw .invalidArgument(name: "apiHost")
+        }
+        self.authEnvironmentId = authEnvironmentId
+        self.redirectUrl = redirectUrl
+        self.apiHost = apiHost
+        self.keyringTimeouts = keyringTimeouts
+        self.storage = storage
+    }
+
+    /// Rebuilds the persisted session, without a network call.
+    ///
+    /// - Returns: the session when a usable item is stored; nil when none is stored, or when the
+    ///   stored items are unusable (invalid UTF-8 or JSON, unknown version, a missing field) —
+    ///   those are deleted first. When two sign-ins are briefly stored, the newest wins.
+    /// - Throws: `PortalAuthError.sessionStorageFailure(message:)` when the keyring cannot be read
+    ///   this time (no bus, no provider, locked and not unlocked, timeout) or an unusable item cannot
+    ///   be deleted. A throw never deletes anything (SPEC §3).
+    public func restoreSession() throws(PortalAuthError) -> PortalSession? {
+        let items = try storageCall { () throws(StorageFailure) in
+            try storage.items(authEnvironmentId: authEnvironmentId, withSecrets: true)
+        }
+        for item in items.sorted(by: Self.newestFirst) {
+            if let secret = item.secret,
+               let document = secret.withUnsafeBytes({ SessionDocument.decode($0) }) {
+                return PortalSession(authEnvironmentId: authEnvironmentId, endUserId: document.endUserId,
+                                     token: document.token, generation: item.generation, storage: storage)
+            }
+            // Unusable: no caller action could make it readable, so it is removed (SPEC §2).
+            try storageCall { () throws(StorageFailure) in try storage.delete(itemId: item.itemId) }
+        }
+        return nil
+    }
+
+    /// Deletes every stored session item for this auth environment. Succeeds when none is stored.
+    /// Never fires `onSessionInvalidated`.
+    ///
+    /// - Throws: `PortalAuthError.sessionStorageFailure(message:)`.
+    public func clearPersistedSession() throws(PortalAuthError) {
+        _ = try storageCall { () throws(StorageFailure) in
+            try storage.deleteAll(authEnvironmentId: authEnvironmentId, generation: nil)
+        }
+    }
+
+    /// Stores a session whose CST the app's own backend issued (custodian-created client
+    /// sessions) and returns it; replaces any stored session for this auth environment.
+    ///
+    /// The new item is stored first, then older ones are removed, so a failure never leaves the
+    /// end user with no session, and a concurrent newer sign-in is never removed (SPEC §2).
+    ///
+    /// - Parameters:
+    ///   - endUserId: the Portal end user id; not blank, at most `maxIdentifierBytes`.
+    ///   - clientSessionToken: the CST; not blank, no NUL character, at most `maxTokenBytes`.
+    ///     Stored byte-exact.
+    /// - Throws: `invalidArgument(name:)` for a bad argument; `sessionStorageFailure(message:)`
+    ///   when the item cannot be stored (the previous session, if any, is left intact).
+    @discardableResult
+    public func persistSession(endUserId: String, clientSessionToken: String) throws(PortalAuthError) -> PortalSession {
+        try Self.check(endUserId, name: "endUserId")
+        let token = SecretBytes.copyingUTF8(of: clientSessionToken)
+        try Self.checkToken(token, name: "clientSessionToken")
+        return try persist(endUserId: endUserId, token: token)
+    }
+
+    func persist(endUserId: String, token: SecretBytes) throws(PortalAuthError) -> PortalSession {
+        let document: SecretBytes
+        do {
+            document = try SessionDocument.encode(endUserId: endUserId, token: token)
+        } catch {
+            throw .sessionStorageFailure(message: "could not encode the session document")
+        }
+        let generation = Self.newGeneration()
+        let persistedAt = Self.persistTimestamp()
+        try storageCall { () throws(StorageFailure) in
+            try storage.store(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
+                              label: "Portal session (auth environment \(authEnvironmentId))", secret: document)
+        }
+        // Remove older sign-ins only; a newer one stored meanwhile by another process stays.
+        // A failure here leaves an older item that restore ranks below ours and the next persist
+        // or clear removes, so it does not fail the call.
+        if let items = try? storage.items(authEnvironmentId: authEnvironmentId, withSecrets: false) {
+            let ours = (persistedAt, generation)
+            for item in items where item.generation != generation
+                && (item.persistedAt, item.generation ?? "") < ours {
+                try? storage.delete(itemId: item.itemId)
+            }
+        }
+        return PortalSession(authEnvironmentId: authEnvironmentId, endUserId: endUserId, token: token,
+                             generation: generation, storage: storage)
+    }
+
+    // MARK: - Argument checks and helpers
+
+    static func check(_ value: String, name: String) throws(PortalAuthError) {
+        if value.utf8.count > maxIdentifierBytes || value.utf8.contains(0)
+            || value.allSatisfy({ $0.isWhitespace }) {
+            throw .invalidArgument(name: name)
+        }
+    }
+
+    static func checkToken(_ token: SecretBytes, name: String) throws(PortalAuthError) {
+        let ok = token.withUnsafeBytes { bytes -> Bool in
+            bytes.count > 0 && bytes.count <= maxTokenBytes && !bytes.contains(0)
+                && bytes.contains(where: { !($0 == 0x20 || (0x09...0x0D).contains($0)) })
+        }
+        if !ok { throw .invalidArgument(name: name) }
+    }
+
+    static func newestFirst(_ a: StoredSessionItem, _ b: StoredSessionItem) -> Bool {
+        (a.persistedAt, a.generation ?? "") > (b.persistedAt, b.generation ?? "")
+    }
+
+    /// A random 128-bit sign-in name, as 32 lower-case hex digits; not derived from the token.
+    static func newGeneration() -> String {
+        var rng = SystemRandomNumberGenerator()
+        let value = (rng.next() as UInt64, rng.next() as UInt64)
+        return hex(value.0) + hex(value.1)
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    /// Microseconds since the Unix epoch, strictly increasing within the process.
+    static func persistTimestamp() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let micros = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec / 1_000)
+        return lastTimestamp.withLock { last in
+            last = max(last + 1, micros)
+            return last
+        }
+    }
+    private static let lastTimestamp = Mutex<UInt64>(0)
+}
+
+import Synchronization
+
+/// Runs a storage call, turning its failure into the public error.
+func storageCall<T>(_ body: () throws(StorageFailure) -> T) throws(PortalAuthError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw .sessionStorageFailure(message: error.message)
+    }
+}

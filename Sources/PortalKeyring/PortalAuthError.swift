@@ -1,0 +1,30 @@
+/// Errors thrown by the portal-keyring Swift API.
+///
+/// Cases and names follow PortalSwift's `PortalAuthError`. The C ABI maps each case to one
+/// `portal_status` code (see `Include/portal_keyring.h`).
+public enum PortalAuthError: Error, Equatable, Sendable {
+    /// An argument was rejected before any I/O happened. `name` is the parameter's Swift name
+    /// (for example `"authEnvironmentId"`, `"redirectUrl"`, `"clientSessionToken"`).
+    case invalidArgument(name: String)
+
+    /// The Secret Service keyring could not be read or written this time: no session bus, no
+    /// Secret Service provider, the collection is locked and was not unlocked, the unlock prompt
+    /// was dismissed, the provider did not answer within the deadline, or there is no default
+    /// collection to store into. Never means "signed out" and never comes with a deletion
+    /// (SPEC §3, §5). `message` is human-readable and never contains a token.
+    case sessionStorageFailure(message: String)
+
+    /// The session was invalidated (by `PortalSession.invalidate()`, a rejected request, or a
+    /// sign-out); its token is no longer available.
+    case sessionInvalidated
+}
+
+extension PortalAuthError: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .invalidArgument(let name): return "invalid argument: \(name)"
+        case .sessionStorageFailure(let message): return "session storage failure: \(message)"
+        case .sessionInvalidated: return "session invalidated"
+        }
+    }
+}

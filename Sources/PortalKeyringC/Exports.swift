@@ -1,0 +1,172 @@
+// The exported C functions of libportal-keyring.so. Each is checked by the compiler against its
+// declaration in Include/portal_keyring.h (`@c @implementation`, SE-0495). Documentation lives in
+// the header.
+import CPortalKeyring
+@_spi(PortalKeyringC) import PortalKeyring
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private let authNames = ["authEnvironmentId": "auth_environment_id", "redirectUrl": "redirect_url",
+                         "apiHost": "api_host", "endUserId": "end_user_id",
+                         "clientSessionToken": "client_session_token"]
+
+// MARK: - Versions and status
+
+@c @implementation
+public func portal_keyring_version_number() -> UInt32 {
+    UInt32(PORTAL_KEYRING_VERSION_MAJOR) * 1_000_000 + UInt32(PORTAL_KEYRING_VERSION_MINOR) * 1_000
+        + UInt32(PORTAL_KEYRING_VERSION_PATCH)
+}
+
+@c @implementation
+public func portal_keyring_version() -> UnsafePointer<CChar>! {
+    staticCString("0.1.0")
+}
+
+@c @implementation
+public func portal_status_str(_ status: portal_status) -> UnsafePointer<CChar>! {
+    switch status {
+    case PORTAL_OK: return staticCString("ok")
+    case PORTAL_ERR_INVALID_ARGUMENT: return staticCString("invalid argument")
+    case PORTAL_ERR_SESSION_STORAGE: return staticCString("session storage failure")
+    case PORTAL_ERR_SESSION_INVALIDATED: return staticCString("session invalidated")
+    case PORTAL_ERR_UNAUTHORIZED: return staticCString("unauthorized")
+    case PORTAL_ERR_NETWORK: return staticCString("network error")
+    case PORTAL_ERR_INTERNAL: return staticCString("internal error")
+    default: return staticCString("unknown status")
+    }
+}
+
+@c @implementation
+public func portal_last_error_message() -> UnsafePointer<CChar>! {
+    lastErrorMessage()
+}
+
+@c @implementation
+public func portal_string_free(_ string: UnsafeMutablePointer<CChar>?) {
+    guard let string else { return }
+    explicit_bzero(string, strlen(string))
+    free(string)
+}
+
+// MARK: - portal_auth
+
+@c @implementation
+public func portal_auth_new(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ authEnvironmentId: UnsafePointer<CChar>?,
+                            _ redirectUrl: UnsafePointer<CChar>?, _ apiHost: UnsafePointer<CChar>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let out = try outArgument(out)
+        let max = PortalAuth.maxIdentifierBytes
+        let id = try stringArgument(authEnvironmentId, "auth_environment_id", maxBytes: max)
+        let redirect = try stringArgument(redirectUrl, "redirect_url", maxBytes: max)
+        let host = apiHost == nil ? PortalAuth.defaultApiHost : try stringArgument(apiHost, "api_host", maxBytes: max)
+        let auth = try core(names: authNames) { () throws(PortalAuthError) in
+            try PortalAuth(authEnvironmentId: id, redirectUrl: redirect, apiHost: host)
+        }
+        out.pointee = retainHandle(AuthHandle(auth))
+    }
+}
+
+@c @implementation
+public func portal_auth_free(_ auth: OpaquePointer?) {
+    releaseHandle(auth, as: AuthHandle.self)
+}
+
+@c @implementation
+public func portal_auth_set_keyring_timeouts(_ auth: OpaquePointer?, _ callTimeoutMs: UInt32,
+                                             _ promptTimeoutMs: UInt32) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
+        let limit: ClosedRange<UInt32> = 1...600_000
+        guard limit.contains(callTimeoutMs) else { throw .invalidArgument("call_timeout_ms", "must be 1 … 600000") }
+        guard limit.contains(promptTimeoutMs) else { throw .invalidArgument("prompt_timeout_ms", "must be 1 … 600000") }
+        let timeouts = KeyringTimeouts(callMilliseconds: callTimeoutMs, promptMilliseconds: promptTimeoutMs)
+        try handle.auth.withLock { box throws(CFailure) in
+            let old = box.value
+            box.value = try core(names: authNames) { () throws(PortalAuthError) in
+                try PortalAuth(authEnvironmentId: old.authEnvironmentId, redirectUrl: old.redirectUrl,
+                               apiHost: old.apiHost, keyringTimeouts: timeouts)
+            }
+        }
+    }
+}
+
+@c @implementation
+public func portal_auth_restore_session(_ auth: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
+        let out = try outArgument(out)
+        let session = try core { () throws(PortalAuthError) in try handle.current.restoreSession() }
+        out.pointee = try session.map { s throws(CFailure) in try sessionHandle(s) }
+    }
+}
+
+@c @implementation
+public func portal_auth_clear_persisted_session(_ auth: OpaquePointer?) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
+        try core { () throws(PortalAuthError) in try handle.current.clearPersistedSession() }
+    }
+}
+
+@c @implementation
+public func portal_auth_persist_session(_ auth: OpaquePointer?, _ endUserId: UnsafePointer<CChar>?,
+                                        _ clientSessionToken: UnsafePointer<CChar>?,
+                                        _ out: UnsafeMutablePointer<OpaquePointer?>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
+        let user = try stringArgument(endUserId, "end_user_id", maxBytes: PortalAuth.maxIdentifierBytes)
+        let token = try stringArgument(clientSessionToken, "client_session_token", maxBytes: PortalAuth.maxTokenBytes)
+        let session = try core(names: authNames) { () throws(PortalAuthError) in
+            try handle.current.persistSession(endUserId: user, clientSessionToken: token)
+        }
+        if let out { out.pointee = try sessionHandle(session) }
+    }
+}
+
+// MARK: - portal_session
+
+@c @implementation
+public func portal_session_get_end_user_id(_ session: OpaquePointer?) -> UnsafePointer<CChar>? {
+    guard let session else {
+        setLastError("session: must not be NULL")
+        return nil
+    }
+    clearLastError()
+    return UnsafePointer(Unmanaged<SessionHandle>.fromOpaque(UnsafeRawPointer(session)).takeUnretainedValue().endUserId)
+}
+
+@c @implementation
+public func portal_session_get_auth_environment_id(_ session: OpaquePointer?) -> UnsafePointer<CChar>? {
+    guard let session else {
+        setLastError("session: must not be NULL")
+        return nil
+    }
+    clearLastError()
+    return UnsafePointer(Unmanaged<SessionHandle>.fromOpaque(UnsafeRawPointer(session)).takeUnretainedValue().authEnvironmentId)
+}
+
+@c @implementation
+public func portal_session_copy_token(_ session: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(session, as: SessionHandle.self, "session")
+        let out = try outArgument(out)
+        let copy = handle.session.withTokenBytes { bytes -> UnsafeMutablePointer<CChar>? in
+            guard let memory = malloc(bytes.count + 1) else { return nil }
+            if let base = bytes.baseAddress { memcpy(memory, base, bytes.count) }
+            memory.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
+            return memory.assumingMemoryBound(to: CChar.self)
+        }
+        guard let copy else {
+            throw CFailure(status: PORTAL_ERR_SESSION_INVALIDATED, message: "the session was invalidated")
+        }
+        guard let copy else { throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory") }
+        out.pointee = copy
+    }
+}
+
+@c @implementation
+public func portal_session_free(_ session: OpaquePointer?) {
+    releaseHandle(session, as: SessionHandle.self)
+}

@@ -1,0 +1,174 @@
+// Conversions shared by the exported functions: status codes, the thread-local last error,
+// argument checks for C strings, and handle boxes. Nothing here may trap: every failure becomes
+// a status code and a message.
+import CPortalKeyring
+import PortalKeyring
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Last error (thread-local, never NULL)
+
+/// A pthread key whose value is this thread's last error message (malloc'd, freed on thread exit).
+private let lastErrorKey: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key) { free($0) }
+    return key
+}()
+
+/// A static empty C string returned when there is no error.
+nonisolated(unsafe) private let emptyMessage: UnsafePointer<CChar> = staticCString("")
+
+/// Points at the bytes of a string literal (static storage, never freed).
+func staticCString(_ literal: StaticString) -> UnsafePointer<CChar> {
+    UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)
+}
+
+func setLastError(_ message: String) {
+    let old = pthread_getspecific(lastErrorKey)
+    pthread_setspecific(lastErrorKey, strdup(message))
+    free(old)
+}
+
+func clearLastError() {
+    guard let old = pthread_getspecific(lastErrorKey) else { return }
+    pthread_setspecific(lastErrorKey, nil)
+    free(old)
+}
+
+func lastErrorMessage() -> UnsafePointer<CChar> {
+    guard let message = pthread_getspecific(lastErrorKey) else { return emptyMessage }
+    return UnsafePointer(message.assumingMemoryBound(to: CChar.self))
+}
+
+// MARK: - Status
+
+/// A failure on its way out through the C boundary.
+struct CFailure: Error {
+    let status: portal_status
+    let message: String
+
+    static func invalidArgument(_ name: String, _ problem: String) -> CFailure {
+        CFailure(status: PORTAL_ERR_INVALID_ARGUMENT, message: "\(name): \(problem)")
+    }
+
+    init(status: portal_status, message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    /// Maps a core error; `names` translates Swift parameter names to the C ones.
+    init(_ error: PortalAuthError, names: [String: String] = [:]) {
+        switch error {
+        case .invalidArgument(let name):
+            let cName = names[name] ?? name
+            self.init(status: PORTAL_ERR_INVALID_ARGUMENT, message: "\(cName): invalid value")
+        case .sessionStorageFailure(let message):
+            self.init(status: PORTAL_ERR_SESSION_STORAGE, message: message)
+        case .sessionInvalidated:
+            self.init(status: PORTAL_ERR_SESSION_INVALIDATED, message: "the session was invalidated")
+        }
+    }
+}
+
+/// Runs the body of an exported function: success clears the thread's last error; a failure
+/// records its message and returns its status. Nothing escapes.
+func exported(_ body: () throws(CFailure) -> Void) -> portal_status {
+    do {
+        try body()
+        clearLastError()
+        return PORTAL_OK
+    } catch {
+        setLastError(error.message)
+        return error.status
+    }
+}
+
+/// Calls into the core, mapping `PortalAuthError`.
+func core<T>(names: [String: String] = [:], _ body: () throws(PortalAuthError) -> T) throws(CFailure) -> T {
+    do {
+        return try body()
+    } catch {
+        throw CFailure(error, names: names)
+    }
+}
+
+// MARK: - Arguments
+
+/// Reads a borrowed C string argument: non-NULL, at most `maxBytes` bytes (scanning no further),
+/// valid UTF-8. Blankness is the core's check.
+func stringArgument(_ pointer: UnsafePointer<CChar>?, _ name: String, maxBytes: Int) throws(CFailure) -> String {
+    guard let pointer else { throw .invalidArgument(name, "must not be NULL") }
+    let length = strnlen(pointer, maxBytes + 1)
+    if length > maxBytes { throw .invalidArgument(name, "longer than \(maxBytes) bytes") }
+    let bytes = UnsafeRawBufferPointer(start: pointer, count: length).bindMemory(to: UInt8.self)
+    guard let string = String(validating: bytes, as: UTF8.self) else {
+        throw .invalidArgument(name, "not valid UTF-8")
+    }
+    if string.allSatisfy({ $0.isWhitespace }) { throw .invalidArgument(name, "must not be empty or blank") }
+    return string
+}
+
+func outArgument<T>(_ pointer: UnsafeMutablePointer<T>?, _ name: String = "out") throws(CFailure) -> UnsafeMutablePointer<T> {
+    guard let pointer else { throw .invalidArgument(name, "must not be NULL") }
+    return pointer
+}
+
+// MARK: - Handles
+
+/// Behind `portal_auth *`. The core's `PortalAuth` is immutable; changing the timeouts swaps in
+/// a new one under the lock.
+final class AuthHandle: Sendable {
+    let auth: Mutex<PortalAuthBox>
+    init(_ auth: PortalAuth) { self.auth = Mutex(PortalAuthBox(value: auth)) }
+    var current: PortalAuth { auth.withLock { $0.value } }
+}
+
+struct PortalAuthBox: Sendable { var value: PortalAuth }
+
+/// Behind `portal_session *`: the core session plus C copies of its identifiers, which the
+/// borrowed-string accessors return.
+final class SessionHandle {
+    let session: PortalSession
+    let endUserId: UnsafeMutablePointer<CChar>
+    let authEnvironmentId: UnsafeMutablePointer<CChar>
+
+    init?(_ session: PortalSession) {
+        guard let endUserId = strdup(session.endUserId) else { return nil }
+        guard let authEnvironmentId = strdup(session.authEnvironmentId) else {
+            free(endUserId)
+            return nil
+        }
+        self.session = session
+        self.endUserId = endUserId
+        self.authEnvironmentId = authEnvironmentId
+    }
+
+    deinit {
+        free(endUserId)
+        free(authEnvironmentId)
+    }
+}
+
+func retainHandle(_ object: AnyObject) -> OpaquePointer {
+    OpaquePointer(Unmanaged.passRetained(object).toOpaque())
+}
+
+func borrowHandle<T: AnyObject>(_ pointer: OpaquePointer?, as type: T.Type, _ name: String) throws(CFailure) -> T {
+    guard let pointer else { throw .invalidArgument(name, "must not be NULL") }
+    return Unmanaged<T>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
+}
+
+func releaseHandle<T: AnyObject>(_ pointer: OpaquePointer?, as type: T.Type) {
+    guard let pointer else { return }
+    Unmanaged<T>.fromOpaque(UnsafeRawPointer(pointer)).release()
+}
+
+/// Hands a session to the caller as a new handle.
+func sessionHandle(_ session: PortalSession) throws(CFailure) -> OpaquePointer {
+    guard let handle = SessionHandle(session) else {
+        throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory")
+    }
+    return retainHandle(handle)
+}
