@@ -1,0 +1,67 @@
+@testable import PortalKeyring
+import Synchronization
+
+/// An in-memory `SessionStorage` for the core's pure logic (no D-Bus). It can be told to fail,
+/// to check that failures never delete anything.
+final class InMemoryStorage: SessionStorage, @unchecked Sendable {
+    struct Item { var authEnvironmentId: String; var generation: String?; var persistedAt: UInt64; var secret: [UInt8] }
+    private let state = Mutex<(items: [String: Item], next: Int, failure: StorageFailure?)>(([:], 0, nil))
+
+    func fail(with failure: StorageFailure?) { state.withLock { $0.failure = failure } }
+
+    @discardableResult
+    func add(_ authEnvironmentId: String, secret: [UInt8], generation: String? = nil, persistedAt: UInt64 = 0) -> String {
+        state.withLock { s in
+            s.next += 1
+            let id = "item\(s.next)"
+            s.items[id] = Item(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt, secret: secret)
+            return id
+        }
+    }
+
+    var count: Int { state.withLock { $0.items.count } }
+
+    func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem] {
+        let result: Result<[StoredSessionItem], StorageFailure> = state.withLock { s in
+            if let failure = s.failure { return .failure(failure) }
+            return .success(s.items.filter { $0.value.authEnvironmentId == authEnvironmentId }.map { id, item in
+                StoredSessionItem(itemId: id, generation: item.generation, persistedAt: item.persistedAt,
+                                  secret: withSecrets ? item.secret.withUnsafeBytes { SecretBytes(copying: $0) } : nil)
+            })
+        }
+        return try result.get()
+    }
+
+    func store(authEnvironmentId: String, generation: String, persistedAt: UInt64, label: String,
+               secret: SecretBytes) throws(StorageFailure) {
+        let failure: StorageFailure? = state.withLock { s in
+            if let failure = s.failure { return failure }
+            s.next += 1
+            s.items["item\(s.next)"] = Item(authEnvironmentId: authEnvironmentId, generation: generation,
+                                            persistedAt: persistedAt, secret: secret.withUnsafeBytes { Array($0) })
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    func delete(itemId: String) throws(StorageFailure) {
+        let failure: StorageFailure? = state.withLock { s in
+            if let failure = s.failure { return failure }
+            s.items[itemId] = nil
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int {
+        let result: Result<Int, StorageFailure> = state.withLock { s in
+            if let failure = s.failure { return .failure(failure) }
+            let doomed = s.items.filter {
+                $0.value.authEnvironmentId == authEnvironmentId && (generation == nil || $0.value.generation == generation)
+            }.map(\.key)
+            doomed.forEach { s.items[$0] = nil }
+            return .success(doomed.count)
+        }
+        return try result.get()
+    }
+}

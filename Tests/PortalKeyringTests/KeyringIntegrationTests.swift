@@ -1,0 +1,178 @@
+import Testing
+@testable import PortalKeyring
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the test helper `keyringctl` (Tests/tools/keyringctl.c) against the private keyring.
+enum KeyringControl {
+    /// Fails the test (never skips it) when not run inside scripts/with-keyring.sh.
+    static func environment() throws -> String {
+        let keyringctl = try #require(getenv("PORTAL_TEST_KEYRINGCTL").map { String(cString: $0) },
+                                      "run the tests through the README's test command (scripts/test.sh): PORTAL_TEST_KEYRINGCTL is unset")
+        _ = try #require(getenv("PORTAL_TEST_KEYRING_PID"), "no private gnome-keyring-daemon (scripts/with-keyring.sh)")
+        return keyringctl
+    }
+
+    /// Runs keyringctl with `arguments` (shell-quoted here), feeding `input`; returns status and stdout.
+    @discardableResult
+    static func run(_ arguments: [String], input: [UInt8] = []) throws -> (status: Int32, output: String) {
+        let tool = try environment()
+        let dir = String(cString: getenv("PORTAL_TEST_KEYRING_DIR"))
+        let inPath = "\(dir)/keyringctl.in.\(getpid())", outPath = "\(dir)/keyringctl.out.\(getpid())"
+        let file = fopen(inPath, "wb")
+        _ = input.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+        fclose(file)
+        let quoted = ([tool] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let status = system(quoted.joined(separator: " ") + " <'\(inPath)' >'\(outPath)'")
+        var output = ""
+        if let out = fopen(outPath, "rb") {
+            var buffer = [CChar](repeating: 0, count: 4096)
+            while let line = fgets(&buffer, Int32(buffer.count), out) { output += String(cString: line) }
+            fclose(out)
+        }
+        unlink(inPath); unlink(outPath)
+        return ((status >> 8) & 0xFF, output)
+    }
+
+    static func count(_ attributes: [String], schema: String = LibSecretStorage.schemaName) throws -> Int {
+        let result = try run(["count", "--schema", schema] + attributes)
+        return Int(result.output.filter { $0.isNumber }) ?? -1
+    }
+
+    static func lock() throws { #expect(try run(["lock"]).status == 0) }
+    static func unlock() throws { #expect(try run(["unlock"]).status == 0) }
+}
+
+private extension String {
+    func replacingOccurrences(of target: String, with replacement: String) -> String {
+        split(separator: Character(target), omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}
+
+/// Behaviour against a real gnome-keyring-daemon on a private bus (SPEC §2, §3, §5). Serialized:
+/// some tests lock the one default collection.
+@Suite(.serialized) struct KeyringIntegrationTests {
+    let env = "swift-\(getpid())"
+    private var unique: String { "\(env)-\(PortalAuth.newGeneration().prefix(8))" }
+
+    private func auth(_ id: String) throws -> PortalAuth {
+        _ = try KeyringControl.environment()
+        return try PortalAuth(authEnvironmentId: id, redirectUrl: "app://cb",
+                              keyringTimeouts: KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 2_000))
+    }
+
+    @Test func roundTripAcrossInstancesAndIndependentIds() throws {
+        let id = unique, other = unique
+        let first = try auth(id)
+        #expect(try first.restoreSession() == nil)
+        try first.persistSession(endUserId: "user-1", clientSessionToken: "cst-1")
+        let second = try auth(id)
+        let restored = try #require(try second.restoreSession())
+        #expect(restored.endUserId == "user-1")
+        #expect(restored.authEnvironmentId == id)
+        #expect(try restored.getToken() == "cst-1")
+        #expect(try auth(other).restoreSession() == nil)
+        try auth(other).persistSession(endUserId: "user-2", clientSessionToken: "cst-2")
+        #expect(try first.restoreSession()?.endUserId == "user-1")
+        try first.clearPersistedSession()
+        #expect(try second.restoreSession() == nil)
+        #expect(try auth(other).restoreSession()?.endUserId == "user-2")
+        try auth(other).clearPersistedSession()
+        try auth(other).clearPersistedSession() // nothing stored is still success
+    }
+
+    @Test func persistReplacesThePreviousItem() throws {
+        let id = unique
+        let a = try auth(id)
+        try a.persistSession(endUserId: "u", clientSessionToken: "one")
+        try a.persistSession(endUserId: "u", clientSessionToken: "two")
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
+        #expect(try a.restoreSession()?.getToken() == "two")
+        try a.clearPersistedSession()
+    }
+
+    @Test func itemAttributesCarryNothingSecret() throws {
+        let id = unique
+        try auth(id).persistSession(endUserId: "person@example.com", clientSessionToken: "very-secret-cst")
+        let attrs = try KeyringControl.run(["attrs", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)"]).output
+        #expect(attrs.contains("session_generation="))
+        #expect(!attrs.contains("very-secret-cst") && !attrs.contains("person@example.com"))
+        try auth(id).clearPersistedSession()
+    }
+
+    static let tokens = ["line\nbreak", "quotes \" ' \\ /", "non-ASCII ünï ✓ 🔑", String(repeating: "Z", count: 16_384),
+                         String(repeating: "y", count: PortalAuth.maxTokenBytes)]
+
+    @Test(arguments: tokens.indices)
+    func tokensRoundTripByteExact(_ index: Int) throws {
+        let token = Self.tokens[index]
+        let id = unique
+        try auth(id).persistSession(endUserId: "u", clientSessionToken: token)
+        #expect(try auth(id).restoreSession()?.getToken() == token)
+        try auth(id).clearPersistedSession()
+    }
+
+    @Test(arguments: [
+        Array("not json".utf8), Array(#"{"v":2,"clientSessionToken":"t","endUserId":"u"}"#.utf8),
+        Array(#"{"v":1,"clientSessionToken":"t"}"#.utf8), [0x7B, 0xFF, 0xFE, 0x7D], [],
+    ])
+    func unusableItemsAreDeleted(_ secret: [UInt8]) throws {
+        let id = unique
+        let stored = try KeyringControl.run(["store", "--schema", LibSecretStorage.schemaName,
+                                             "auth_environment_id=\(id)", "session_generation=00"], input: secret)
+        #expect(stored.status == 0)
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
+        #expect(try auth(id).restoreSession() == nil)
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 0)
+    }
+
+    @Test func otherSchemasAreNeverReturnedOrDeleted() throws {
+        let id = unique
+        let foreign = "org.example.LookAlike"
+        let doc = Array(#"{"v":1,"clientSessionToken":"theirs","endUserId":"them"}"#.utf8)
+        #expect(try KeyringControl.run(["store", "--schema", foreign, "auth_environment_id=\(id)"], input: doc).status == 0)
+        #expect(try auth(id).restoreSession() == nil)
+        try auth(id).clearPersistedSession()
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"], schema: foreign) == 1)
+        try KeyringControl.run(["delete-all", "--schema", foreign, "auth_environment_id=\(id)"])
+    }
+
+    @Test func lockedCollectionThrowsAndDeletesNothing() throws {
+        let id = unique
+        try auth(id).persistSession(endUserId: "u", clientSessionToken: "kept")
+        try KeyringControl.lock()
+        defer { try? KeyringControl.unlock() }
+        let start = monotonicMilliseconds()
+        do {
+            _ = try auth(id).restoreSession()
+            Issue.record("restore on a locked collection must throw, not report signed out")
+        } catch let PortalAuthError.sessionStorageFailure(message) {
+            #expect(message.contains("locked"))
+        }
+        #expect(monotonicMilliseconds() - start < 4_000)
+        // Clearing must not delete a locked item it could not unlock either.
+        #expect(throws: PortalAuthError.self) { try auth(id).clearPersistedSession() }
+        try KeyringControl.unlock()
+        #expect(try auth(id).restoreSession()?.getToken() == "kept")
+        try auth(id).clearPersistedSession()
+    }
+
+    @Test func persistIntoLockedCollectionKeepsThePreviousSession() throws {
+        let id = unique
+        try auth(id).persistSession(endUserId: "u", clientSessionToken: "before")
+        try KeyringControl.lock()
+        defer { try? KeyringControl.unlock() }
+        #expect(throws: PortalAuthError.self) { try auth(id).persistSession(endUserId: "u", clientSessionToken: "after") }
+        try KeyringControl.unlock()
+        #expect(try auth(id).restoreSession()?.getToken() == "before")
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
+        try auth(id).clearPersistedSession()
+    }
+}
+
+func monotonicMilliseconds() -> Int {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Int(now.tv_sec) * 1000 + Int(now.tv_nsec) / 1_000_000
+}
