@@ -17,11 +17,17 @@ let package = Package(
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
         ),
+        // libcurl, the HTTP client (light to load: no Foundation/ICU in the host process).
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // The public C header, imported so that `@c @implementation` checks every export against it.
         .systemLibrary(name: "CPortalKeyring", path: "Include"),
         .target(
             name: "PortalKeyring",
-            dependencies: ["CLibSecret"]
+            dependencies: ["CLibSecret", "CCurl"]
         ),
         .target(
             name: "PortalKeyringC",

@@ -227,6 +227,144 @@ PORTAL_API portal_status portal_session_copy_token(const portal_session *session
 /** Frees a session handle, wiping its token. NULL is a no-op. Does not touch the keyring. */
 PORTAL_API void portal_session_free(portal_session *session);
 
+/**
+ * Invalidates the session: drops its token from memory first, then deletes the stored item only
+ * if it still holds this sign-in (matched by its session_generation attribute), so a newer
+ * sign-in persisted meanwhile — by this or another process — is never wiped. Idempotent; a repeat
+ * after a failed delete retries the delete. Does not fire listeners (see portal_report_unauthorized).
+ * Blocks (keyring I/O).
+ *
+ * @return PORTAL_OK, PORTAL_ERR_SESSION_STORAGE (the token is gone from memory regardless) or
+ *         PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_session_invalidate(portal_session *session);
+
+/* ---------------------------------------------------------------------------------------------
+ * portal: the Portal client for one credential, and session invalidation
+ *
+ * HTTP goes through libcurl: HTTPS for every host except loopback (127.0.0.0/8, ::1, localhost);
+ * a bearer token is never sent over plain HTTP to another host. Timeouts: 10 s to connect, 30 s
+ * per request. Redirects are not followed.
+ *
+ * Invalidation (SPEC §3): a request that carried the session's token as bearer to the exact
+ * Portal API host and got HTTP 401 invalidates the session — the token is dropped, the stored
+ * item of that sign-in is deleted — and fires every listener once. 5xx, 403, timeouts, network
+ * errors and other hosts never invalidate.
+ *
+ * Callback threads and reentrancy: listener callbacks and destroy-notify functions run on a
+ * library-owned thread (one serial queue per portal handle), never on the thread that registered
+ * or reported, and never while the library holds a lock. A callback may call any library function,
+ * including portal_listener_cancel() on its own handle, portal_free() on its portal, and
+ * portal_auth_restore_session(). Callbacks of one portal run one at a time.
+ * ------------------------------------------------------------------------------------------- */
+
+/** The Portal client for one credential (PortalSwift's Portal). Thread-safe. */
+typedef struct portal portal;
+
+/** Called once when the session is invalidated by the backend. */
+typedef void (*portal_session_invalidated_cb)(void *user_data);
+
+/** Releases user_data; called exactly once per registration. */
+typedef void (*portal_destroy_notify)(void *user_data);
+
+/**
+ * Creates a Portal client for a session and validates the session at once: sends
+ * GET https://<api_host>/api/v3/clients/me with "Authorization: Bearer <CST>" on a library thread
+ * (the call does not wait for it). If that request gets HTTP 401 the session is invalidated and
+ * listeners fire — including listeners registered after this call returns (replay).
+ *
+ * @param[out] out   receives the handle; free it with portal_free().
+ * @param session    the credential (borrowed; the portal keeps its own reference, so the session
+ *                   handle may be freed first). The portal and the session handle share state:
+ *                   after invalidation portal_session_copy_token() reports
+ *                   PORTAL_ERR_SESSION_INVALIDATED.
+ * @param api_host   the Portal API host ("host" or "host:port"), or NULL for the host of the
+ *                   portal_auth the session came from.
+ * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_new(portal **out, const portal_session *session, const char *api_host);
+
+/**
+ * Creates a Portal client from a static API key. It never invalidates anything; registering a
+ * listener succeeds with handle 0 and calls destroy_notify at once.
+ *
+ * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_new_with_api_key(portal **out, const char *api_key, const char *api_host);
+
+/**
+ * Frees a portal. Cancels every listener registration (each destroy_notify runs once, on the
+ * calling thread unless it already ran). NULL is a no-op. May be called from inside a callback.
+ * A validation request still in flight completes in the background and may still invalidate the
+ * session, but no callback of this portal runs after portal_free() returns (except a callback
+ * already running on another thread, which portal_free() waits for, unless called from it).
+ */
+PORTAL_API void portal_free(portal *portal);
+
+/**
+ * Registers a listener for session invalidation.
+ *
+ * @param callback        called at most once, on a library thread (see above).
+ * @param user_data       passed to callback and destroy_notify.
+ * @param destroy_notify  optional; called exactly once: after the callback's only delivery
+ *                        returns, when the registration is cancelled or the portal freed before
+ *                        delivery, at once for a spent registration (API-key portal, or after
+ *                        portal_clear_session()), or before returning on a failed registration.
+ * @param[out] out        receives the handle for portal_listener_cancel(); 0 for a spent
+ *                        registration.
+ * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT (NULL portal, callback or out; destroy_notify
+ *         has then already been called).
+ */
+PORTAL_API portal_status portal_on_session_invalidated(portal *portal, portal_session_invalidated_cb callback,
+                                                       void *user_data, portal_destroy_notify destroy_notify,
+                                                       uint64_t *out);
+
+/**
+ * Cancels a registration: after this returns, its callback is never entered (if it is running on
+ * another thread, this waits for it to return; called from inside the callback itself, it does
+ * not wait). Unknown, already-cancelled and 0 handles are ignored.
+ *
+ * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT (NULL portal).
+ */
+PORTAL_API portal_status portal_listener_cancel(portal *portal, uint64_t handle);
+
+/**
+ * Reports that a request the app made itself, with rejected_token as bearer to the Portal API
+ * host, got HTTP 401. If rejected_token is the session's current token, invalidates the session
+ * (keyring I/O: blocks) and fires the listeners once; otherwise does nothing.
+ *
+ * @param[out] invalidated_out  optional: receives true if this call invalidated the session.
+ * @return PORTAL_OK, PORTAL_ERR_SESSION_STORAGE (the delete failed; the session is invalidated in
+ *         memory and listeners fire regardless) or PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_report_unauthorized(portal *portal, const char *rejected_token,
+                                                    bool *invalidated_out);
+
+/**
+ * Host-initiated sign-out: drops the token from memory and deletes every stored session of the
+ * auth environment. Never fires listeners. Blocks (keyring I/O).
+ *
+ * @return PORTAL_OK, PORTAL_ERR_SESSION_STORAGE or PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_clear_session(portal *portal);
+
+/**
+ * Sends an authenticated request and waits for the response. Blocks (network, up to 30 s).
+ * The bearer is attached only when target is a path ("/api/v3/...") or an absolute URL on the
+ * Portal API host exactly; a 401 from that host invalidates the session as described above.
+ *
+ * @param method            "GET", "POST", "PUT", "PATCH" or "DELETE".
+ * @param target            a path on the Portal API host, or an absolute https URL.
+ * @param body              optional JSON body (NULL for none).
+ * @param[out] status_out   receives the HTTP status.
+ * @param[out] body_out     optional: receives the response body, NUL-terminated, owned by the
+ *                          caller (portal_string_free()).
+ * @return PORTAL_OK (whatever the HTTP status), PORTAL_ERR_SESSION_INVALIDATED,
+ *         PORTAL_ERR_NETWORK or PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_request(portal *portal, const char *method, const char *target,
+                                        const char *body, long *status_out, char **body_out);
+
 #ifdef __cplusplus
 }
 #endif

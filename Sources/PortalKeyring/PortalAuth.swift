@@ -71,7 +71,8 @@ public final class PortalAuth: Sendable {
             if let secret = item.secret,
                let document = secret.withUnsafeBytes({ SessionDocument.decode($0) }) {
                 return PortalSession(authEnvironmentId: authEnvironmentId, endUserId: document.endUserId,
-                                     token: document.token, generation: item.generation, storage: storage)
+                                     apiHost: apiHost, token: document.token, generation: item.generation,
+                                     itemId: item.itemId, storage: storage)
             }
             // Unusable: no caller action could make it readable, so it is removed (SPEC §2).
             try storageCall { () throws(StorageFailure) in try storage.delete(itemId: item.itemId) }
@@ -132,8 +133,8 @@ public final class PortalAuth: Sendable {
                 try? storage.delete(itemId: item.itemId)
             }
         }
-        return PortalSession(authEnvironmentId: authEnvironmentId, endUserId: endUserId, token: token,
-                             generation: generation, storage: storage)
+        return PortalSession(authEnvironmentId: authEnvironmentId, endUserId: endUserId, apiHost: apiHost,
+                             token: token, generation: generation, storage: storage)
     }
 
     // MARK: - Argument checks and helpers

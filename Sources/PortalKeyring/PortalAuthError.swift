@@ -17,6 +17,13 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// The session was invalidated (by `PortalSession.invalidate()`, a rejected request, or a
     /// sign-out); its token is no longer available.
     case sessionInvalidated
+
+    /// The Portal API rejected the credential (HTTP 401).
+    case unauthorized
+
+    /// The request did not get a usable response: connection failure, timeout, TLS error, or a
+    /// request the library refused to send (a bearer over plain HTTP to a non-loopback host).
+    case networkFailure(message: String)
 }
 
 extension PortalAuthError: CustomStringConvertible {
@@ -25,6 +32,8 @@ extension PortalAuthError: CustomStringConvertible {
         case .invalidArgument(let name): return "invalid argument: \(name)"
         case .sessionStorageFailure(let message): return "session storage failure: \(message)"
         case .sessionInvalidated: return "session invalidated"
+        case .unauthorized: return "unauthorized"
+        case .networkFailure(let message): return "network failure: \(message)"
         }
     }
 }

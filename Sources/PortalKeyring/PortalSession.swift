@@ -9,20 +9,64 @@ import Synchronization
 public final class PortalSession: Sendable {
     public let authEnvironmentId: String
     public let endUserId: String
+    /// The Portal API host of the `PortalAuth` this session came from.
+    public let apiHost: String
     /// Names the sign-in this session came from (`session_generation`, SPEC §2).
     let generation: String?
+    /// The stored item, for items that lack a generation.
+    let itemId: String?
     let storage: any SessionStorage
 
-    private struct State: @unchecked Sendable { var token: SecretBytes? }
+    private struct State: @unchecked Sendable {
+        var token: SecretBytes?
+        var storedItemRemoved = false
+    }
     private let state: Mutex<State>
 
-    init(authEnvironmentId: String, endUserId: String, token: SecretBytes, generation: String?,
-         storage: any SessionStorage) {
+    init(authEnvironmentId: String, endUserId: String, apiHost: String, token: SecretBytes, generation: String?,
+         itemId: String? = nil, storage: any SessionStorage) {
         self.authEnvironmentId = authEnvironmentId
         self.endUserId = endUserId
+        self.apiHost = apiHost
         self.generation = generation
+        self.itemId = itemId
         self.storage = storage
         self.state = Mutex(State(token: token))
+    }
+
+    /// Invalidates the session: drops the in-memory token first, then deletes the stored item
+    /// only if it still holds this sign-in (keyed by `session_generation`, one provider search and
+    /// delete), so a newer sign-in stored meanwhile by this or another process is never wiped.
+    /// Idempotent: a repeat after a failed delete retries the delete. Blocks (keyring I/O).
+    ///
+    /// - Throws: `PortalAuthError.sessionStorageFailure(message:)` when the delete fails; the token
+    ///   is gone from memory regardless, and `getToken()` throws `sessionInvalidated` (SPEC §3).
+    public func invalidate() throws(PortalAuthError) {
+        let needsDelete = state.withLock { s in
+            s.token = nil
+            return !s.storedItemRemoved
+        }
+        guard needsDelete else { return }
+        try storageCall { () throws(StorageFailure) in
+            if let generation {
+                try storage.deleteAll(authEnvironmentId: authEnvironmentId, generation: generation)
+            } else if let itemId {
+                try storage.delete(itemId: itemId)
+            }
+        }
+        state.withLock { $0.storedItemRemoved = true }
+    }
+
+    /// Whether `token` is this session's current token (constant-time comparison).
+    func holds(token candidate: SecretBytes) -> Bool {
+        guard let token = tokenBytes(), token.count == candidate.count else { return false }
+        return token.withUnsafeBytes { a in
+            candidate.withUnsafeBytes { b in
+                var difference: UInt8 = 0
+                for index in 0..<a.count { difference |= a[index] ^ b[index] }
+                return difference == 0
+            }
+        }
     }
 
     /// The Client Session Token.

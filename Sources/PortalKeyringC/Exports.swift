@@ -170,3 +170,129 @@ public func portal_session_copy_token(_ session: OpaquePointer?, _ out: UnsafeMu
 public func portal_session_free(_ session: OpaquePointer?) {
     releaseHandle(session, as: SessionHandle.self)
 }
+
+@c @implementation
+public func portal_session_invalidate(_ session: OpaquePointer?) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(session, as: SessionHandle.self, "session")
+        try core { () throws(PortalAuthError) in try handle.session.invalidate() }
+    }
+}
+
+// MARK: - portal
+
+@c @implementation
+public func portal_new(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ session: OpaquePointer?,
+                       _ apiHost: UnsafePointer<CChar>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let out = try outArgument(out)
+        let handle = try borrowHandle(session, as: SessionHandle.self, "session")
+        let host = apiHost == nil ? nil : try stringArgument(apiHost, "api_host", maxBytes: PortalAuth.maxIdentifierBytes)
+        if let host, host.contains(where: { $0 == "/" || $0 == "@" || $0.isWhitespace }) {
+            throw .invalidArgument("api_host", "must be a host name, optionally with :port")
+        }
+        out.pointee = retainHandle(Portal(credentials: handle.session, apiHost: host))
+    }
+}
+
+@c @implementation
+public func portal_new_with_api_key(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ apiKey: UnsafePointer<CChar>?,
+                                    _ apiHost: UnsafePointer<CChar>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let out = try outArgument(out)
+        let key = try stringArgument(apiKey, "api_key", maxBytes: PortalAuth.maxTokenBytes)
+        let host = apiHost == nil ? PortalAuth.defaultApiHost
+            : try stringArgument(apiHost, "api_host", maxBytes: PortalAuth.maxIdentifierBytes)
+        let portal = try core(names: ["apiKey": "api_key", "apiHost": "api_host"]) { () throws(PortalAuthError) in
+            try Portal(apiKey: key, apiHost: host)
+        }
+        out.pointee = retainHandle(portal)
+    }
+}
+
+@c @implementation
+public func portal_free(_ portal: OpaquePointer?) {
+    guard let portal else { return }
+    Unmanaged<Portal>.fromOpaque(UnsafeRawPointer(portal)).takeUnretainedValue().cancelAllListeners()
+    releaseHandle(portal, as: Portal.self)
+}
+
+/// `user_data` crosses to the delivery thread; the C caller owns its thread safety (documented).
+private struct UserData: @unchecked Sendable { let pointer: UnsafeMutableRawPointer? }
+
+@c @implementation
+public func portal_on_session_invalidated(_ portal: OpaquePointer?, _ callback: portal_session_invalidated_cb?,
+                                          _ userData: UnsafeMutableRawPointer?, _ destroyNotify: portal_destroy_notify?,
+                                          _ out: UnsafeMutablePointer<UInt64>?) -> portal_status {
+    let data = UserData(pointer: userData)
+    let status = exported { () throws(CFailure) in
+        let portal = try borrowHandle(portal, as: Portal.self, "portal")
+        guard let callback else { throw .invalidArgument("callback", "must not be NULL") }
+        let out = try outArgument(out)
+        let handle = portal.onSessionInvalidated({ callback(data.pointer) },
+                                                 release: { destroyNotify?(data.pointer) })
+        out.pointee = handle.id
+    }
+    if status != PORTAL_OK { destroyNotify?(userData) }
+    return status
+}
+
+@c @implementation
+public func portal_listener_cancel(_ portal: OpaquePointer?, _ handle: UInt64) -> portal_status {
+    exported { () throws(CFailure) in
+        let portal = try borrowHandle(portal, as: Portal.self, "portal")
+        portal.cancelListener(id: handle)
+    }
+}
+
+@c @implementation
+public func portal_report_unauthorized(_ portal: OpaquePointer?, _ rejectedToken: UnsafePointer<CChar>?,
+                                       _ invalidatedOut: UnsafeMutablePointer<Bool>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let portal = try borrowHandle(portal, as: Portal.self, "portal")
+        let token = try stringArgument(rejectedToken, "rejected_token", maxBytes: PortalAuth.maxTokenBytes)
+        let invalidated = try core { () throws(PortalAuthError) in try portal.reportUnauthorized(rejectedToken: token) }
+        invalidatedOut?.pointee = invalidated
+    }
+}
+
+@c @implementation
+public func portal_clear_session(_ portal: OpaquePointer?) -> portal_status {
+    exported { () throws(CFailure) in
+        let portal = try borrowHandle(portal, as: Portal.self, "portal")
+        try core { () throws(PortalAuthError) in try portal.clearSession() }
+    }
+}
+
+@c @implementation
+public func portal_request(_ portal: OpaquePointer?, _ method: UnsafePointer<CChar>?, _ target: UnsafePointer<CChar>?,
+                           _ body: UnsafePointer<CChar>?, _ statusOut: UnsafeMutablePointer<Int>?,
+                           _ bodyOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let portal = try borrowHandle(portal, as: Portal.self, "portal")
+        let method = try stringArgument(method, "method", maxBytes: 16)
+        guard ["GET", "POST", "PUT", "PATCH", "DELETE"].contains(method) else {
+            throw .invalidArgument("method", "must be GET, POST, PUT, PATCH or DELETE")
+        }
+        let target = try stringArgument(target, "target", maxBytes: 8192)
+        let bodyBytes: [UInt8]? = body == nil ? nil
+            : Array(try stringArgument(body, "body", maxBytes: HTTPClientLimits.maxRequestBodyBytes).utf8)
+        let statusOut = try outArgument(statusOut, "status_out")
+        let response = try core(names: ["target": "target"]) { () throws(PortalAuthError) in
+            try portal.send(PortalRequest(method: method, target: target, body: bodyBytes))
+        }
+        if let bodyOut {
+            guard let copy = malloc(response.body.count + 1) else {
+                throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory")
+            }
+            response.body.withUnsafeBytes { if let base = $0.baseAddress { memcpy(copy, base, $0.count) } }
+            copy.storeBytes(of: 0, toByteOffset: response.body.count, as: UInt8.self)
+            bodyOut.pointee = copy.assumingMemoryBound(to: CChar.self)
+        }
+        statusOut.pointee = response.status
+    }
+}
+
+private enum HTTPClientLimits {
+    static let maxRequestBodyBytes = 1 << 20
+}

@@ -68,6 +68,10 @@ struct CFailure: Error {
             self.init(status: PORTAL_ERR_SESSION_STORAGE, message: message)
         case .sessionInvalidated:
             self.init(status: PORTAL_ERR_SESSION_INVALIDATED, message: "the session was invalidated")
+        case .unauthorized:
+            self.init(status: PORTAL_ERR_UNAUTHORIZED, message: "the Portal API rejected the credential")
+        case .networkFailure(let message):
+            self.init(status: PORTAL_ERR_NETWORK, message: message)
         }
     }
 }

@@ -20,6 +20,9 @@ final class InMemoryStorage: SessionStorage, @unchecked Sendable {
     }
 
     var count: Int { state.withLock { $0.items.count } }
+    private let deletes = Mutex(0)
+    /// How many delete calls (of any kind) reached the store.
+    var deleteCalls: Int { deletes.withLock { $0 } }
 
     func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem] {
         let result: Result<[StoredSessionItem], StorageFailure> = state.withLock { s in
@@ -45,6 +48,7 @@ final class InMemoryStorage: SessionStorage, @unchecked Sendable {
     }
 
     func delete(itemId: String) throws(StorageFailure) {
+        deletes.withLock { $0 += 1 }
         let failure: StorageFailure? = state.withLock { s in
             if let failure = s.failure { return failure }
             s.items[itemId] = nil
@@ -54,6 +58,7 @@ final class InMemoryStorage: SessionStorage, @unchecked Sendable {
     }
 
     func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int {
+        deletes.withLock { $0 += 1 }
         let result: Result<Int, StorageFailure> = state.withLock { s in
             if let failure = s.failure { return .failure(failure) }
             let doomed = s.items.filter {

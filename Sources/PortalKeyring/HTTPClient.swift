@@ -1,0 +1,182 @@
+import CCurl
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An HTTP request to the Portal API or another host.
+public struct PortalRequest: Sendable {
+    /// `GET`, `POST`, `PUT`, `PATCH` or `DELETE`.
+    public var method: String
+    /// A path on the Portal API host (starting with `/`), or an absolute `https://` URL.
+    public var target: String
+    /// Extra request headers. `Authorization` is set by the library for the Portal API host.
+    public var headers: [(name: String, value: String)]
+    /// The request body (sent with `Content-Type: application/json` unless a header says otherwise).
+    public var body: [UInt8]?
+
+    public init(method: String = "GET", target: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil) {
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// An HTTP response.
+public struct PortalResponse: Sendable {
+    /// The HTTP status code.
+    public let status: Int
+    /// The response body, at most `HTTPClient.maxBodyBytes`.
+    public let body: [UInt8]
+}
+
+/// Why a request did not produce a response.
+enum HTTPFailure: Error, Equatable {
+    /// The library refused to send it (for example a bearer over plain HTTP to a non-loopback host).
+    case refused(String)
+    /// Connection failure, TLS failure, reset or timeout.
+    case transport(String)
+
+    var message: String {
+        switch self {
+        case .refused(let m): return "request refused: \(m)"
+        case .transport(let m): return "network error: \(m)"
+        }
+    }
+}
+
+/// A parsed target URL: scheme, host (without brackets) and whether the host is loopback.
+struct TargetURL: Equatable {
+    let url: String
+    let scheme: String
+    /// Host and port as written in the URL authority, lower-cased, e.g. `api.portalhq.io` or `127.0.0.1:8080`.
+    let authority: String
+    let isLoopback: Bool
+
+    /// Parses an absolute http(s) URL with libcurl's URL parser; nil when it is not one.
+    init?(_ url: String) {
+        guard let handle = curl_url() else { return nil }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else { return nil }
+        func part(_ which: CURLUPart) -> String? {
+            var out: UnsafeMutablePointer<CChar>?
+            guard curl_url_get(handle, which, &out, 0) == CURLUE_OK, let out else { return nil }
+            defer { curl_free(out) }
+            return String(cString: out)
+        }
+        guard let scheme = part(CURLUPART_SCHEME)?.lowercased(), scheme == "https" || scheme == "http",
+              let host = part(CURLUPART_HOST)?.lowercased(), part(CURLUPART_USER) == nil else { return nil }
+        let port = part(CURLUPART_PORT)
+        self.url = url
+        self.scheme = scheme
+        self.authority = port.map { "\(host):\($0)" } ?? host
+        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        self.isLoopback = bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+    }
+
+    /// The URL for `path` on `apiHost` (`host` or `host:port`): https, or http for a loopback host.
+    static func forAPI(host apiHost: String, path: String) -> TargetURL? {
+        let bare = apiHost.split(separator: ":").first.map(String.init)?.lowercased() ?? apiHost
+        let loopback = bare == "localhost" || bare.hasPrefix("127.") || apiHost.hasPrefix("[::1]")
+        return TargetURL("\(loopback ? "http" : "https")://\(apiHost)\(path)")
+    }
+}
+
+/// The HTTP client: libcurl easy handles, one per request, HTTPS required except to loopback.
+///
+/// Timeouts (documented in the C header): 10 s to connect, 30 s for a whole request. Redirects
+/// are not followed (a bearer must not follow a redirect to another host). Thread-safe.
+struct HTTPClient: Sendable {
+    static let connectTimeoutMilliseconds = 10_000
+    static let totalTimeoutMilliseconds = 30_000
+    static let maxBodyBytes = 4 << 20
+
+    var connectTimeoutMilliseconds = HTTPClient.connectTimeoutMilliseconds
+    var totalTimeoutMilliseconds = HTTPClient.totalTimeoutMilliseconds
+
+    /// libcurl's global state, initialized once before the first handle (curl_global_init is not
+    /// thread-safe, a Swift global initializer is).
+    private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+
+    /// Sends `request` to `target`. `bearer`, when given, goes in the Authorization header; it is
+    /// refused over plain HTTP unless the host is loopback.
+    func send(_ request: PortalRequest, to target: TargetURL, bearer: SecretBytes?) throws(HTTPFailure) -> PortalResponse {
+        if target.scheme != "https" && !target.isLoopback {
+            throw .refused("plain HTTP to \(target.authority) is not allowed; use https")
+        }
+        guard Self.globalInit == CURLE_OK, let easy = curl_easy_init() else {
+            throw .transport("could not initialize libcurl")
+        }
+        defer { curl_easy_cleanup(easy) }
+
+        var headers: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headers) }
+        var hasContentType = false
+        for (name, value) in request.headers where name.lowercased() != "authorization" {
+            if name.lowercased() == "content-type" { hasContentType = true }
+            headers = curl_slist_append(headers, "\(name): \(value)")
+        }
+        if request.body != nil && !hasContentType { headers = curl_slist_append(headers, "Content-Type: application/json") }
+        headers = curl_slist_append(headers, "Accept: application/json")
+        if let bearer {
+            // Build the header line in wiped memory; libcurl copies it into the slist.
+            let prefix = Array("Authorization: Bearer ".utf8)
+            let line = UnsafeMutablePointer<CChar>.allocate(capacity: prefix.count + bearer.count + 1)
+            defer {
+                SecretBytes.wipe(line, prefix.count + bearer.count + 1)
+                line.deallocate()
+            }
+            prefix.withUnsafeBytes { UnsafeMutableRawPointer(line).copyMemory(from: $0.baseAddress!, byteCount: prefix.count) }
+            bearer.withUnsafeBytes { bytes in
+                if let base = bytes.baseAddress {
+                    UnsafeMutableRawPointer(line + prefix.count).copyMemory(from: base, byteCount: bytes.count)
+                }
+            }
+            line[prefix.count + bearer.count] = 0
+            headers = curl_slist_append(headers, line)
+        }
+
+        let sink = ResponseSink()
+        let sinkPointer = Unmanaged.passRetained(sink)
+        defer { sinkPointer.release() }
+
+        portal_curl_setopt_ptr(easy, CURLOPT_URL, target.url)
+        portal_curl_setopt_ptr(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        portal_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        portal_curl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
+        portal_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMilliseconds)
+        portal_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, totalTimeoutMilliseconds)
+        portal_curl_setopt_ptr(easy, CURLOPT_HTTPHEADER, headers)
+        portal_curl_setopt_write(easy) { data, size, count, context in
+            guard let data, let context else { return 0 }
+            let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
+            let length = size * count
+            if sink.bytes.count + length > HTTPClient.maxBodyBytes { return 0 }
+            sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+            return length
+        }
+        portal_curl_setopt_ptr(easy, CURLOPT_WRITEDATA, sinkPointer.toOpaque())
+        let method = request.method.uppercased()
+        if let body = request.body {
+            portal_curl_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
+            body.withUnsafeBytes { _ = portal_curl_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)) }
+        }
+        if method == "GET" && request.body == nil {
+            portal_curl_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        } else if method != "POST" {
+            portal_curl_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, method)
+        }
+
+        let code = curl_easy_perform(easy)
+        if code != CURLE_OK {
+            throw .transport(String(cString: curl_easy_strerror(code)))
+        }
+        var status = 0
+        portal_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        return PortalResponse(status: status, body: sink.bytes)
+    }
+}
+
+private final class ResponseSink {
+    var bytes: [UInt8] = []
+}

@@ -1,0 +1,187 @@
+import Dispatch
+
+/// The Portal client for one credential: PortalSwift's `Portal`, reduced to the session layer.
+///
+/// `Portal(credentials:)` validates the session against the Portal API at once
+/// (`GET /api/v3/clients/me` with the CST as bearer, on a background thread), and every request
+/// made through `send(_:)` that carries the bearer to the exact Portal API host and gets HTTP 401
+/// invalidates the session and fires `onSessionInvalidated` listeners — once per credential
+/// (SPEC §3). 5xx, 403, timeouts, connection errors and other hosts never invalidate.
+///
+/// HTTP: libcurl; HTTPS for every host except loopback (127.0.0.0/8, ::1, localhost), 10 s to
+/// connect, 30 s per request, redirects not followed. Thread-safe.
+public final class Portal: Sendable {
+    /// The Portal API host requests go to (`host` or `host:port`).
+    public let apiHost: String
+    /// The session this Portal was built from; nil for a static API key.
+    public let credentials: PortalSession?
+    private let apiKey: SecretBytes?
+    let invalidation: InvalidationCenter
+    let http: HTTPClient
+
+    /// Builds a Portal from a restored or signed-in session and validates it at once, without
+    /// blocking the caller.
+    ///
+    /// - Parameters:
+    ///   - credentials: the session; its token is sent as `Authorization: Bearer`.
+    ///   - apiHost: the Portal API host; default the session's (from its `PortalAuth`).
+    public convenience init(credentials: PortalSession, apiHost: String? = nil) {
+        self.init(credentials: credentials, apiHost: apiHost, http: HTTPClient())
+    }
+
+    init(credentials: PortalSession, apiHost: String?, http: HTTPClient, validate: Bool = true) {
+        self.apiHost = apiHost ?? credentials.apiHost
+        self.credentials = credentials
+        self.apiKey = nil
+        self.http = http
+        self.invalidation = InvalidationCenter(phase: credentials.isInvalidated ? .invalidated : .active)
+        if validate {
+            DispatchQueue.global().async { [self] in
+                _ = try? self.send(PortalRequest(target: "/api/v3/clients/me"))
+            }
+        }
+    }
+
+    /// Builds a Portal from a static API key. Such a Portal never invalidates anything and its
+    /// `onSessionInvalidated` returns a spent handle.
+    ///
+    /// - Throws: `invalidArgument(name:)` for a blank key or host.
+    public init(apiKey: String, apiHost: String = PortalAuth.defaultApiHost) throws(PortalAuthError) {
+        let key = SecretBytes.copyingUTF8(of: apiKey)
+        try PortalAuth.checkToken(key, name: "apiKey")
+        try PortalAuth.check(apiHost, name: "apiHost")
+        self.apiHost = apiHost
+        self.credentials = nil
+        self.apiKey = key
+        self.http = HTTPClient()
+        self.invalidation = InvalidationCenter(phase: .staticKey)
+    }
+
+    deinit {
+        invalidation.cancelAll()
+    }
+
+    /// Registers `listener` to run once when the backend rejects this credential.
+    ///
+    /// Every listener is told, each at most once. A listener added after the rejection gets one
+    /// replayed delivery. Listeners run on a library-owned serial queue, never while the library
+    /// holds a lock, so they may call anything (including `cancel()` on their own handle).
+    /// `clearSession()` never fires them.
+    ///
+    /// - Returns: a handle whose `cancel()` stops pending and future delivery; a spent handle
+    ///   (id 0) for a static API key or after `clearSession()`.
+    @discardableResult
+    public func onSessionInvalidated(_ listener: @escaping @Sendable () -> Void) -> SessionInvalidatedHandle {
+        invalidation.add(listener, release: nil)
+    }
+
+    /// Registration with a release hook, for the C ABI's destroy-notify: `release` runs exactly
+    /// once, after the only delivery, on cancel, on free, or at once for a spent handle.
+    @_spi(PortalKeyringC)
+    public func onSessionInvalidated(_ listener: @escaping @Sendable () -> Void,
+                                     release: @escaping @Sendable () -> Void) -> SessionInvalidatedHandle {
+        invalidation.add(listener, release: release)
+    }
+
+    /// Cancels a registration by id (the C ABI's handles are ids). Unknown ids are ignored.
+    @_spi(PortalKeyringC)
+    public func cancelListener(id: UInt64) {
+        let registration = invalidation.registration(id)
+        invalidation.remove(id)
+        registration?.cancel()
+    }
+
+    /// Cancels every registration (releasing each once): the C ABI's `portal_free`.
+    @_spi(PortalKeyringC)
+    public func cancelAllListeners() {
+        invalidation.cancelAll()
+    }
+
+    /// Waits until listener deliveries queued so far have returned.
+    public func waitForListenerDeliveries() {
+        invalidation.drain()
+    }
+
+    /// Tells the Portal that a request the app made itself, carrying `rejectedToken` as bearer
+    /// to the Portal API host, got HTTP 401. Invalidates the session and fires the listeners if
+    /// `rejectedToken` is still the credential's current token; otherwise does nothing.
+    ///
+    /// - Returns: whether this call invalidated the session.
+    /// - Throws: `sessionStorageFailure` when the stored item could not be deleted (the session
+    ///   is invalidated in memory and the listeners fire regardless).
+    @discardableResult
+    public func reportUnauthorized(rejectedToken: String) throws(PortalAuthError) -> Bool {
+        try reportUnauthorized(SecretBytes.copyingUTF8(of: rejectedToken))
+    }
+
+    func reportUnauthorized(_ rejected: SecretBytes) throws(PortalAuthError) -> Bool {
+        guard let credentials, credentials.holds(token: rejected), invalidation.beginInvalidation() else {
+            return false
+        }
+        var failure: PortalAuthError?
+        do { try credentials.invalidate() } catch { failure = error }
+        invalidation.notifyListeners()
+        if let failure { throw failure }
+        return true
+    }
+
+    /// Host-initiated sign-out: drops the token, deletes every stored session for the auth
+    /// environment, and never fires `onSessionInvalidated`. Blocks (keyring I/O).
+    ///
+    /// - Throws: `sessionStorageFailure` when the keyring delete fails (the token is dropped
+    ///   from memory regardless).
+    public func clearSession() throws(PortalAuthError) {
+        guard let credentials else { return }
+        _ = invalidation.clear()
+        do { try credentials.invalidate() } catch {}
+        _ = try storageCall { () throws(StorageFailure) in
+            try credentials.storage.deleteAll(authEnvironmentId: credentials.authEnvironmentId, generation: nil)
+        }
+    }
+
+    /// Sends a request. The credential's bearer is attached only when the target is the Portal
+    /// API host exactly (a path, or an absolute URL whose host and port equal `apiHost`); a 401
+    /// to that host carrying the bearer invalidates the session (see `reportUnauthorized`).
+    ///
+    /// - Returns: the response, whatever its status.
+    /// - Throws: `sessionInvalidated` when the credential was already invalidated;
+    ///   `networkFailure(message:)` for connection errors, timeouts, TLS failures, a refused
+    ///   plain-HTTP bearer; `invalidArgument(name: "target")` for a malformed target.
+    public func send(_ request: PortalRequest) throws(PortalAuthError) -> PortalResponse {
+        let target: TargetURL
+        if request.target.hasPrefix("/") {
+            guard let url = TargetURL.forAPI(host: apiHost, path: request.target) else {
+                throw .invalidArgument(name: "target")
+            }
+            target = url
+        } else {
+            guard let url = TargetURL(request.target) else { throw .invalidArgument(name: "target") }
+            target = url
+        }
+        let isPortalAPI = target.authority == apiHost.lowercased()
+            || (target.scheme == "https" && target.authority == apiHost.lowercased() + ":443")
+        var bearer: SecretBytes?
+        if isPortalAPI {
+            if let credentials {
+                guard let token = credentials.tokenBytes() else { throw .sessionInvalidated }
+                bearer = token
+            } else {
+                bearer = apiKey
+            }
+        }
+        var request = request
+        if isPortalAPI, let credentials {
+            request.headers.append((name: "x-portal-auth-environment-id", value: credentials.authEnvironmentId))
+        }
+        let response: PortalResponse
+        do {
+            response = try http.send(request, to: target, bearer: bearer)
+        } catch {
+            throw .networkFailure(message: error.message)
+        }
+        if response.status == 401, isPortalAPI, let bearer, credentials != nil {
+            _ = try? reportUnauthorized(bearer)
+        }
+        return response
+    }
+}

@@ -1,0 +1,201 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A registration made with `Portal.onSessionInvalidated(_:)`.
+///
+/// `cancel()` stops any pending or future delivery: once it returns, the listener is never
+/// entered (if a delivery is running on another thread, `cancel()` waits for it to return;
+/// called from inside the listener itself, it does not wait). Idempotent; thread-safe.
+public final class SessionInvalidatedHandle: Sendable {
+    /// 0 for a spent handle (a Portal built from a static API key, or after `clearSession()`).
+    public let id: UInt64
+    private let registration: ListenerRegistration?
+    private weak let center: InvalidationCenter?
+
+    init(id: UInt64, registration: ListenerRegistration?, center: InvalidationCenter?) {
+        self.id = id
+        self.registration = registration
+        self.center = center
+    }
+
+    /// Whether this handle will never deliver (spent, cancelled or already delivered).
+    public var isSpent: Bool { registration?.isFinished ?? true }
+
+    public func cancel() {
+        center?.remove(id)
+        registration?.cancel()
+    }
+}
+
+/// One listener: its callback, an optional release hook (the C destroy-notify), and the state
+/// that makes delivery at-most-once and `cancel()` final.
+final class ListenerRegistration: @unchecked Sendable {
+    private let callback: @Sendable () -> Void
+    private let release: (@Sendable () -> Void)?
+    // A pthread mutex and condition: cancel() may need to wait for a running delivery.
+    private var mutex = pthread_mutex_t()
+    private var condition = pthread_cond_t()
+    private var cancelled = false
+    private var delivered = false
+    private var released = false
+    private var deliveringThread: pthread_t?
+
+    init(callback: @escaping @Sendable () -> Void, release: (@Sendable () -> Void)?) {
+        self.callback = callback
+        self.release = release
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(&condition)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    var isFinished: Bool {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return cancelled || delivered
+    }
+
+    /// Calls the listener once unless cancelled; releases it afterwards. No lock is held while
+    /// user code runs.
+    func deliver() {
+        pthread_mutex_lock(&mutex)
+        if cancelled || delivered {
+            pthread_mutex_unlock(&mutex)
+            return
+        }
+        delivered = true
+        deliveringThread = pthread_self()
+        pthread_mutex_unlock(&mutex)
+
+        callback()
+
+        pthread_mutex_lock(&mutex)
+        deliveringThread = nil
+        pthread_cond_broadcast(&condition)
+        let runRelease = !released
+        released = true
+        pthread_mutex_unlock(&mutex)
+        if runRelease { release?() }
+    }
+
+    /// Prevents future delivery; waits for a delivery running on another thread; releases once.
+    func cancel() {
+        pthread_mutex_lock(&mutex)
+        cancelled = true
+        if let thread = deliveringThread, pthread_equal(thread, pthread_self()) != 0 {
+            // Cancelled from inside its own callback: deliver() releases after the callback returns.
+            pthread_mutex_unlock(&mutex)
+            return
+        }
+        while deliveringThread != nil { pthread_cond_wait(&condition, &mutex) }
+        let runRelease = !released
+        released = true
+        pthread_mutex_unlock(&mutex)
+        if runRelease { release?() }
+    }
+
+    /// Releases without ever delivering (spent registrations).
+    func releaseUnused() {
+        cancel()
+    }
+}
+
+/// The at-most-once invalidation state of one credential (SPEC §3 "onSessionInvalidated").
+///
+/// Listeners run on a serial dispatch queue owned by this center, one after another, never on
+/// the thread that registered or reported, and never while a library lock is held.
+final class InvalidationCenter: Sendable {
+    enum Phase: Sendable { case active, invalidated, cleared, staticKey }
+
+    private struct State: @unchecked Sendable {
+        var phase: Phase
+        var listeners: [UInt64: ListenerRegistration] = [:]
+        var nextId: UInt64 = 1
+    }
+
+    private let state: Mutex<State>
+    private let queue = DispatchQueue(label: "io.portalhq.PortalKeyring.invalidation")
+
+    init(phase: Phase) {
+        state = Mutex(State(phase: phase))
+    }
+
+    var phase: Phase { state.withLock { $0.phase } }
+
+    /// Registers a listener; replays the invalidation to it when it already happened.
+    func add(_ callback: @escaping @Sendable () -> Void, release: (@Sendable () -> Void)?) -> SessionInvalidatedHandle {
+        let registration = ListenerRegistration(callback: callback, release: release)
+        let (id, replay): (UInt64, Bool) = state.withLock { s in
+            switch s.phase {
+            case .staticKey, .cleared:
+                return (0, false)
+            case .active, .invalidated:
+                let id = s.nextId
+                s.nextId += 1
+                s.listeners[id] = registration
+                return (id, s.phase == .invalidated)
+            }
+        }
+        if id == 0 {
+            registration.releaseUnused()
+            return SessionInvalidatedHandle(id: 0, registration: nil, center: nil)
+        }
+        if replay { queue.async { registration.deliver() } }
+        return SessionInvalidatedHandle(id: id, registration: registration, center: self)
+    }
+
+    /// The handle's registration, for the C ABI, which cancels by id.
+    func registration(_ id: UInt64) -> ListenerRegistration? {
+        state.withLock { $0.listeners[id] }
+    }
+
+    func remove(_ id: UInt64) {
+        _ = state.withLock { $0.listeners.removeValue(forKey: id) }
+    }
+
+    /// Moves from active to invalidated; returns false when that already happened (or the
+    /// credential was cleared), so the caller's side effects run exactly once.
+    func beginInvalidation() -> Bool {
+        state.withLock { s in
+            guard s.phase == .active else { return false }
+            s.phase = .invalidated
+            return true
+        }
+    }
+
+    /// Delivers to every listener registered so far (later ones get a replay from `add`).
+    func notifyListeners() {
+        let listeners = state.withLock { s in s.listeners.sorted { $0.key < $1.key }.map(\.value) }
+        queue.async { listeners.forEach { $0.deliver() } }
+    }
+
+    /// Host-initiated sign-out: no listener will ever fire. Returns false if already invalidated.
+    func clear() -> Bool {
+        state.withLock { s in
+            guard s.phase == .active else { return false }
+            s.phase = .cleared
+            return true
+        }
+    }
+
+    /// Cancels every registration (releasing each once), for example when the Portal is freed.
+    func cancelAll() {
+        let all = state.withLock { s -> [ListenerRegistration] in
+            let all = Array(s.listeners.values)
+            s.listeners.removeAll()
+            return all
+        }
+        all.forEach { $0.cancel() }
+    }
+
+    /// Waits until deliveries queued so far have run (tests and orderly shutdown).
+    func drain() {
+        queue.sync {}
+    }
+}

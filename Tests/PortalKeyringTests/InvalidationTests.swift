@@ -1,0 +1,227 @@
+import Testing
+import Synchronization
+import Dispatch
+import FoundationEssentials
+@testable import PortalKeyring
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The loopback Portal API started by scripts/with-portal-api.sh (Tests/portal-api).
+enum FakePortalAPI {
+    static func host() throws -> String {
+        try #require(getenv("PORTAL_TEST_API_HOST").map { String(cString: $0) },
+                     "run through the README's test command: PORTAL_TEST_API_HOST is unset (scripts/with-portal-api.sh)")
+    }
+
+    @discardableResult
+    static func admin(_ method: String, _ path: String, _ json: String? = nil) throws -> String {
+        let target = try #require(TargetURL("http://\(try host())/_admin/\(path)"))
+        let response = try HTTPClient().send(PortalRequest(method: method, target: "", body: json.map { Array($0.utf8) }),
+                                              to: target, bearer: nil)
+        #expect(response.status == 200, "admin \(path) answered \(response.status)")
+        return String(decoding: response.body, as: UTF8.self)
+    }
+
+    /// Issues a CST for `endUserId`; returns the token.
+    static func issueToken(endUserId: String) throws -> String {
+        struct Issued: Decodable { struct Session: Decodable { let token: String }; let data: Session }
+        let body = try admin("POST", "sessions", #"{"endUserId":"\#(endUserId)"}"#)
+        return try JSONDecoder().decode(Issued.self, from: Data(body.utf8)).data.token
+    }
+
+    /// Requests to `route` so far, and how many of them carried a bearer.
+    static func requests(_ route: String) throws -> (total: Int, withBearer: Int) {
+        struct Stats: Decodable {
+            struct Route: Decodable { let requests: Int; let withBearer: Int }
+            struct Body: Decodable { let routes: [String: Route] }
+            let data: Body
+        }
+        let stats = try JSONDecoder().decode(Stats.self, from: Data(try admin("GET", "stats").utf8))
+        let entry = stats.data.routes[route]
+        return (entry?.requests ?? 0, entry?.withBearer ?? 0)
+    }
+}
+
+private final class Counter: Sendable {
+    private let value = Mutex(0)
+    func increment() { value.withLock { $0 += 1 } }
+    var count: Int { value.withLock { $0 } }
+}
+
+private func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+    let deadline = monotonicMilliseconds() + Int(seconds * 1000)
+    while monotonicMilliseconds() < deadline {
+        if condition() { return true }
+        usleep(10_000)
+    }
+    return condition()
+}
+
+/// Invalidation against the loopback Portal API and, where storage matters, the real keyring.
+@Suite(.serialized) struct InvalidationTests {
+    private func signIn(_ user: String = "user-\(getpid())") throws -> (PortalAuth, PortalSession, String) {
+        _ = try KeyringControl.environment()
+        let auth = try PortalAuth(authEnvironmentId: "inv-\(PortalAuth.newGeneration().prefix(12))",
+                                  redirectUrl: "app://cb", apiHost: try FakePortalAPI.host())
+        let token = try FakePortalAPI.issueToken(endUserId: user)
+        return (auth, try auth.persistSession(endUserId: user, clientSessionToken: token), token)
+    }
+
+    @Test func validSessionStaysValid() throws {
+        let (auth, session, _) = try signIn()
+        let fired = Counter()
+        let portal = Portal(credentials: session)
+        portal.onSessionInvalidated { fired.increment() }
+        let response = try portal.send(PortalRequest(target: "/api/v3/clients/me"))
+        #expect(response.status == 200)
+        portal.waitForListenerDeliveries()
+        #expect(fired.count == 0)
+        #expect(try auth.restoreSession() != nil)
+        try auth.clearPersistedSession()
+    }
+
+    @Test func revokedTokenInvalidatesAtInitAndReplaysToALateListener() throws {
+        let (auth, session, token) = try signIn()
+        try FakePortalAPI.admin("POST", "revoke", #"{"token":"\#(token)"}"#)
+        let portal = Portal(credentials: session)
+        #expect(waitUntil { session.isInvalidated }, "the init request's 401 must invalidate")
+        let fired = Counter()
+        portal.onSessionInvalidated { fired.increment() }   // registered after the rejection
+        #expect(waitUntil { fired.count == 1 })
+        portal.onSessionInvalidated { fired.increment() }
+        #expect(waitUntil { fired.count == 2 })
+        portal.waitForListenerDeliveries()
+        #expect(fired.count == 2)
+        #expect(try auth.restoreSession() == nil)
+        #expect(throws: PortalAuthError.sessionInvalidated) { try session.getToken() }
+        #expect(throws: PortalAuthError.sessionInvalidated) { try portal.send(PortalRequest(target: "/api/v3/clients/me")) }
+    }
+
+    @Test func concurrentRejectionsFireEachListenerOnceWithOneDelete() throws {
+        let storage = InMemoryStorage()
+        let auth = try PortalAuth(authEnvironmentId: "burst", redirectUrl: "app://cb", apiHost: try FakePortalAPI.host(),
+                                  storage: storage)
+        let token = try FakePortalAPI.issueToken(endUserId: "burst-user")
+        let session = try auth.persistSession(endUserId: "burst-user", clientSessionToken: token)
+        let deletesBefore = storage.deleteCalls
+        let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+        let counters = (0..<5).map { _ in Counter() }
+        for counter in counters { portal.onSessionInvalidated { counter.increment() } }
+        try FakePortalAPI.admin("POST", "revoke", #"{"token":"\#(token)"}"#)
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for _ in 0..<13 { _ = try? portal.send(PortalRequest(target: "/api/v3/clients/me")) }
+            _ = try? portal.reportUnauthorized(rejectedToken: token)
+        }
+        portal.waitForListenerDeliveries()
+        #expect(counters.allSatisfy { $0.count == 1 })
+        #expect(storage.deleteCalls - deletesBefore == 1)
+        #expect(storage.count == 0)
+    }
+
+    @Test func aNewerSignInSurvivesTheOldSessionsRejection() throws {
+        let (auth, old, oldToken) = try signIn("same-user")
+        let portal = Portal(credentials: old, apiHost: nil, http: HTTPClient(), validate: false)
+        // Meanwhile another PortalAuth (as another process would) signs in anew.
+        let other = try PortalAuth(authEnvironmentId: auth.authEnvironmentId, redirectUrl: "app://cb",
+                                   apiHost: auth.apiHost)
+        let newToken = try FakePortalAPI.issueToken(endUserId: "same-user")
+        try other.persistSession(endUserId: "same-user", clientSessionToken: newToken)
+        try FakePortalAPI.admin("POST", "revoke", #"{"token":"\#(oldToken)"}"#)
+        #expect(try portal.send(PortalRequest(target: "/api/v3/clients/me")).status == 401)
+        #expect(old.isInvalidated)
+        #expect(try auth.restoreSession()?.getToken() == newToken)
+        try auth.clearPersistedSession()
+    }
+
+    @Test func idleExpiryAndMaximumLifetimeInvalidate() throws {
+        for advance in [25 * 3600, 0] {
+            let (auth, session, _) = try signIn()
+            let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+            if advance == 0 {
+                // Keep it active every 20 h until past 7 days: sliding expiry is capped at issue + 7 d.
+                for _ in 0..<12 {
+                    try FakePortalAPI.admin("POST", "clock", #"{"advanceSeconds":72000}"#)
+                    if try portal.send(PortalRequest(target: "/api/v3/clients/me")).status == 401 { break }
+                }
+            } else {
+                try FakePortalAPI.admin("POST", "clock", #"{"advanceSeconds":\#(advance)}"#)
+                #expect(try portal.send(PortalRequest(target: "/api/v3/clients/me")).status == 401)
+            }
+            #expect(session.isInvalidated)
+            #expect(try auth.restoreSession() == nil)
+        }
+        try FakePortalAPI.admin("POST", "clock", #"{"offsetSeconds":0}"#)
+    }
+
+    @Test func serverErrorsTimeoutsAndOtherHostsNeverInvalidate() throws {
+        let (auth, session, token) = try signIn()
+        let fired = Counter()
+        let fast = HTTPClient(connectTimeoutMilliseconds: 1_000, totalTimeoutMilliseconds: 500)
+        let portal = Portal(credentials: session, apiHost: nil, http: fast, validate: false)
+        portal.onSessionInvalidated { fired.increment() }
+
+        try FakePortalAPI.admin("POST", "faults", #"{"route":"/api/v3/clients/me","status":500,"count":1}"#)
+        #expect(try portal.send(PortalRequest(target: "/api/v3/clients/me")).status == 500)
+        try FakePortalAPI.admin("POST", "faults", #"{"route":"/api/v3/clients/me","delayMs":1500,"count":1}"#)
+        #expect(throws: PortalAuthError.self) { try portal.send(PortalRequest(target: "/api/v3/clients/me")) }
+        try FakePortalAPI.admin("POST", "faults", #"{"route":"/api/v3/clients/me","reset":true,"count":1}"#)
+        #expect(throws: PortalAuthError.self) { try portal.send(PortalRequest(target: "/api/v3/clients/me")) }
+        try FakePortalAPI.admin("DELETE", "faults")
+
+        // Same server under another name: not the Portal API host, so no bearer and no invalidation.
+        let port = try FakePortalAPI.host().split(separator: ":").last.map(String.init) ?? ""
+        let before = try FakePortalAPI.requests("/api/v3/clients/me")
+        #expect(try portal.send(PortalRequest(target: "http://localhost:\(port)/api/v3/clients/me")).status == 401)
+        let after = try FakePortalAPI.requests("/api/v3/clients/me")
+        #expect(after.total == before.total + 1 && after.withBearer == before.withBearer)
+        // A look-alike of the real host, and plain HTTP to a non-loopback host: refused or failed, never sent a bearer.
+        let lookAlike = Portal(credentials: session, apiHost: "api.portalhq.io", http: fast, validate: false)
+        #expect(throws: PortalAuthError.self) {
+            try lookAlike.send(PortalRequest(target: "http://api.portalhq.io/api/v3/clients/me"))
+        }
+        do {
+            _ = try lookAlike.send(PortalRequest(target: "https://api.portalhq.io.evil.test/api/v3/clients/me"))
+        } catch {}
+        // A stale token reported by the app is ignored.
+        #expect(try portal.reportUnauthorized(rejectedToken: token + "-old") == false)
+
+        portal.waitForListenerDeliveries()
+        #expect(fired.count == 0)
+        #expect(!session.isInvalidated)
+        #expect(try auth.restoreSession()?.getToken() == token)
+        try auth.clearPersistedSession()
+    }
+
+    @Test func cancelAndClearSessionStopDelivery() throws {
+        let (auth, session, token) = try signIn()
+        let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+        let cancelled = Counter(), selfCancelling = Counter(), kept = Counter()
+        portal.onSessionInvalidated { cancelled.increment() }.cancel()
+        let box = Mutex<SessionInvalidatedHandle?>(nil)
+        let handle = portal.onSessionInvalidated {
+            selfCancelling.increment()
+            box.withLock { $0 }?.cancel()           // cancel own handle from inside: no deadlock
+            _ = try? auth.restoreSession()          // re-enter the library
+        }
+        box.withLock { $0 = handle }
+        portal.onSessionInvalidated { kept.increment() }
+        #expect(try portal.reportUnauthorized(rejectedToken: token))
+        portal.waitForListenerDeliveries()
+        #expect(cancelled.count == 0 && selfCancelling.count == 1 && kept.count == 1)
+
+        // clearSession never fires, and later registrations are spent.
+        let (auth2, session2, _) = try signIn()
+        let portal2 = Portal(credentials: session2, apiHost: nil, http: HTTPClient(), validate: false)
+        let never = Counter()
+        portal2.onSessionInvalidated { never.increment() }
+        try portal2.clearSession()
+        #expect(portal2.onSessionInvalidated { never.increment() }.isSpent)
+        portal2.waitForListenerDeliveries()
+        #expect(never.count == 0)
+        #expect(try auth2.restoreSession() == nil)
+
+        let keyed = try Portal(apiKey: "static-key", apiHost: try FakePortalAPI.host())
+        #expect(keyed.onSessionInvalidated { never.increment() }.isSpent)
+    }
+}
