@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# test.sh — the README's test command: installs what is missing (Debian, as root), builds, and
+# runs every test against a private keyring and the loopback Portal API, then stops them.
+#
+#   scripts/test.sh
+#
+# Steps (each against services this script starts and stops itself; never your own keyring):
+#   1. scripts/deps.sh: Debian packages (apt-get when run as root), swift on PATH;
+#   2. swift build (library, tests), keyringctl (the test tool that locks/unlocks the keyring);
+#   3. Swift tests (swift-testing) inside scripts/with-keyring.sh + scripts/with-portal-api.sh;
+#   4. C tests and examples (Tests/c/run.sh) inside the same kind of environment;
+#   5. the fake Portal API's own tests.
+# Exits non-zero if any step fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/deps.sh
+source scripts/deps.sh
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "build"
+swift build --build-tests 2>&1 | grep -v "prohibited flag" | tail -n 3
+mkdir -p build
+gcc -O1 -Wall -Wextra -Werror -o build/keyringctl Tests/tools/keyringctl.c $(pkg-config --cflags --libs libsecret-1)
+export PORTAL_TEST_KEYRINGCTL=$PWD/build/keyringctl
+
+step "Swift tests (private keyring + loopback Portal API)"
+scripts/with-keyring.sh scripts/with-portal-api.sh swift test --skip-build --no-parallel
+
+step "C tests and examples (private keyring + loopback Portal API)"
+scripts/with-keyring.sh scripts/with-portal-api.sh Tests/c/run.sh build/c
+
+step "fake Portal API tests"
+python3 -m unittest discover -s Tests/portal-api
+
+printf '\nAll tests passed.\n'
