@@ -25,7 +25,9 @@ public final class Portal: Sendable {
     /// - Parameters:
     ///   - credentials: the session; its token is sent as `Authorization: Bearer`.
     ///   - apiHost: the Portal API host; default the session's (from its `PortalAuth`).
-    public convenience init(credentials: PortalSession, apiHost: String? = nil) {
+    /// - Throws: `invalidArgument(name: "apiHost")` for a host that is not `host` or `host:port`.
+    public convenience init(credentials: PortalSession, apiHost: String? = nil) throws(PortalAuthError) {
+        if let apiHost { try PortalAuth.checkHost(apiHost) }
         self.init(credentials: credentials, apiHost: apiHost, http: HTTPClient())
     }
 
@@ -49,7 +51,7 @@ public final class Portal: Sendable {
     public init(apiKey: String, apiHost: String = PortalAuth.defaultApiHost) throws(PortalAuthError) {
         let key = SecretBytes.copyingUTF8(of: apiKey)
         try PortalAuth.checkToken(key, name: "apiKey")
-        try PortalAuth.check(apiHost, name: "apiHost")
+        try PortalAuth.checkHost(apiHost)
         self.apiHost = apiHost
         self.credentials = nil
         self.apiKey = key

@@ -44,10 +44,7 @@ public final class PortalAuth: Sendable {
          storage: any SessionStorage, keyringTimeouts: KeyringTimeouts = .default) throws(PortalAuthError) {
         try Self.check(authEnvironmentId, name: "authEnvironmentId")
         try Self.check(redirectUrl, name: "redirectUrl")
-        try Self.check(apiHost, name: "apiHost")
-        if apiHost.contains(where: { $0 == "/" || $0 == "@" || $0.isWhitespace }) {
-            throw .invalidArgument(name: "apiHost")
-        }
+        try Self.checkHost(apiHost)
         self.authEnvironmentId = authEnvironmentId
         self.redirectUrl = redirectUrl
         self.apiHost = apiHost
@@ -142,6 +139,16 @@ public final class PortalAuth: Sendable {
     static func check(_ value: String, name: String) throws(PortalAuthError) {
         if value.utf8.count > maxIdentifierBytes || value.utf8.contains(0)
             || value.allSatisfy({ $0.isWhitespace }) {
+            throw .invalidArgument(name: name)
+        }
+    }
+
+    /// A Portal API host is a host name or IP literal, optionally with `:port`; nothing that
+    /// could move the request elsewhere (`/`, `@`, `?`, `#`, `\`, whitespace, control characters).
+    static func checkHost(_ host: String, name: String = "apiHost") throws(PortalAuthError) {
+        try check(host, name: name)
+        if host.unicodeScalars.contains(where: { "/@?#\\".unicodeScalars.contains($0) || $0.value <= 0x20 || $0.value == 0x7F })
+            || TargetURL.forAPI(host: host, path: "/")?.authority != host.lowercased() {
             throw .invalidArgument(name: name)
         }
     }

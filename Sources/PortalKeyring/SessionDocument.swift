@@ -40,9 +40,18 @@ enum SessionDocument {
         defer { data.withUnsafeMutableBytes { SecretBytes.wipe($0.baseAddress, $0.count) } }
         guard let wire = try? JSONDecoder().decode(Wire.self, from: data),
               wire.v == version,
-              let token = wire.clientSessionToken, !token.isEmpty,
-              let endUserId = wire.endUserId, !endUserId.isEmpty
+              let token = wire.clientSessionToken,
+              let endUserId = wire.endUserId
         else { return nil }
-        return Decoded(endUserId: endUserId, token: SecretBytes.copyingUTF8(of: token))
+        // What restore hands out must pass the checks persist applies (no NUL, not blank, within
+        // the size limits): a C caller could not receive it whole, and truncating is not allowed.
+        let tokenBytes = SecretBytes.copyingUTF8(of: token)
+        do {
+            try PortalAuth.check(endUserId, name: "endUserId")
+            try PortalAuth.checkToken(tokenBytes, name: "clientSessionToken")
+        } catch {
+            return nil
+        }
+        return Decoded(endUserId: endUserId, token: tokenBytes)
     }
 }

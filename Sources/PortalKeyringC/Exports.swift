@@ -158,11 +158,14 @@ public func portal_session_copy_token(_ session: OpaquePointer?, _ out: UnsafeMu
             memory.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
             return memory.assumingMemoryBound(to: CChar.self)
         }
-        guard let copy else {
+        switch copy {
+        case .none:
             throw CFailure(status: PORTAL_ERR_SESSION_INVALIDATED, message: "the session was invalidated")
+        case .some(.none):
+            throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory")
+        case .some(.some(let copy)):
+            out.pointee = copy
         }
-        guard let copy else { throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory") }
-        out.pointee = copy
     }
 }
 
@@ -188,10 +191,10 @@ public func portal_new(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ session: 
         let out = try outArgument(out)
         let handle = try borrowHandle(session, as: SessionHandle.self, "session")
         let host = apiHost == nil ? nil : try stringArgument(apiHost, "api_host", maxBytes: PortalAuth.maxIdentifierBytes)
-        if let host, host.contains(where: { $0 == "/" || $0 == "@" || $0.isWhitespace }) {
-            throw .invalidArgument("api_host", "must be a host name, optionally with :port")
+        let portal = try core(names: authNames) { () throws(PortalAuthError) in
+            try Portal(credentials: handle.session, apiHost: host)
         }
-        out.pointee = retainHandle(Portal(credentials: handle.session, apiHost: host))
+        out.pointee = retainHandle(portal)
     }
 }
 
@@ -225,15 +228,21 @@ public func portal_on_session_invalidated(_ portal: OpaquePointer?, _ callback: 
                                           _ userData: UnsafeMutableRawPointer?, _ destroyNotify: portal_destroy_notify?,
                                           _ out: UnsafeMutablePointer<UInt64>?) -> portal_status {
     let data = UserData(pointer: userData)
+    // On failure destroy_notify runs before the error is recorded, so that a destroy_notify that
+    // calls into the library cannot overwrite the caller's error message.
     let status = exported { () throws(CFailure) in
-        let portal = try borrowHandle(portal, as: Portal.self, "portal")
-        guard let callback else { throw .invalidArgument("callback", "must not be NULL") }
-        let out = try outArgument(out)
-        let handle = portal.onSessionInvalidated({ callback(data.pointer) },
-                                                 release: { destroyNotify?(data.pointer) })
-        out.pointee = handle.id
+        do throws(CFailure) {
+            let portal = try borrowHandle(portal, as: Portal.self, "portal")
+            guard let callback else { throw .invalidArgument("callback", "must not be NULL") }
+            let out = try outArgument(out)
+            let handle = portal.onSessionInvalidated({ callback(data.pointer) },
+                                                     release: { destroyNotify?(data.pointer) })
+            out.pointee = handle.id
+        } catch {
+            destroyNotify?(data.pointer)
+            throw error
+        }
     }
-    if status != PORTAL_OK { destroyNotify?(userData) }
     return status
 }
 

@@ -71,7 +71,7 @@ private func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
     @Test func validSessionStaysValid() throws {
         let (auth, session, _) = try signIn()
         let fired = Counter()
-        let portal = Portal(credentials: session)
+        let portal = try Portal(credentials: session)
         portal.onSessionInvalidated { fired.increment() }
         let response = try portal.send(PortalRequest(target: "/api/v3/clients/me"))
         #expect(response.status == 200)
@@ -84,7 +84,7 @@ private func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
     @Test func revokedTokenInvalidatesAtInitAndReplaysToALateListener() throws {
         let (auth, session, token) = try signIn()
         try FakePortalAPI.admin("POST", "revoke", #"{"token":"\#(token)"}"#)
-        let portal = Portal(credentials: session)
+        let portal = try Portal(credentials: session)
         #expect(waitUntil { session.isInvalidated }, "the init request's 401 must invalidate")
         let fired = Counter()
         portal.onSessionInvalidated { fired.increment() }   // registered after the rejection

@@ -1,0 +1,169 @@
+/*
+ * header_test.c — Include/portal_keyring.h compiles cleanly as C99 and as C++11, and declares
+ * every function of the C ABI with the expected signature.
+ *
+ * Tests/c/run.sh builds and runs it both ways; by hand, from the repository root:
+ *
+ *   gcc -std=c99 -Wall -Wextra -pedantic -Werror -IInclude Tests/c/header_test.c \
+ *       -o build/c/header_test_c -L.build/debug -lportal-keyring -Wl,-rpath,$PWD/.build/debug
+ *   g++ -std=c++11 -Wall -Wextra -pedantic -Werror -x c++ -IInclude Tests/c/header_test.c \
+ *       -o build/c/header_test_cxx -L.build/debug -lportal-keyring -Wl,-rpath,$PWD/.build/debug
+ *   build/c/header_test_c && build/c/header_test_cxx
+ *
+ * A missing or changed declaration is a compile error (each function is assigned to a pointer
+ * of its exact type); a missing export is a link error. Running it needs no keyring.
+ */
+#include "portal_keyring.h"
+/* A second inclusion must be harmless (include guard). */
+#include "portal_keyring.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Compile-time checks (C99 and C++11 alike): a negative array size fails the build. */
+#define STATIC_CHECK(name, cond) typedef char static_check_##name[(cond) ? 1 : -1]
+
+STATIC_CHECK(version_number,
+             PORTAL_KEYRING_VERSION_NUMBER == PORTAL_KEYRING_VERSION_MAJOR * 1000000 +
+                                                  PORTAL_KEYRING_VERSION_MINOR * 1000 +
+                                                  PORTAL_KEYRING_VERSION_PATCH);
+STATIC_CHECK(ok_is_zero, PORTAL_OK == 0);
+STATIC_CHECK(invalid_argument, PORTAL_ERR_INVALID_ARGUMENT == 1);
+STATIC_CHECK(session_storage, PORTAL_ERR_SESSION_STORAGE == 2);
+STATIC_CHECK(session_invalidated, PORTAL_ERR_SESSION_INVALIDATED == 3);
+STATIC_CHECK(unauthorized, PORTAL_ERR_UNAUTHORIZED == 4);
+STATIC_CHECK(network, PORTAL_ERR_NETWORK == 5);
+STATIC_CHECK(internal, PORTAL_ERR_INTERNAL == 6);
+
+/* Every function, through a pointer of its exact type (a changed signature fails to compile). */
+static uint32_t (*const p_version_number)(void) = portal_keyring_version_number;
+static const char *(*const p_version)(void) = portal_keyring_version;
+static const char *(*const p_status_str)(portal_status) = portal_status_str;
+static const char *(*const p_last_error_message)(void) = portal_last_error_message;
+static void (*const p_string_free)(char *) = portal_string_free;
+static portal_status (*const p_auth_new)(portal_auth **, const char *, const char *,
+                                         const char *) = portal_auth_new;
+static void (*const p_auth_free)(portal_auth *) = portal_auth_free;
+static portal_status (*const p_auth_set_keyring_timeouts)(portal_auth *, uint32_t, uint32_t) =
+    portal_auth_set_keyring_timeouts;
+static portal_status (*const p_auth_restore_session)(portal_auth *, portal_session **) =
+    portal_auth_restore_session;
+static portal_status (*const p_auth_clear_persisted_session)(portal_auth *) =
+    portal_auth_clear_persisted_session;
+static portal_status (*const p_auth_persist_session)(portal_auth *, const char *, const char *,
+                                                     portal_session **) =
+    portal_auth_persist_session;
+static const char *(*const p_session_get_end_user_id)(const portal_session *) =
+    portal_session_get_end_user_id;
+static const char *(*const p_session_get_auth_environment_id)(const portal_session *) =
+    portal_session_get_auth_environment_id;
+static portal_status (*const p_session_copy_token)(const portal_session *, char **) =
+    portal_session_copy_token;
+static void (*const p_session_free)(portal_session *) = portal_session_free;
+static portal_status (*const p_session_invalidate)(portal_session *) = portal_session_invalidate;
+static portal_status (*const p_new)(portal **, const portal_session *, const char *) = portal_new;
+static portal_status (*const p_new_with_api_key)(portal **, const char *, const char *) =
+    portal_new_with_api_key;
+static void (*const p_free)(portal *) = portal_free;
+static portal_status (*const p_on_session_invalidated)(portal *, portal_session_invalidated_cb, void *,
+                                                       portal_destroy_notify, uint64_t *) =
+    portal_on_session_invalidated;
+static portal_status (*const p_listener_cancel)(portal *, uint64_t) = portal_listener_cancel;
+static portal_status (*const p_report_unauthorized)(portal *, const char *, bool *) =
+    portal_report_unauthorized;
+static portal_status (*const p_clear_session)(portal *) = portal_clear_session;
+static portal_status (*const p_request)(portal *, const char *, const char *, const char *, long *,
+                                        char **) = portal_request;
+
+/* The callback typedefs have the documented shapes. */
+static void sample_callback(void *user_data) { (void)user_data; }
+static const portal_session_invalidated_cb sample_invalidated = sample_callback;
+static const portal_destroy_notify sample_destroy = sample_callback;
+
+/* The same functions' addresses in one array (void (*)(void) is the generic function pointer). */
+typedef void (*any_function)(void);
+#define ENTRY(f) { #f, (any_function)(f) }
+static const struct {
+    const char *name;
+    any_function address;
+} functions[] = {
+    ENTRY(portal_keyring_version_number),
+    ENTRY(portal_keyring_version),
+    ENTRY(portal_status_str),
+    ENTRY(portal_last_error_message),
+    ENTRY(portal_string_free),
+    ENTRY(portal_auth_new),
+    ENTRY(portal_auth_free),
+    ENTRY(portal_auth_set_keyring_timeouts),
+    ENTRY(portal_auth_restore_session),
+    ENTRY(portal_auth_clear_persisted_session),
+    ENTRY(portal_auth_persist_session),
+    ENTRY(portal_session_get_end_user_id),
+    ENTRY(portal_session_get_auth_environment_id),
+    ENTRY(portal_session_copy_token),
+    ENTRY(portal_session_free),
+    ENTRY(portal_session_invalidate),
+    ENTRY(portal_new),
+    ENTRY(portal_new_with_api_key),
+    ENTRY(portal_free),
+    ENTRY(portal_on_session_invalidated),
+    ENTRY(portal_listener_cancel),
+    ENTRY(portal_report_unauthorized),
+    ENTRY(portal_clear_session),
+    ENTRY(portal_request),
+};
+
+int main(void) {
+    const any_function typed[] = {
+        (any_function)p_version_number, (any_function)p_version,
+        (any_function)p_status_str, (any_function)p_last_error_message,
+        (any_function)p_string_free, (any_function)p_auth_new,
+        (any_function)p_auth_free, (any_function)p_auth_set_keyring_timeouts,
+        (any_function)p_auth_restore_session, (any_function)p_auth_clear_persisted_session,
+        (any_function)p_auth_persist_session, (any_function)p_session_get_end_user_id,
+        (any_function)p_session_get_auth_environment_id, (any_function)p_session_copy_token,
+        (any_function)p_session_free, (any_function)p_session_invalidate,
+        (any_function)p_new, (any_function)p_new_with_api_key,
+        (any_function)p_free, (any_function)p_on_session_invalidated,
+        (any_function)p_listener_cancel, (any_function)p_report_unauthorized,
+        (any_function)p_clear_session, (any_function)p_request,
+    };
+    const size_t n = sizeof functions / sizeof functions[0];
+    size_t i;
+    int failures = 0;
+    portal_status status = PORTAL_OK;
+    bool flag = true; /* <stdbool.h> comes with the header */
+    size_t size = sizeof(portal_status);
+    int64_t wide = 0; /* <stdint.h> too */
+
+    if (sizeof typed / sizeof typed[0] != n) {
+        fprintf(stderr, "header_test: table sizes differ\n");
+        return 1;
+    }
+    for (i = 0; i < n; i++) {
+        if (functions[i].address == NULL || functions[i].address != typed[i]) {
+            fprintf(stderr, "header_test: %s has no address\n", functions[i].name);
+            failures++;
+        }
+    }
+    /* Calls that need no keyring: the header and the loaded library agree. */
+    if (portal_keyring_version_number() != PORTAL_KEYRING_VERSION_NUMBER ||
+        strcmp(portal_keyring_version(), PORTAL_KEYRING_VERSION_STRING) != 0) {
+        fprintf(stderr, "header_test: header %s (%d) but library %s (%u)\n",
+                PORTAL_KEYRING_VERSION_STRING, PORTAL_KEYRING_VERSION_NUMBER,
+                portal_keyring_version(), (unsigned)portal_keyring_version_number());
+        failures++;
+    }
+    if (strcmp(portal_status_str(status), "ok") != 0 || !flag || size == 0 || wide != 0) failures++;
+    sample_invalidated(NULL);
+    sample_destroy(NULL);
+
+    printf("header_test (%s): %u functions declared and linked, %s\n",
+#ifdef __cplusplus
+           "C++",
+#else
+           "C",
+#endif
+           (unsigned)n, failures ? "FAILED" : "ok");
+    return failures ? 1 : 0;
+}

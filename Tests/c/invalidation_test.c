@@ -1,0 +1,295 @@
+/*
+ * invalidation_test.c — the listener C ABI against the real keyring and the loopback Portal API:
+ * registration, replay to a late listener, cancel (before, and from inside the callback), free from
+ * inside the callback, destroy_notify exactly once, API-key portals, and a newer sign-in by another
+ * process surviving the old session's rejection.
+ *
+ * Needs PORTAL_TEST_API_URL / PORTAL_TEST_API_HOST (scripts/with-portal-api.sh) inside
+ * scripts/with-keyring.sh. Exit 0 when every check passed.
+ */
+#define _DEFAULT_SOURCE 1
+#include <portal_keyring.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int checks, failures;
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        checks++;                                                                    \
+        if (!(cond)) {                                                               \
+            failures++;                                                              \
+            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, \
+                    __LINE__, #cond, portal_last_error_message());                   \
+        }                                                                            \
+    } while (0)
+
+static const char *api_url, *api_host, *self_path;
+
+/* POSTs JSON to an admin route with curl-free plain sockets via python3 (available in tests). */
+static int admin(const char *path, const char *json, char *out, size_t out_size) {
+    char command[4096];
+    snprintf(command, sizeof command,
+             "python3 -c 'import json,sys,urllib.request as u; r=u.Request(sys.argv[1],data=sys.argv[2].encode(),"
+             "headers={\"Content-Type\":\"application/json\"}); print(json.load(u.urlopen(r))[\"data\"].get(\"token\",\"\"))'"
+             " '%s/_admin/%s' '%s'", api_url, path, json);
+    FILE *p = popen(command, "r");
+    if (!p) return -1;
+    char line[1024] = "";
+    if (!fgets(line, sizeof line, p)) line[0] = '\0';
+    int rc = pclose(p);
+    line[strcspn(line, "\n")] = '\0';
+    if (out) snprintf(out, out_size, "%s", line);
+    return rc == 0 ? 0 : -1;
+}
+
+static void issue_token(const char *user, char *out, size_t size) {
+    char json[256];
+    snprintf(json, sizeof json, "{\"endUserId\":\"%s\"}", user);
+    CHECK(admin("sessions", json, out, size) == 0 && out[0] != '\0');
+}
+
+static void revoke_token(const char *token) {
+    char json[512];
+    snprintf(json, sizeof json, "{\"token\":\"%s\"}", token);
+    CHECK(admin("revoke", json, NULL, 0) == 0);
+}
+
+typedef struct {
+    atomic_int calls;
+    atomic_int destroyed;
+    portal *portal;       /* for re-entrant tests */
+    uint64_t handle;
+    int action;           /* 0 nothing, 1 cancel own handle, 2 free portal, 3 restore again */
+    portal_auth *auth;
+} probe;
+
+static void on_invalidated(void *data) {
+    probe *p = data;
+    atomic_fetch_add(&p->calls, 1);
+    if (p->action == 1) portal_listener_cancel(p->portal, p->handle);
+    if (p->action == 2) { portal_free(p->portal); p->portal = NULL; }
+    if (p->action == 3) {
+        portal_session *again = NULL;
+        CHECK(portal_auth_restore_session(p->auth, &again) == PORTAL_OK);
+        CHECK(again == NULL); /* the rejected sign-in was deleted before listeners ran */
+        portal_session_free(again);
+    }
+}
+
+static void on_destroy(void *data) { atomic_fetch_add(&((probe *)data)->destroyed, 1); }
+
+static void wait_for(atomic_int *value, int expected) {
+    for (int i = 0; i < 500 && atomic_load(value) < expected; i++) usleep(10000);
+}
+
+static portal_auth *new_auth(const char *tag) {
+    char id[128];
+    snprintf(id, sizeof id, "c-inv-%s-%d", tag, (int)getpid());
+    portal_auth *auth = NULL;
+    CHECK(portal_auth_new(&auth, id, "app://cb", api_host) == PORTAL_OK);
+    return auth;
+}
+
+static portal_session *sign_in(portal_auth *auth, const char *user, char *token, size_t size) {
+    issue_token(user, token, size);
+    portal_session *session = NULL;
+    CHECK(portal_auth_persist_session(auth, user, token, &session) == PORTAL_OK);
+    return session;
+}
+
+static void test_replay_cancel_destroy(void) {
+    char token[256];
+    portal_auth *auth = new_auth("replay");
+    portal_session *session = sign_in(auth, "u-replay", token, sizeof token);
+    revoke_token(token);
+
+    portal *client = NULL;
+    CHECK(portal_new(&client, session, NULL) == PORTAL_OK);
+    probe cancelled = {0}, late = {0}, reentrant = {0};
+    uint64_t h = 0;
+    /* Registered before the init request's answer can arrive, then cancelled: never called. */
+    CHECK(portal_on_session_invalidated(client, on_invalidated, &cancelled, on_destroy, &h) == PORTAL_OK);
+    CHECK(h != 0);
+    CHECK(portal_listener_cancel(client, h) == PORTAL_OK);
+    CHECK(atomic_load(&cancelled.destroyed) == 1);
+    /* Wait for the init request's rejection, then register late: exactly one replay. */
+    char *copy = NULL;
+    for (int i = 0; i < 500; i++) {
+        portal_status st = portal_session_copy_token(session, &copy);
+        portal_string_free(copy);
+        copy = NULL;
+        if (st == PORTAL_ERR_SESSION_INVALIDATED) break;
+        usleep(10000);
+    }
+    CHECK(portal_session_copy_token(session, &copy) == PORTAL_ERR_SESSION_INVALIDATED);
+    CHECK(portal_on_session_invalidated(client, on_invalidated, &late, on_destroy, &h) == PORTAL_OK);
+    wait_for(&late.calls, 1);
+    CHECK(atomic_load(&late.calls) == 1);
+    wait_for(&late.destroyed, 1);
+    CHECK(atomic_load(&late.destroyed) == 1);
+    /* A late listener that re-enters the library and cancels its own handle. */
+    reentrant.portal = client;
+    reentrant.auth = auth;
+    reentrant.action = 3;
+    CHECK(portal_on_session_invalidated(client, on_invalidated, &reentrant, on_destroy, &reentrant.handle) == PORTAL_OK);
+    wait_for(&reentrant.destroyed, 1);
+    CHECK(atomic_load(&reentrant.calls) == 1 && atomic_load(&reentrant.destroyed) == 1);
+    CHECK(atomic_load(&cancelled.calls) == 0);
+
+    portal_session *restored = NULL;
+    CHECK(portal_auth_restore_session(auth, &restored) == PORTAL_OK && restored == NULL);
+    portal_free(client);
+    CHECK(atomic_load(&cancelled.destroyed) == 1 && atomic_load(&late.destroyed) == 1);
+    portal_session_free(session);
+    portal_auth_free(auth);
+}
+
+static void test_cancel_and_free_inside_callback(void) {
+    char token[256];
+    portal_auth *auth = new_auth("inside");
+    portal_session *session = sign_in(auth, "u-inside", token, sizeof token);
+    portal *client = NULL;
+    /* A bogus host so the init request cannot invalidate; we report ourselves. */
+    CHECK(portal_new(&client, session, NULL) == PORTAL_OK);
+    probe self_cancel = {0}, freer = {0}, pending = {0};
+    self_cancel.portal = client;
+    self_cancel.action = 1;
+    CHECK(portal_on_session_invalidated(client, on_invalidated, &self_cancel, on_destroy, &self_cancel.handle) == PORTAL_OK);
+    freer.portal = client;
+    freer.action = 2;
+    CHECK(portal_on_session_invalidated(client, on_invalidated, &freer, on_destroy, &freer.handle) == PORTAL_OK);
+    uint64_t h = 0;
+    CHECK(portal_on_session_invalidated(client, on_invalidated, &pending, on_destroy, &h) == PORTAL_OK);
+
+    bool invalidated = false;
+    CHECK(portal_report_unauthorized(client, "not-the-current-token", &invalidated) == PORTAL_OK);
+    CHECK(!invalidated);
+    CHECK(portal_report_unauthorized(client, token, &invalidated) == PORTAL_OK);
+    CHECK(invalidated);
+    CHECK(portal_report_unauthorized(client, token, &invalidated) == PORTAL_OK);
+    CHECK(!invalidated); /* at most once */
+    wait_for(&pending.destroyed, 1);
+    CHECK(atomic_load(&self_cancel.calls) == 1 && atomic_load(&self_cancel.destroyed) == 1);
+    CHECK(atomic_load(&freer.calls) == 1 && atomic_load(&freer.destroyed) == 1);
+    /* The portal was freed inside the second callback before the third ran: cancelled. */
+    CHECK(atomic_load(&pending.calls) == 0 && atomic_load(&pending.destroyed) == 1);
+    portal_session_free(session);
+    portal_auth_free(auth);
+}
+
+static void test_clear_session_and_api_key(void) {
+    char token[256];
+    portal_auth *auth = new_auth("clear");
+    portal_session *session = sign_in(auth, "u-clear", token, sizeof token);
+    portal *client = NULL;
+    CHECK(portal_new(&client, session, NULL) == PORTAL_OK);
+    probe never = {0}, spent = {0};
+    uint64_t h = 0;
+    CHECK(portal_on_session_invalidated(client, on_invalidated, &never, on_destroy, &h) == PORTAL_OK);
+    CHECK(portal_clear_session(client) == PORTAL_OK);
+    CHECK(portal_on_session_invalidated(client, on_invalidated, &spent, on_destroy, &h) == PORTAL_OK);
+    CHECK(h == 0 && atomic_load(&spent.destroyed) == 1);
+    portal_session *restored = NULL;
+    CHECK(portal_auth_restore_session(auth, &restored) == PORTAL_OK && restored == NULL);
+    portal_free(client);
+    CHECK(atomic_load(&never.calls) == 0 && atomic_load(&never.destroyed) == 1);
+
+    portal *keyed = NULL;
+    probe key_probe = {0};
+    CHECK(portal_new_with_api_key(&keyed, "static-api-key", api_host) == PORTAL_OK);
+    CHECK(portal_on_session_invalidated(keyed, on_invalidated, &key_probe, on_destroy, &h) == PORTAL_OK);
+    CHECK(h == 0 && atomic_load(&key_probe.destroyed) == 1);
+    portal_free(keyed);
+
+    /* Failed registration: destroy_notify still runs once. */
+    probe failed = {0};
+    CHECK(portal_on_session_invalidated(NULL, on_invalidated, &failed, on_destroy, &h) == PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(atomic_load(&failed.destroyed) == 1);
+    CHECK(portal_on_session_invalidated(keyed == NULL ? NULL : NULL, NULL, &failed, on_destroy, &h) == PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(portal_listener_cancel(NULL, 1) == PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(portal_new(NULL, session, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(portal_new(&client, NULL, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(portal_report_unauthorized(NULL, "x", NULL) == PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(portal_clear_session(NULL) == PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(portal_session_invalidate(NULL) == PORTAL_ERR_INVALID_ARGUMENT);
+    long status = 0;
+    CHECK(portal_request(NULL, "GET", "/", NULL, &status, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
+    portal_free(NULL);
+    portal_session_free(session);
+    portal_auth_free(auth);
+}
+
+/* Process A holds an old session; process B (a child) signs in anew; A's request is rejected:
+ * B's session stays stored and restorable. */
+static void test_newer_sign_in_by_another_process_survives(void) {
+    char old_token[256], new_token[256];
+    portal_auth *auth = new_auth("procs");
+    portal_session *old = sign_in(auth, "u-procs", old_token, sizeof old_token);
+    portal *client = NULL;
+    CHECK(portal_new(&client, old, NULL) == PORTAL_OK);
+    issue_token("u-procs", new_token, sizeof new_token);
+
+    /* Process B: a fresh process (fork alone would inherit GDBus state without its threads). */
+    char command[1024];
+    snprintf(command, sizeof command, "'%s' --persist c-inv-procs-%d u-procs", self_path, (int)getpid());
+    FILE *b = popen(command, "w");
+    CHECK(b != NULL);
+    if (b) {
+        fputs(new_token, b);
+        CHECK(pclose(b) == 0);
+    }
+
+    revoke_token(old_token);
+    long http = 0;
+    portal_status st = portal_request(client, "GET", "/api/v3/clients/me", NULL, &http, NULL);
+    CHECK(st == PORTAL_OK || st == PORTAL_ERR_SESSION_INVALIDATED); /* the init request may win */
+    char *copy = NULL;
+    CHECK(portal_session_copy_token(old, &copy) == PORTAL_ERR_SESSION_INVALIDATED);
+
+    portal_session *restored = NULL;
+    CHECK(portal_auth_restore_session(auth, &restored) == PORTAL_OK && restored != NULL);
+    if (restored) {
+        CHECK(portal_session_copy_token(restored, &copy) == PORTAL_OK && strcmp(copy, new_token) == 0);
+        portal_string_free(copy);
+    }
+    portal_session_free(restored);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    portal_free(client);
+    portal_session_free(old);
+    portal_auth_free(auth);
+}
+
+/* Process B of the two-process test: persists the token read from stdin. */
+static int persist_from_stdin(const char *env_id, const char *user) {
+    char token[1024] = "";
+    if (!fgets(token, sizeof token, stdin)) return 1;
+    portal_auth *auth = NULL;
+    int ok = portal_auth_new(&auth, env_id, "app://cb", getenv("PORTAL_TEST_API_HOST")) == PORTAL_OK &&
+             portal_auth_persist_session(auth, user, token, NULL) == PORTAL_OK;
+    if (!ok) fprintf(stderr, "process B: %s\n", portal_last_error_message());
+    portal_auth_free(auth);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    self_path = argv[0];
+    if (argc == 4 && strcmp(argv[1], "--persist") == 0) return persist_from_stdin(argv[2], argv[3]);
+    api_url = getenv("PORTAL_TEST_API_URL");
+    api_host = getenv("PORTAL_TEST_API_HOST");
+    if (!api_url || !api_host || !getenv("PORTAL_TEST_KEYRING_PID")) {
+        fprintf(stderr, "invalidation_test: run inside scripts/with-keyring.sh scripts/with-portal-api.sh\n");
+        return 2;
+    }
+    test_replay_cancel_destroy();
+    test_cancel_and_free_inside_callback();
+    test_clear_session_and_api_key();
+    test_newer_sign_in_by_another_process_survives();
+    printf("invalidation_test: %d checks, %d failed\n", checks, failures);
+    return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# deps.sh — make sure this machine has what portal-keyring needs to build and test.
+#
+#   scripts/deps.sh           check (and, as root, install) the Debian packages
+#   source scripts/deps.sh    the same, and also puts swift on PATH in your shell
+#
+# Checks the Debian packages below with dpkg-query. If some are missing:
+# as root it runs `apt-get update` once and installs exactly the missing ones
+# (noninteractive, --no-install-recommends); otherwise it prints the exact
+# apt-get command to run and fails (exit/return 1). Prints nothing when
+# everything is present. Then, if `swift` is not on PATH but
+# $PORTAL_SWIFT_BIN (default /opt/swift/usr/bin) has it, that directory is
+# prepended to PATH and exported (effective in the caller's shell only when
+# sourced; when run, it tells you to source it); if swift is nowhere, it says
+# so and fails. Idempotent; sourcing it does not change your shell options.
+
+# gdbus (used by scripts/with-keyring.sh) is in libglib2.0-bin.
+PORTAL_DEPS_PACKAGES=(
+    libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
+    libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
+)
+
+portal_deps_missing() {
+    local pkg status
+    for pkg in "${PORTAL_DEPS_PACKAGES[@]}"; do
+        status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) || status=""
+        if [[ $status != "install ok installed" ]]; then
+            printf '%s\n' "$pkg"
+        fi
+    done
+}
+
+portal_deps_packages() {
+    local missing=()
+    local pkg
+    if ! command -v dpkg-query >/dev/null 2>&1; then
+        echo "deps.sh: dpkg-query not found: this script supports Debian/Ubuntu only;" \
+            "install the equivalents of: ${PORTAL_DEPS_PACKAGES[*]}" >&2
+        return 1
+    fi
+    while IFS= read -r pkg; do
+        [[ -n $pkg ]] && missing+=("$pkg")
+    done < <(portal_deps_missing)
+    ((${#missing[@]} == 0)) && return 0
+
+    if [[ $(id -u) != 0 ]]; then
+        echo "deps.sh: missing Debian packages: ${missing[*]}" >&2
+        echo "deps.sh: run as root (e.g. with sudo):" >&2
+        echo "  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}" >&2
+        return 1
+    fi
+    echo "deps.sh: installing missing Debian packages: ${missing[*]}" >&2
+    apt-get update || { echo "deps.sh: apt-get update failed" >&2; return 1; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" || {
+        echo "deps.sh: apt-get install failed" >&2
+        return 1
+    }
+    local still
+    still=$(portal_deps_missing | tr '\n' ' ')
+    if [[ -n ${still// /} ]]; then
+        echo "deps.sh: still missing after apt-get install: $still" >&2
+        return 1
+    fi
+}
+
+# $1 = 1 when sourced
+portal_deps_swift() {
+    local sourced=$1
+    local swift_bin=${PORTAL_SWIFT_BIN:-/opt/swift/usr/bin}
+    command -v swift >/dev/null 2>&1 && return 0
+    if [[ -x $swift_bin/swift ]]; then
+        export PATH="$swift_bin:$PATH"
+        if [[ $sourced != 1 ]]; then
+            echo "deps.sh: swift is not on your PATH; it is in $swift_bin." \
+                "Run 'source scripts/deps.sh' or: export PATH=\"$swift_bin:\$PATH\"" >&2
+        fi
+        return 0
+    fi
+    echo "deps.sh: error: the Swift toolchain was not found: 'swift' is not on PATH and" \
+        "$swift_bin/swift does not exist. Install a Swift toolchain from https://www.swift.org/install/linux/" \
+        "(e.g. unpacked under /opt/swift) or set PORTAL_SWIFT_BIN to its usr/bin." >&2
+    return 1
+}
+
+portal_deps_main() {
+    local sourced=$1 rc=0
+    portal_deps_packages || rc=1
+    portal_deps_swift "$sourced" || rc=1
+    return "$rc"
+}
+
+portal_deps_cleanup() {
+    local rc=$1
+    unset -f portal_deps_missing portal_deps_packages portal_deps_swift portal_deps_main \
+        portal_deps_cleanup
+    unset PORTAL_DEPS_PACKAGES
+    return "$rc"
+}
+
+if [[ ${BASH_SOURCE[0]} != "$0" ]]; then
+    # Sourced: leave the caller's shell options and namespace alone (only PATH
+    # may change); return, never exit their shell.
+    portal_deps_main 1
+    portal_deps_cleanup $?
+else
+    set -euo pipefail
+    portal_deps_main 0
+fi
