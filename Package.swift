@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "portal-keyring", type: .dynamic, targets: ["PortalKeyringC"]),
         // The Swift core, for Swift apps.
         .library(name: "PortalKeyring", targets: ["PortalKeyring"]),
+        // The command-line tool for scripts and desktop integration.
+        .executable(name: "portal-session", targets: ["portal-session"]),
     ],
     targets: [
         // libsecret-1 (and through it GLib/GIO), found with pkg-config.
@@ -32,6 +34,10 @@ let package = Package(
         .target(
             name: "PortalKeyringC",
             dependencies: ["PortalKeyring", "CPortalKeyring"]
+        ),
+        .executableTarget(
+            name: "portal-session",
+            dependencies: ["PortalKeyring"]
         ),
         .testTarget(
             name: "PortalKeyringTests",

@@ -92,7 +92,17 @@ typedef enum portal_status {
     /** The Portal API could not be reached, timed out or answered with an unexpected response. */
     PORTAL_ERR_NETWORK = 5,
     /** An internal error (for example out of memory). */
-    PORTAL_ERR_INTERNAL = 6
+    PORTAL_ERR_INTERNAL = 6,
+    /** The Portal API answered HTTP 429 (too many requests); try again later. */
+    PORTAL_ERR_RATE_LIMITED = 7,
+    /** The Portal API's response lacked a required field; the message names it. */
+    PORTAL_ERR_MALFORMED_RESPONSE = 8,
+    /** A sign-in grant was rejected: already used, expired or unknown. Start the sign-in again. */
+    PORTAL_ERR_INVALID_GRANT = 9,
+    /** The user JWT of a TOTP verification was rejected (expired, used, malformed). */
+    PORTAL_ERR_INVALID_USER_JWT = 10,
+    /** Sign-in failed: an error redirect, a wrong TOTP code, or another backend error. */
+    PORTAL_ERR_AUTHENTICATION_FAILED = 11
 } portal_status;
 
 /**
@@ -197,6 +207,88 @@ PORTAL_API portal_status portal_auth_clear_persisted_session(portal_auth *auth);
 PORTAL_API portal_status portal_auth_persist_session(portal_auth *auth, const char *end_user_id,
                                                      const char *client_session_token,
                                                      portal_session **out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Sign-in (network; each function blocks for at most the HTTP timeouts, 10 s connect / 30 s total)
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * The sign-in methods the auth environment allows (GET /api/v3/auth/methods). Blocks (network).
+ *
+ * @param[out] methods_out             receives a comma-separated list such as
+ *                                     "EMAIL_MAGIC_LINK,GOOGLE,APPLE"; free with portal_string_free().
+ * @param[out] auto_create_wallet_out  optional: whether Portal creates wallets automatically.
+ * @return PORTAL_OK, PORTAL_ERR_NETWORK, PORTAL_ERR_RATE_LIMITED, PORTAL_ERR_MALFORMED_RESPONSE,
+ *         PORTAL_ERR_AUTHENTICATION_FAILED or PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_auth_get_methods(portal_auth *auth, char **methods_out, bool *auto_create_wallet_out);
+
+/**
+ * Asks Portal to email a sign-in link to email (trimmed and lower-cased) that opens the app's
+ * redirect URL. Never retried automatically (a retry could send a second email). Blocks (network).
+ *
+ * @return PORTAL_OK, PORTAL_ERR_INVALID_ARGUMENT, PORTAL_ERR_RATE_LIMITED, PORTAL_ERR_NETWORK or
+ *         PORTAL_ERR_AUTHENTICATION_FAILED.
+ */
+PORTAL_API portal_status portal_auth_send_magic_link(portal_auth *auth, const char *email);
+
+/**
+ * The Google (or Apple) authorize URL to open in the end user's browser; Portal redirects back to
+ * the app's redirect URL with a grant for portal_auth_handle_redirect(). Blocks (network).
+ *
+ * @param[out] url_out  receives the URL; free with portal_string_free().
+ */
+PORTAL_API portal_status portal_auth_login_with_google(portal_auth *auth, char **url_out);
+/** See portal_auth_login_with_google(). */
+PORTAL_API portal_status portal_auth_login_with_apple(portal_auth *auth, char **url_out);
+
+/** What portal_auth_handle_redirect() made of a URL. */
+typedef enum portal_redirect_kind {
+    /** Not this app's redirect URL (other scheme, host or path): nothing was done. */
+    PORTAL_REDIRECT_NOT_HANDLED = 0,
+    /** Signed in: the session was persisted before the call returned. */
+    PORTAL_REDIRECT_AUTHENTICATED = 1,
+    /** A TOTP code is needed: call portal_auth_verify_totp() with the user JWT. Nothing persisted. */
+    PORTAL_REDIRECT_TOTP_REQUIRED = 2
+} portal_redirect_kind;
+
+/**
+ * Completes a sign-in from the redirect URL the browser opened (query parameters token, error,
+ * authMethod=EMAIL_MAGIC_LINK, login_type=GOOGLE|APPLE). The grant is exchanged once per
+ * portal_auth handle: delivering the same redirect again returns the same result without a second
+ * exchange; if the exchange succeeded but the keyring write failed, this returns
+ * PORTAL_ERR_SESSION_STORAGE and a repeat delivery retries only the write. A failed exchange stays
+ * retryable. portal_auth_clear_persisted_session() forgets remembered grants. Blocks (network,
+ * keyring).
+ *
+ * @param[out] kind_out          receives the kind.
+ * @param[out] session_out       optional: for PORTAL_REDIRECT_AUTHENTICATED, receives the session
+ *                               (portal_session_free()); otherwise set to NULL.
+ * @param[out] user_jwt_out      optional: for PORTAL_REDIRECT_TOTP_REQUIRED, receives the user JWT
+ *                               (a credential: portal_string_free() wipes it); otherwise NULL.
+ * @param[out] totp_link_out     optional: for PORTAL_REDIRECT_TOTP_REQUIRED, the otpauth:// enrolment
+ *                               link when the end user has not set up TOTP yet, else NULL
+ *                               (portal_string_free()).
+ * @return PORTAL_OK (check *kind_out), PORTAL_ERR_AUTHENTICATION_FAILED (an error parameter or an
+ *         unknown method), PORTAL_ERR_INVALID_GRANT, PORTAL_ERR_RATE_LIMITED,
+ *         PORTAL_ERR_MALFORMED_RESPONSE, PORTAL_ERR_NETWORK, PORTAL_ERR_SESSION_STORAGE or
+ *         PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_auth_handle_redirect(portal_auth *auth, const char *url, portal_redirect_kind *kind_out,
+                                                     portal_session **session_out, char **user_jwt_out,
+                                                     char **totp_link_out);
+
+/**
+ * Completes a TOTP sign-in: exchanges code (digits) with the user JWT, persists the session and
+ * returns it. Blocks (network, keyring).
+ *
+ * @param[out] out  optional: receives the session (portal_session_free()).
+ * @return PORTAL_OK, PORTAL_ERR_INVALID_USER_JWT, PORTAL_ERR_AUTHENTICATION_FAILED (wrong code),
+ *         PORTAL_ERR_RATE_LIMITED, PORTAL_ERR_MALFORMED_RESPONSE, PORTAL_ERR_NETWORK,
+ *         PORTAL_ERR_SESSION_STORAGE or PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_auth_verify_totp(portal_auth *auth, const char *code, const char *user_jwt,
+                                                 portal_session **out);
 
 /* ---------------------------------------------------------------------------------------------
  * portal_session

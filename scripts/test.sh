@@ -9,7 +9,8 @@
 #   2. swift build (library, tests), keyringctl (the test tool that locks/unlocks the keyring);
 #   3. Swift tests (swift-testing) inside scripts/with-keyring.sh + scripts/with-portal-api.sh;
 #   4. C tests and examples (Tests/c/run.sh) inside the same kind of environment;
-#   5. the fake Portal API's own tests.
+#   5. the portal-session command and the desktop redirect handler (Tests/cli/run.sh);
+#   6. the fake Portal API's own tests.
 # Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,9 @@ scripts/with-keyring.sh scripts/with-portal-api.sh swift test --skip-build --no-
 
 step "C tests and examples (private keyring + loopback Portal API)"
 scripts/with-keyring.sh scripts/with-portal-api.sh Tests/c/run.sh build/c
+
+step "portal-session command and desktop handler (private keyring + loopback Portal API)"
+scripts/with-keyring.sh scripts/with-portal-api.sh Tests/cli/run.sh
 
 step "fake Portal API tests"
 python3 -m unittest discover -s Tests/portal-api

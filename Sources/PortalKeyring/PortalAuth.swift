@@ -23,6 +23,9 @@ public final class PortalAuth: Sendable {
     public let apiHost: String
     public let keyringTimeouts: KeyringTimeouts
     let storage: any SessionStorage
+    let http: HTTPClient
+    /// Redirect grants already exchanged by this instance (see `handleRedirect(url:)`).
+    let grants: GrantLedger
 
     /// Creates client auth for an auth environment. Does no I/O.
     ///
@@ -41,7 +44,8 @@ public final class PortalAuth: Sendable {
     }
 
     init(authEnvironmentId: String, redirectUrl: String, apiHost: String,
-         storage: any SessionStorage, keyringTimeouts: KeyringTimeouts = .default) throws(PortalAuthError) {
+         storage: any SessionStorage, keyringTimeouts: KeyringTimeouts = .default,
+         http: HTTPClient = HTTPClient(), grants: GrantLedger = GrantLedger()) throws(PortalAuthError) {
         try Self.check(authEnvironmentId, name: "authEnvironmentId")
         try Self.check(redirectUrl, name: "redirectUrl")
         try Self.checkHost(apiHost)
@@ -50,6 +54,24 @@ public final class PortalAuth: Sendable {
         self.apiHost = apiHost
         self.keyringTimeouts = keyringTimeouts
         self.storage = storage
+        self.http = http
+        self.grants = grants
+    }
+
+    private init(copying other: PortalAuth, keyringTimeouts: KeyringTimeouts) {
+        authEnvironmentId = other.authEnvironmentId
+        redirectUrl = other.redirectUrl
+        apiHost = other.apiHost
+        self.keyringTimeouts = keyringTimeouts
+        storage = other.storage is LibSecretStorage ? LibSecretStorage(timeouts: keyringTimeouts) : other.storage
+        http = other.http
+        grants = other.grants
+    }
+
+    /// The same client auth (sharing its remembered redirect grants) with other keyring deadlines.
+    @_spi(PortalKeyringC)
+    public func withKeyringTimeouts(_ timeouts: KeyringTimeouts) -> PortalAuth {
+        PortalAuth(copying: self, keyringTimeouts: timeouts)
     }
 
     /// Rebuilds the persisted session, without a network call.
@@ -78,10 +100,13 @@ public final class PortalAuth: Sendable {
     }
 
     /// Deletes every stored session item for this auth environment. Succeeds when none is stored.
-    /// Never fires `onSessionInvalidated`.
+    /// Also forgets redirect grants this instance remembered, after waiting for an exchange in
+    /// flight (so a sign-in racing the clear cannot be replayed afterwards). Never fires
+    /// `onSessionInvalidated`.
     ///
     /// - Throws: `PortalAuthError.sessionStorageFailure(message:)`.
     public func clearPersistedSession() throws(PortalAuthError) {
+        grants.forgetAll()
         _ = try storageCall { () throws(StorageFailure) in
             try storage.deleteAll(authEnvironmentId: authEnvironmentId, generation: nil)
         }

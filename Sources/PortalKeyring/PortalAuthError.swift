@@ -24,6 +24,22 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// The request did not get a usable response: connection failure, timeout, TLS error, or a
     /// request the library refused to send (a bearer over plain HTTP to a non-loopback host).
     case networkFailure(message: String)
+
+    /// The Portal API answered HTTP 429: too many requests; try again later.
+    case rateLimited
+
+    /// The Portal API's response lacked a required field (named here).
+    case malformedResponse(field: String)
+
+    /// The redirect's grant was rejected: used already, expired, or unknown (HTTP 401 on exchange).
+    case invalidGrant
+
+    /// The user JWT for a TOTP verification was rejected: expired, used or malformed.
+    case invalidUserJwt
+
+    /// Sign-in failed: an `error` redirect parameter, a wrong TOTP code, or another backend
+    /// error; `message` says which (never a token).
+    case authenticationFailed(message: String)
 }
 
 extension PortalAuthError: CustomStringConvertible {
@@ -34,6 +50,11 @@ extension PortalAuthError: CustomStringConvertible {
         case .sessionInvalidated: return "session invalidated"
         case .unauthorized: return "unauthorized"
         case .networkFailure(let message): return "network failure: \(message)"
+        case .rateLimited: return "rate limited"
+        case .malformedResponse(let field): return "malformed response: missing \(field)"
+        case .invalidGrant: return "invalid grant"
+        case .invalidUserJwt: return "invalid user JWT"
+        case .authenticationFailed(let message): return "authentication failed: \(message)"
         }
     }
 }

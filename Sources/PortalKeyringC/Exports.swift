@@ -34,6 +34,11 @@ public func portal_status_str(_ status: portal_status) -> UnsafePointer<CChar>! 
     case PORTAL_ERR_UNAUTHORIZED: return staticCString("unauthorized")
     case PORTAL_ERR_NETWORK: return staticCString("network error")
     case PORTAL_ERR_INTERNAL: return staticCString("internal error")
+    case PORTAL_ERR_RATE_LIMITED: return staticCString("rate limited")
+    case PORTAL_ERR_MALFORMED_RESPONSE: return staticCString("malformed response")
+    case PORTAL_ERR_INVALID_GRANT: return staticCString("invalid grant")
+    case PORTAL_ERR_INVALID_USER_JWT: return staticCString("invalid user JWT")
+    case PORTAL_ERR_AUTHENTICATION_FAILED: return staticCString("authentication failed")
     default: return staticCString("unknown status")
     }
 }
@@ -82,13 +87,7 @@ public func portal_auth_set_keyring_timeouts(_ auth: OpaquePointer?, _ callTimeo
         guard limit.contains(callTimeoutMs) else { throw .invalidArgument("call_timeout_ms", "must be 1 … 600000") }
         guard limit.contains(promptTimeoutMs) else { throw .invalidArgument("prompt_timeout_ms", "must be 1 … 600000") }
         let timeouts = KeyringTimeouts(callMilliseconds: callTimeoutMs, promptMilliseconds: promptTimeoutMs)
-        try handle.auth.withLock { box throws(CFailure) in
-            let old = box.value
-            box.value = try core(names: authNames) { () throws(PortalAuthError) in
-                try PortalAuth(authEnvironmentId: old.authEnvironmentId, redirectUrl: old.redirectUrl,
-                               apiHost: old.apiHost, keyringTimeouts: timeouts)
-            }
-        }
+        handle.auth.withLock { box in box.value = box.value.withKeyringTimeouts(timeouts) }
     }
 }
 
@@ -304,4 +303,97 @@ public func portal_request(_ portal: OpaquePointer?, _ method: UnsafePointer<CCh
 
 private enum HTTPClientLimits {
     static let maxRequestBodyBytes = 1 << 20
+}
+
+// MARK: - Sign-in
+
+@c @implementation
+public func portal_auth_get_methods(_ auth: OpaquePointer?, _ methodsOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                    _ autoCreateWalletOut: UnsafeMutablePointer<Bool>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
+        let out = try outArgument(methodsOut, "methods_out")
+        let methods = try core { () throws(PortalAuthError) in try handle.current.getMethods() }
+        out.pointee = try mallocCString(methods.allowedMethods.joined(separator: ","))
+        autoCreateWalletOut?.pointee = methods.autoCreateWallet
+    }
+}
+
+@c @implementation
+public func portal_auth_send_magic_link(_ auth: OpaquePointer?, _ email: UnsafePointer<CChar>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
+        let email = try stringArgument(email, "email", maxBytes: 320)
+        try core { () throws(PortalAuthError) in try handle.current.sendMagicLink(email: email) }
+    }
+}
+
+@c @implementation
+public func portal_auth_login_with_google(_ auth: OpaquePointer?, _ urlOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
+        let out = try outArgument(urlOut, "url_out")
+        let url = try core { () throws(PortalAuthError) in try handle.current.loginWithGoogle() }
+        out.pointee = try mallocCString(url)
+    }
+}
+
+@c @implementation
+public func portal_auth_login_with_apple(_ auth: OpaquePointer?, _ urlOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
+        let out = try outArgument(urlOut, "url_out")
+        let url = try core { () throws(PortalAuthError) in try handle.current.loginWithApple() }
+        out.pointee = try mallocCString(url)
+    }
+}
+
+@c @implementation
+public func portal_auth_handle_redirect(_ auth: OpaquePointer?, _ url: UnsafePointer<CChar>?,
+                                        _ kindOut: UnsafeMutablePointer<portal_redirect_kind>?,
+                                        _ sessionOut: UnsafeMutablePointer<OpaquePointer?>?,
+                                        _ userJwtOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                        _ totpLinkOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
+        let url = try stringArgument(url, "url", maxBytes: 16_384)
+        let kindOut = try outArgument(kindOut, "kind_out")
+        let result = try core { () throws(PortalAuthError) in try handle.current.handleRedirect(url: url) }
+        // Build every output first so that a failure writes none of them.
+        var session: OpaquePointer?
+        var jwt: UnsafeMutablePointer<CChar>?
+        var link: UnsafeMutablePointer<CChar>?
+        let kind: portal_redirect_kind
+        switch result {
+        case .notHandled:
+            kind = PORTAL_REDIRECT_NOT_HANDLED
+        case .authenticated(let s):
+            kind = PORTAL_REDIRECT_AUTHENTICATED
+            if sessionOut != nil { session = try sessionHandle(s) }
+        case .totpRequired(let userJwt, let totpLink):
+            kind = PORTAL_REDIRECT_TOTP_REQUIRED
+            if userJwtOut != nil { jwt = try mallocCString(userJwt) }
+            if totpLinkOut != nil, let totpLink {
+                do throws(CFailure) { link = try mallocCString(totpLink) } catch { portal_string_free(jwt); throw error }
+            }
+        }
+        kindOut.pointee = kind
+        sessionOut?.pointee = session
+        userJwtOut?.pointee = jwt
+        totpLinkOut?.pointee = link
+    }
+}
+
+@c @implementation
+public func portal_auth_verify_totp(_ auth: OpaquePointer?, _ code: UnsafePointer<CChar>?, _ userJwt: UnsafePointer<CChar>?,
+                                    _ out: UnsafeMutablePointer<OpaquePointer?>?) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
+        let code = try stringArgument(code, "code", maxBytes: 16)
+        let jwt = try stringArgument(userJwt, "user_jwt", maxBytes: PortalAuth.maxTokenBytes)
+        let session = try core(names: ["code": "code", "userJwt": "user_jwt"]) { () throws(PortalAuthError) in
+            try handle.current.verifyTotp(code: code, userJwt: jwt)
+        }
+        if let out { out.pointee = try sessionHandle(session) }
+    }
 }

@@ -72,6 +72,16 @@ struct CFailure: Error {
             self.init(status: PORTAL_ERR_UNAUTHORIZED, message: "the Portal API rejected the credential")
         case .networkFailure(let message):
             self.init(status: PORTAL_ERR_NETWORK, message: message)
+        case .rateLimited:
+            self.init(status: PORTAL_ERR_RATE_LIMITED, message: "the Portal API is rate limiting requests (HTTP 429)")
+        case .malformedResponse(let field):
+            self.init(status: PORTAL_ERR_MALFORMED_RESPONSE, message: "the Portal API response lacks \(field)")
+        case .invalidGrant:
+            self.init(status: PORTAL_ERR_INVALID_GRANT, message: "the sign-in grant was rejected (used, expired or unknown)")
+        case .invalidUserJwt:
+            self.init(status: PORTAL_ERR_INVALID_USER_JWT, message: "the user JWT was rejected (expired, used or malformed)")
+        case .authenticationFailed(let message):
+            self.init(status: PORTAL_ERR_AUTHENTICATION_FAILED, message: message)
         }
     }
 }
@@ -117,6 +127,13 @@ func stringArgument(_ pointer: UnsafePointer<CChar>?, _ name: String, maxBytes: 
 func outArgument<T>(_ pointer: UnsafeMutablePointer<T>?, _ name: String = "out") throws(CFailure) -> UnsafeMutablePointer<T> {
     guard let pointer else { throw .invalidArgument(name, "must not be NULL") }
     return pointer
+}
+
+/// Copies `text` into malloc'd memory for a caller-owned `char *` (released with
+/// `portal_string_free`, which wipes).
+func mallocCString(_ text: String) throws(CFailure) -> UnsafeMutablePointer<CChar> {
+    guard let copy = strdup(text) else { throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory") }
+    return copy
 }
 
 // MARK: - Handles

@@ -292,7 +292,9 @@ static void test_status_str(void) {
     begin("portal_status_str for every code and unknown ones");
     const portal_status codes[] = {PORTAL_OK, PORTAL_ERR_INVALID_ARGUMENT, PORTAL_ERR_SESSION_STORAGE,
                                    PORTAL_ERR_SESSION_INVALIDATED, PORTAL_ERR_UNAUTHORIZED,
-                                   PORTAL_ERR_NETWORK, PORTAL_ERR_INTERNAL};
+                                   PORTAL_ERR_NETWORK, PORTAL_ERR_INTERNAL, PORTAL_ERR_RATE_LIMITED,
+                                   PORTAL_ERR_MALFORMED_RESPONSE, PORTAL_ERR_INVALID_GRANT,
+                                   PORTAL_ERR_INVALID_USER_JWT, PORTAL_ERR_AUTHENTICATION_FAILED};
     const size_t n = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < n; i++) {
         const char *s = portal_status_str(codes[i]);
@@ -305,7 +307,7 @@ static void test_status_str(void) {
     }
     CHECK(strcmp(portal_status_str(PORTAL_OK), "ok") == 0);
     CHECK(strcmp(portal_status_str(PORTAL_ERR_INVALID_ARGUMENT), "invalid argument") == 0);
-    const int unknown[] = {7, 42, 1000, -1, INT32_MAX};
+    const int unknown[] = {12, 42, 1000, -1, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = portal_status_str((portal_status)unknown[i]);
         CHECK_MSG(s != NULL && strcmp(s, "unknown status") == 0, "code %d gave \"%s\"", unknown[i],
@@ -1486,6 +1488,49 @@ static void run_no_bus_child(const char *address) {
     checks += strtol(buf, NULL, 10);
 }
 
+/* Sign-in entry points: argument checks, "not handled", and network failures (no server on the
+ * host), with outputs untouched on failure. The flows themselves run in invalidation_test.c and
+ * the Swift and CLI suites against the loopback Portal API. */
+static void test_sign_in_arguments(void) {
+    begin("sign-in functions: arguments, not-handled URLs, unreachable API");
+    portal_auth *auth = NULL;
+    CHECK_OK(portal_auth_new(&auth, "signin-args", "myapp://auth/callback", "127.0.0.1:1"));
+    char *text = (char *)0x1;
+    bool wallet = false;
+    CHECK_STATUS(portal_auth_get_methods(NULL, &text, &wallet), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_get_methods(auth, NULL, &wallet), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_get_methods(auth, &text, &wallet), PORTAL_ERR_NETWORK);
+    CHECK(text == (char *)0x1);
+    CHECK_STATUS(portal_auth_send_magic_link(auth, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_send_magic_link(auth, ""), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_send_magic_link(auth, "no-at-sign"), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_send_magic_link(auth, "a@example.com"), PORTAL_ERR_NETWORK);
+    CHECK_STATUS(portal_auth_login_with_google(auth, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_login_with_apple(NULL, &text), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_login_with_google(auth, &text), PORTAL_ERR_NETWORK);
+    CHECK_STATUS(portal_auth_login_with_apple(auth, &text), PORTAL_ERR_NETWORK);
+    CHECK(text == (char *)0x1);
+
+    portal_redirect_kind kind = PORTAL_REDIRECT_AUTHENTICATED;
+    portal_session *session = (portal_session *)0x1;
+    char *jwt = (char *)0x1, *link = (char *)0x1;
+    CHECK_STATUS(portal_auth_handle_redirect(auth, NULL, &kind, &session, &jwt, &link), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_handle_redirect(auth, "myapp://auth/callback?token=x&authMethod=EMAIL_MAGIC_LINK", NULL,
+                                             NULL, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_OK(portal_auth_handle_redirect(auth, "https://example.com/?token=x", &kind, &session, &jwt, &link));
+    CHECK(kind == PORTAL_REDIRECT_NOT_HANDLED && session == NULL && jwt == NULL && link == NULL);
+    CHECK_STATUS(portal_auth_handle_redirect(auth, "myapp://auth/callback?error=access_denied", &kind, NULL, NULL, NULL),
+                 PORTAL_ERR_AUTHENTICATION_FAILED);
+    CHECK(strstr(portal_last_error_message(), "access_denied") != NULL);
+    CHECK_STATUS(portal_auth_handle_redirect(auth, "myapp://auth/callback?token=x&authMethod=EMAIL_MAGIC_LINK", &kind,
+                                             NULL, NULL, NULL), PORTAL_ERR_NETWORK);
+    CHECK_STATUS(portal_auth_verify_totp(auth, NULL, "jwt", NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_verify_totp(auth, "12ab56", "jwt", NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_verify_totp(auth, "123456", NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_verify_totp(auth, "123456", "a.b.c", NULL), PORTAL_ERR_NETWORK);
+    portal_auth_free(auth);
+}
+
 static void test_no_bus(void) {
     begin("no session bus: SESSION_STORAGE quickly, in a fresh process");
     printf("    DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent\n");
@@ -1534,6 +1579,7 @@ int main(int argc, char **argv) {
     test_portal_requests();
     test_portal_validation_401();
     test_portal_clear_and_network();
+    test_sign_in_arguments();
     /* Last: these found library bugs (see the report); a failure must not hide other results. */
     test_portal_arguments();
     test_embedded_nul();

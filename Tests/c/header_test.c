@@ -74,6 +74,14 @@ static portal_status (*const p_report_unauthorized)(portal *, const char *, bool
 static portal_status (*const p_clear_session)(portal *) = portal_clear_session;
 static portal_status (*const p_request)(portal *, const char *, const char *, const char *, long *,
                                         char **) = portal_request;
+static portal_status (*const p_auth_get_methods)(portal_auth *, char **, bool *) = portal_auth_get_methods;
+static portal_status (*const p_auth_send_magic_link)(portal_auth *, const char *) = portal_auth_send_magic_link;
+static portal_status (*const p_auth_login_with_google)(portal_auth *, char **) = portal_auth_login_with_google;
+static portal_status (*const p_auth_login_with_apple)(portal_auth *, char **) = portal_auth_login_with_apple;
+static portal_status (*const p_auth_handle_redirect)(portal_auth *, const char *, portal_redirect_kind *,
+                                                     portal_session **, char **, char **) = portal_auth_handle_redirect;
+static portal_status (*const p_auth_verify_totp)(portal_auth *, const char *, const char *,
+                                                 portal_session **) = portal_auth_verify_totp;
 
 /* The callback typedefs have the documented shapes. */
 static void sample_callback(void *user_data) { (void)user_data; }
@@ -111,6 +119,12 @@ static const struct {
     ENTRY(portal_report_unauthorized),
     ENTRY(portal_clear_session),
     ENTRY(portal_request),
+    ENTRY(portal_auth_get_methods),
+    ENTRY(portal_auth_send_magic_link),
+    ENTRY(portal_auth_login_with_google),
+    ENTRY(portal_auth_login_with_apple),
+    ENTRY(portal_auth_handle_redirect),
+    ENTRY(portal_auth_verify_totp),
 };
 
 int main(void) {
@@ -127,6 +141,9 @@ int main(void) {
         (any_function)p_free, (any_function)p_on_session_invalidated,
         (any_function)p_listener_cancel, (any_function)p_report_unauthorized,
         (any_function)p_clear_session, (any_function)p_request,
+        (any_function)p_auth_get_methods, (any_function)p_auth_send_magic_link,
+        (any_function)p_auth_login_with_google, (any_function)p_auth_login_with_apple,
+        (any_function)p_auth_handle_redirect, (any_function)p_auth_verify_totp,
     };
     const size_t n = sizeof functions / sizeof functions[0];
     size_t i;

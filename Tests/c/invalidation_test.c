@@ -265,6 +265,52 @@ static void test_newer_sign_in_by_another_process_survives(void) {
     portal_auth_free(auth);
 }
 
+/* A magic-link sign-in through the C ABI: the session is persisted before it is returned and a
+ * repeat delivery of the same redirect gives the same session without a second exchange. */
+static void test_sign_in_flow(void) {
+    portal_auth *auth = NULL;
+    char id[128];
+    snprintf(id, sizeof id, "c-signin-%d", (int)getpid());
+    CHECK(portal_auth_new(&auth, id, "portalkeyring://auth/callback", api_host) == PORTAL_OK);
+    char *methods = NULL;
+    CHECK(portal_auth_get_methods(auth, &methods, NULL) == PORTAL_OK && methods && strstr(methods, "EMAIL_MAGIC_LINK"));
+    portal_string_free(methods);
+    char *url = NULL;
+    CHECK(portal_auth_login_with_google(auth, &url) == PORTAL_OK && url && strncmp(url, "http", 4) == 0);
+    portal_string_free(url);
+    CHECK(portal_auth_send_magic_link(auth, " Someone@Example.com ") == PORTAL_OK);
+
+    /* Mint a grant: the redirect URL the email would open. */
+    char command[1024], redirect[1024] = "";
+    snprintf(command, sizeof command,
+             "python3 -c 'import json,sys,urllib.request as u; r=u.Request(sys.argv[1],data=b\"{\\\"kind\\\":\\\"magic_link\\\",\\\"endUserId\\\":\\\"eu-c\\\",\\\"redirectUrl\\\":\\\"portalkeyring://auth/callback\\\"}\",headers={\"Content-Type\":\"application/json\"}); print(json.load(u.urlopen(r))[\"data\"][\"redirectUrl\"])' '%s/_admin/grants'",
+             api_url);
+    FILE *p = popen(command, "r");
+    CHECK(p && fgets(redirect, sizeof redirect, p));
+    if (p) pclose(p);
+    redirect[strcspn(redirect, "\n")] = '\0';
+
+    portal_redirect_kind kind = PORTAL_REDIRECT_NOT_HANDLED;
+    portal_session *first = NULL, *second = NULL;
+    CHECK(portal_auth_handle_redirect(auth, redirect, &kind, &first, NULL, NULL) == PORTAL_OK);
+    CHECK(kind == PORTAL_REDIRECT_AUTHENTICATED && first != NULL);
+    CHECK(portal_auth_handle_redirect(auth, redirect, &kind, &second, NULL, NULL) == PORTAL_OK);
+    CHECK(kind == PORTAL_REDIRECT_AUTHENTICATED && second != NULL);
+    char *a = NULL, *b = NULL;
+    CHECK(first && second && portal_session_copy_token(first, &a) == PORTAL_OK &&
+          portal_session_copy_token(second, &b) == PORTAL_OK && strcmp(a, b) == 0);
+    portal_session *restored = NULL;
+    CHECK(portal_auth_restore_session(auth, &restored) == PORTAL_OK && restored &&
+          strcmp(portal_session_get_end_user_id(restored), "eu-c") == 0);
+    portal_string_free(a);
+    portal_string_free(b);
+    portal_session_free(first);
+    portal_session_free(second);
+    portal_session_free(restored);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    portal_auth_free(auth);
+}
+
 /* Process B of the two-process test: persists the token read from stdin. */
 static int persist_from_stdin(const char *env_id, const char *user) {
     char token[1024] = "";
@@ -290,6 +336,7 @@ int main(int argc, char **argv) {
     test_cancel_and_free_inside_callback();
     test_clear_session_and_api_key();
     test_newer_sign_in_by_another_process_survives();
+    test_sign_in_flow();
     printf("invalidation_test: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;
 }

@@ -1,0 +1,386 @@
+import CCurl
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The sign-in methods an auth environment allows (`GET /api/v3/auth/methods`).
+public struct AuthMethods: Sendable, Equatable {
+    /// For example `["EMAIL_MAGIC_LINK", "GOOGLE", "APPLE"]`.
+    public let allowedMethods: [String]
+    /// Whether Portal creates a wallet for a new end user automatically.
+    public let autoCreateWallet: Bool
+}
+
+/// What `handleRedirect(url:)` made of a URL.
+public enum RedirectResult: Sendable {
+    /// The URL is not this app's redirect URL (other scheme, host or path): nothing was done.
+    case notHandled
+    /// Signed in; the session was persisted before this was returned.
+    case authenticated(PortalSession)
+    /// The end user must enter a TOTP code: call `verifyTotp(code:userJwt:)`. Nothing was
+    /// persisted. `totpLink` (an `otpauth://` enrolment link) is present for first-time setup.
+    case totpRequired(userJwt: String, totpLink: String?)
+}
+
+extension PortalAuth {
+    // MARK: - Public sign-in API (SPEC §3 sign-in row, §4)
+
+    /// The sign-in methods this auth environment allows. Network: one request.
+    /// - Throws: `networkFailure`, `rateLimited`, `authenticationFailed(message:)`,
+    ///   `malformedResponse(field:)`.
+    public func getMethods() throws(PortalAuthError) -> AuthMethods {
+        struct Wire: Decodable { let allowedMethods: [String]?; let allowedAuthMethods: [String]?; let autoCreateWallet: Bool? }
+        let wire: Wire = try api("GET", "/api/v3/auth/methods")
+        guard let methods = wire.allowedMethods ?? wire.allowedAuthMethods else {
+            throw .malformedResponse(field: "allowedMethods")
+        }
+        return AuthMethods(allowedMethods: methods, autoCreateWallet: wire.autoCreateWallet ?? false)
+    }
+
+    /// Asks Portal to email a sign-in link to `email` (trimmed and lower-cased) that opens this
+    /// app's `redirectUrl`. Never retried automatically: a retry could send a second email.
+    /// - Throws: `invalidArgument(name: "email")`, `rateLimited`, `networkFailure`, `authenticationFailed`.
+    public func sendMagicLink(email: String) throws(PortalAuthError) {
+        let normalized = String(email.unicodeScalars.drop { $0.properties.isWhitespace }.reversed()
+            .drop { $0.properties.isWhitespace }.reversed().map(Character.init)).lowercased()
+        guard normalized.contains("@"), normalized.utf8.count <= 320,
+              !normalized.contains(where: { $0.isWhitespace }) else { throw .invalidArgument(name: "email") }
+        struct Body: Encodable { let email: String; let redirectUrl: String }
+        struct Empty: Decodable {}
+        let _: Empty = try api("POST", "/api/v3/auth/magic-links", body: Body(email: normalized, redirectUrl: redirectUrl))
+    }
+
+    /// The Google authorize URL to open in the end user's browser; Portal redirects back to
+    /// `redirectUrl` (sent form-encoded) with a grant for `handleRedirect(url:)`.
+    public func loginWithGoogle() throws(PortalAuthError) -> String { try authorizeURL(provider: "GOOGLE") }
+
+    /// The Apple authorize URL; see `loginWithGoogle()`.
+    public func loginWithApple() throws(PortalAuthError) -> String { try authorizeURL(provider: "APPLE") }
+
+    /// Completes a sign-in from the redirect URL the browser opened (query parameters `token`,
+    /// `error`, `authMethod=EMAIL_MAGIC_LINK`, `login_type=GOOGLE|APPLE`).
+    ///
+    /// The grant is exchanged once: delivering the same redirect again returns the same result
+    /// without a second exchange. When the exchange succeeded but the keyring write failed, this
+    /// throws `sessionStorageFailure` and a repeat delivery retries only the write. A failed
+    /// exchange stays retryable. Blocks (network, keyring).
+    ///
+    /// - Returns: `.notHandled` for a URL that is not this app's redirect URL; `.authenticated`
+    ///   with the session, persisted before returning; `.totpRequired`.
+    /// - Throws: `authenticationFailed(message:)` for an `error` parameter or an unknown method,
+    ///   `invalidGrant`, `rateLimited`, `malformedResponse(field:)`, `networkFailure`,
+    ///   `sessionStorageFailure`.
+    public func handleRedirect(url: String) throws(PortalAuthError) -> RedirectResult {
+        guard let query = RedirectQuery(url: url, redirectUrl: redirectUrl) else { return .notHandled }
+        if let error = query["error"] {
+            throw .authenticationFailed(message: "sign-in failed: \(error)")
+        }
+        guard let grant = query["token"], !grant.isEmpty else {
+            throw .authenticationFailed(message: "the redirect carries no token")
+        }
+        let route: String
+        if query["authMethod"] == "EMAIL_MAGIC_LINK" {
+            route = "/api/v3/auth/magic-links/validations"
+        } else if let type = query["login_type"], type == "GOOGLE" || type == "APPLE" {
+            route = "/api/v3/auth/oauth/tokens"
+        } else {
+            throw .authenticationFailed(message: "the redirect names no known sign-in method")
+        }
+
+        switch grants.begin(grant) {
+        case .cached(let result):
+            return result
+        case .persistOnly(let exchange):
+            return try finishAuthenticated(grant, exchange)
+        case .exchange:
+            break
+        }
+        let exchange: Exchange
+        do {
+            struct Body: Encodable { let token: String }
+            exchange = try decodeExchange(try api("POST", route, body: Body(token: grant), unauthorized: .invalidGrant))
+        } catch {
+            grants.abandon(grant)
+            throw error
+        }
+        if let userJwt = exchange.userJwt {
+            let result = RedirectResult.totpRequired(userJwt: userJwt.string(), totpLink: exchange.totpLink)
+            grants.finish(grant, result)
+            return result
+        }
+        return try finishAuthenticated(grant, exchange)
+    }
+
+    /// Completes a TOTP sign-in: exchanges `code` with the user JWT from `.totpRequired`,
+    /// persists the session (end user id from the JWT's claims when the response lacks it) and
+    /// returns it. Blocks (network, keyring).
+    /// - Throws: `invalidArgument`, `invalidUserJwt` (expired, used or malformed JWT),
+    ///   `authenticationFailed(message:)` (wrong code), `rateLimited`, `malformedResponse`,
+    ///   `networkFailure`, `sessionStorageFailure`.
+    @discardableResult
+    public func verifyTotp(code: String, userJwt: String) throws(PortalAuthError) -> PortalSession {
+        guard !code.isEmpty, code.utf8.count <= 16, code.allSatisfy({ $0.isNumber }) else {
+            throw .invalidArgument(name: "code")
+        }
+        let jwt = SecretBytes.copyingUTF8(of: userJwt)
+        try Self.checkToken(jwt, name: "userJwt")
+        struct Body: Encodable { let code: String }
+        var exchange = try decodeExchange(try api("POST", "/api/v3/auth/totps/validations", body: Body(code: code),
+                                                  bearer: jwt, unauthorized: .invalidUserJwt), requireUser: false)
+        if exchange.endUserId == nil { exchange.endUserId = Self.endUserId(fromJWT: userJwt) }
+        guard let endUserId = exchange.endUserId else { throw .malformedResponse(field: "endUserId") }
+        guard let token = exchange.clientSessionToken else { throw .malformedResponse(field: "clientSessionToken") }
+        return try persist(endUserId: endUserId, token: token)
+    }
+
+    // MARK: - Exchange plumbing
+
+    struct Exchange: @unchecked Sendable {
+        var endUserId: String?
+        var clientSessionToken: SecretBytes?
+        var userJwt: SecretBytes?
+        var totpLink: String?
+    }
+
+    private func finishAuthenticated(_ grant: String, _ exchange: Exchange) throws(PortalAuthError) -> RedirectResult {
+        guard let endUserId = exchange.endUserId, let token = exchange.clientSessionToken else {
+            grants.abandon(grant)
+            throw .malformedResponse(field: exchange.endUserId == nil ? "endUserId" : "clientSessionToken")
+        }
+        do {
+            let result = RedirectResult.authenticated(try persist(endUserId: endUserId, token: token))
+            grants.finish(grant, result)
+            return result
+        } catch {
+            grants.exchangedButNotPersisted(grant, exchange)
+            throw error
+        }
+    }
+
+    private func decodeExchange(_ data: ExchangeWire, requireUser: Bool = true) throws(PortalAuthError) -> Exchange {
+        if requireUser, data.endUserId == nil { throw .malformedResponse(field: "endUserId") }
+        if data.clientSessionToken == nil && data.userJwt == nil {
+            throw .malformedResponse(field: "clientSessionToken")
+        }
+        var exchange = Exchange(endUserId: data.endUserId, totpLink: data.totpLink)
+        if let token = data.clientSessionToken {
+            let bytes = SecretBytes.copyingUTF8(of: token)
+            do { try Self.checkToken(bytes, name: "clientSessionToken") } catch { throw .malformedResponse(field: "clientSessionToken") }
+            exchange.clientSessionToken = bytes
+        } else if let jwt = data.userJwt {
+            exchange.userJwt = SecretBytes.copyingUTF8(of: jwt)
+        }
+        return exchange
+    }
+
+    struct ExchangeWire: Decodable {
+        let endUserId: String?
+        let clientId: String?
+        let clientSessionToken: String?
+        let userJwt: String?
+        let totpLink: String?
+    }
+
+    private func authorizeURL(provider: String) throws(PortalAuthError) -> String {
+        struct Wire: Decodable { let google: String?; let apple: String?; let url: String? }
+        let wire: Wire = try api("GET", "/api/v3/auth/oauth/urls?redirectUrl=\(Self.formEncode(redirectUrl))&provider=\(provider)")
+        guard let url = wire.url ?? (provider == "GOOGLE" ? wire.google : wire.apple) else {
+            throw .malformedResponse(field: provider == "GOOGLE" ? "google" : "apple")
+        }
+        return url
+    }
+
+    /// One client-auth call: `x-portal-auth-environment-id`, JSON in, `{"data": …}` out, errors
+    /// mapped as PortalSwift maps them (429 → rateLimited, 401 → `unauthorized`'s case, other
+    /// non-2xx → authenticationFailed with the backend's message).
+    func api<Response: Decodable>(_ method: String, _ path: String, body: (some Encodable)? = Optional<String>.none,
+                                  bearer: SecretBytes? = nil,
+                                  unauthorized: PortalAuthError = .unauthorized) throws(PortalAuthError) -> Response {
+        guard let target = TargetURL.forAPI(host: apiHost, path: path) else { throw .invalidArgument(name: "apiHost") }
+        var bytes: [UInt8]?
+        if let body {
+            do { bytes = Array(try JSONEncoder().encode(body)) } catch { throw .invalidArgument(name: "body") }
+        }
+        let request = PortalRequest(method: method, target: path,
+                                    headers: [(name: "x-portal-auth-environment-id", value: authEnvironmentId)], body: bytes)
+        let response: PortalResponse
+        do {
+            response = try http.send(request, to: target, bearer: bearer)
+        } catch {
+            throw .networkFailure(message: error.message)
+        }
+        switch response.status {
+        case 200..<300:
+            guard let envelope = try? JSONDecoder().decode(Envelope<Response>.self, from: Data(response.body)) else {
+                throw .malformedResponse(field: "data")
+            }
+            guard let data = envelope.data else { throw .malformedResponse(field: "data") }
+            return data
+        case 429:
+            throw .rateLimited
+        case 401:
+            throw unauthorized
+        default:
+            let detail = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body))
+            throw .authenticationFailed(message: "HTTP \(response.status)" + ((detail?.error ?? detail?.message).map { ": \($0)" } ?? ""))
+        }
+    }
+
+    /// Form-encodes a query value (RFC 3986 unreserved characters kept).
+    static func formEncode(_ value: String) -> String {
+        var out = ""
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".utf8)
+                out += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
+            }
+        }
+        return out
+    }
+
+    /// The `endUserId` (or `sub`) claim of a JWT, without verifying it (the backend did).
+    static func endUserId(fromJWT jwt: String) -> String? {
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        var base64 = String(parts[1].replacingOccurrences("-", "+").replacingOccurrences("_", "/"))
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let payload = Data(base64Encoded: base64) else { return nil }
+        struct Claims: Decodable { let endUserId: String?; let sub: String? }
+        guard let claims = try? JSONDecoder().decode(Claims.self, from: payload) else { return nil }
+        return claims.endUserId ?? claims.sub
+    }
+}
+
+private struct Envelope<T: Decodable>: Decodable { let data: T? }
+private struct ErrorBody: Decodable { let error: String?; let message: String?; let code: String? }
+
+private extension Substring {
+    func replacingOccurrences(_ target: Character, _ replacement: Character) -> Substring {
+        Substring(map { $0 == target ? replacement : $0 })
+    }
+}
+
+/// The query of a redirect URL, when the URL is this app's redirect URL (same scheme, host and
+/// path; scheme compared case-insensitively).
+struct RedirectQuery {
+    private var items: [String: String] = [:]
+
+    init?(url: String, redirectUrl: String) {
+        func split(_ s: String) -> (base: String, query: String) {
+            let noFragment = s.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? s
+            let parts = noFragment.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+            return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+        }
+        func normalized(_ base: String) -> String {
+            guard let colon = base.firstIndex(of: ":") else { return base }
+            var rest = String(base[colon...])
+            while rest.hasSuffix("/") && rest.count > 3 { rest.removeLast() }
+            return base[..<colon].lowercased() + rest
+        }
+        let incoming = split(url), ours = split(redirectUrl)
+        guard normalized(incoming.base) == normalized(ours.base) else { return nil }
+        for pair in incoming.query.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let key = Self.decode(kv[0]) else { return nil }
+            let value = kv.count > 1 ? Self.decode(kv[1]) : ""
+            guard let value else { return nil }
+            if items[key] == nil { items[key] = value }
+        }
+    }
+
+    subscript(key: String) -> String? { items[key] }
+
+    /// Percent-decoding with `+` as space; nil for malformed escapes or invalid UTF-8.
+    static func decode(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "+") {
+                bytes.append(0x20)
+            } else if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+/// Remembers exchanged redirect grants (single-use on the server) so a repeat delivery neither
+/// exchanges twice nor loses a sign-in whose keyring write failed. Thread-safe; `forgetAll()`
+/// waits for exchanges in flight.
+final class GrantLedger: @unchecked Sendable {
+    enum Start { case exchange, cached(RedirectResult), persistOnly(PortalAuth.Exchange) }
+    private enum Entry { case inFlight, done(RedirectResult), unpersisted(PortalAuth.Exchange) }
+
+    private var entries: [String: Entry] = [:]
+    private var mutex = pthread_mutex_t()
+    private var changed = pthread_cond_t()
+
+    init() {
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&changed, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(&changed)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    /// Claims `grant`: waits while another thread exchanges it, then says what to do.
+    func begin(_ grant: String) -> Start {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        while true {
+            switch entries[grant] {
+            case .inFlight?:
+                pthread_cond_wait(&changed, &mutex)
+            case .done(let result)?:
+                return .cached(result)
+            case .unpersisted(let exchange)?:
+                entries[grant] = .inFlight
+                return .persistOnly(exchange)
+            case nil:
+                entries[grant] = .inFlight
+                return .exchange
+            }
+        }
+    }
+
+    func finish(_ grant: String, _ result: RedirectResult) { set(grant, .done(result)) }
+    func exchangedButNotPersisted(_ grant: String, _ exchange: PortalAuth.Exchange) { set(grant, .unpersisted(exchange)) }
+    func abandon(_ grant: String) { set(grant, nil) }
+
+    /// Forgets every grant, after waiting for exchanges in flight to settle.
+    func forgetAll() {
+        pthread_mutex_lock(&mutex)
+        while entries.values.contains(where: { if case .inFlight = $0 { return true } else { return false } }) {
+            pthread_cond_wait(&changed, &mutex)
+        }
+        entries.removeAll()
+        pthread_mutex_unlock(&mutex)
+    }
+
+    private func set(_ grant: String, _ entry: Entry?) {
+        pthread_mutex_lock(&mutex)
+        entries[grant] = entry
+        pthread_cond_broadcast(&changed)
+        pthread_mutex_unlock(&mutex)
+    }
+}

@@ -1,0 +1,320 @@
+// portal-session: the Portal session layer for shell scripts and desktop integration.
+// Built on the Swift core; never prints a token unless --show-token is given, never logs one.
+import FoundationEssentials
+import PortalKeyring
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Exit codes (also in `portal-session --help`).
+enum Exit: Int32 {
+    case ok = 0             // restored / done
+    case signedOut = 1      // restore/status: nothing usable stored; handle-redirect: not our URL
+    case storage = 2        // the keyring could not be used this time (NOT signed out)
+    case signIn = 3         // sign-in or network failure (invalid grant, rate limited, …)
+    case usage = 64         // bad command line (EX_USAGE)
+}
+
+let usage = """
+usage: portal-session [--env ID] [--api-host HOST] [--redirect-url URL] [--timeout-ms N] COMMAND [ARGS]
+
+Keeps a Portal end user's session in the Secret Service keyring (GNOME Keyring …).
+
+commands:
+  restore [--json] [--show-token]   restore the stored session (no network); print the end user id
+  clear                             delete the stored session (sign out)
+  persist --end-user-id ID          store a session; the Client Session Token is read from stdin
+  handle-redirect URL [--json] [--show-token]
+                                    complete a sign-in from a redirect URL (magic link, Google, Apple)
+  verify-totp CODE                  complete a TOTP sign-in; the user JWT is read from stdin
+  status [--json]                   configuration and whether a session is stored
+  help [COMMAND]                    this text, or a command's
+
+options (or environment variables):
+  --env ID             auth environment id (PORTAL_AUTH_ENVIRONMENT_ID)
+  --api-host HOST      Portal API host, host[:port] (PORTAL_API_HOST; default api.portalhq.io)
+  --redirect-url URL   the app's sign-in redirect URL (PORTAL_REDIRECT_URL)
+  --timeout-ms N       keyring deadline per operation, milliseconds (default 5000)
+
+exit status: 0 ok/restored, 1 signed out (or: not our redirect URL), 2 keyring unavailable,
+locked or timed out (NOT signed out), 3 sign-in or network failure, 64 usage error.
+Tokens are never printed unless --show-token is given, and never accepted in arguments.
+"""
+
+let commandHelp: [String: String] = [
+    "restore": """
+    usage: portal-session [--env ID] restore [--json] [--show-token]
+    Restores the stored session without a network call and prints the end user id.
+    --json prints {"status":"restored"|"signedOut","endUserId":…,"authEnvironmentId":…}.
+    --show-token also prints the Client Session Token (a credential: handle with care).
+    exit: 0 restored, 1 signed out, 2 keyring unavailable/locked/timed out, 64 usage.
+    """,
+    "clear": """
+    usage: portal-session [--env ID] clear
+    Deletes every stored session of the auth environment (succeeds when none is stored).
+    exit: 0 cleared, 2 keyring unavailable/locked/timed out, 64 usage.
+    """,
+    "persist": """
+    usage: portal-session [--env ID] persist --end-user-id ID  < token
+    Stores a session whose Client Session Token your backend issued. The token is read from
+    stdin (one trailing newline is removed); it is never accepted as an argument.
+    exit: 0 stored, 2 keyring failure (the previous session is intact), 64 usage or bad token.
+    """,
+    "handle-redirect": """
+    usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL handle-redirect URL [--json] [--show-token]
+    Completes a sign-in from the redirect URL a browser opened (desktop URL-scheme handler:
+    Exec=portal-session … handle-redirect %u). Exchanges the grant with the Portal API and
+    persists the session before reporting success. Prints the end user id, or "totp required"
+    (with --show-token also the user JWT for verify-totp, and the enrolment link if any).
+    exit: 0 signed in or TOTP required, 1 not this app's redirect URL, 2 keyring failure,
+    3 sign-in failed (error redirect, invalid grant, rate limited, network), 64 usage.
+    """,
+    "verify-totp": """
+    usage: portal-session [--env ID] [--api-host HOST] verify-totp CODE  < user-jwt
+    Completes a TOTP sign-in; the user JWT from handle-redirect is read from stdin. Persists the
+    session and prints the end user id.
+    exit: 0 signed in, 2 keyring failure, 3 wrong code / invalid JWT / network, 64 usage.
+    """,
+    "status": """
+    usage: portal-session [--env ID] status [--json]
+    Prints the configuration and whether a session is stored (no network, no token).
+    exit: 0 a session is stored, 1 signed out, 2 keyring unavailable/locked/timed out, 64 usage.
+    """,
+]
+
+struct UsageError: Error { let message: String }
+
+func printError(_ message: String) {
+    let line = Array("portal-session: \(message)\n".utf8)
+    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+func environment(_ name: String) -> String? {
+    guard let value = getenv(name) else { return nil }
+    let string = String(cString: value)
+    return string.isEmpty ? nil : string
+}
+
+/// Reads stdin (at most `limit` bytes) and removes one trailing newline.
+func readSecretFromStdin(limit: Int) throws(UsageError) -> String {
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = read(0, &buffer, buffer.count)
+        if count <= 0 { break }
+        bytes.append(contentsOf: buffer[0..<count])
+        if bytes.count > limit + 2 { break }
+    }
+    defer { for index in bytes.indices { bytes[index] = 0 } }
+    if bytes.last == 0x0A { bytes.removeLast() }
+    if bytes.last == 0x0D { bytes.removeLast() }
+    guard bytes.count <= limit else { throw UsageError(message: "the value on stdin is longer than \(limit) bytes") }
+    guard let text = String(validating: bytes, as: UTF8.self) else { throw UsageError(message: "stdin is not valid UTF-8") }
+    return text
+}
+
+func json(_ object: [String: String?]) -> String {
+    let present = object.compactMapValues { $0 }
+    let data = (try? JSONEncoder().encode(present)) ?? Data("{}".utf8)
+    return String(decoding: data, as: UTF8.self)
+}
+
+func exitCode(for error: PortalAuthError) -> Exit {
+    switch error {
+    case .invalidArgument: return .usage
+    case .sessionStorageFailure: return .storage
+    case .sessionInvalidated, .unauthorized, .networkFailure, .rateLimited, .malformedResponse, .invalidGrant,
+         .invalidUserJwt, .authenticationFailed:
+        return .signIn
+    }
+}
+
+struct Options {
+    var env: String?
+    var apiHost: String?
+    var redirectUrl: String?
+    var timeoutMs: UInt32 = KeyringTimeouts.default.callMilliseconds
+    var command: String?
+    var arguments: [String] = []
+    var flags: Set<String> = []
+    var values: [String: String] = [:]
+
+    static func parse(_ argv: [String]) throws(UsageError) -> Options {
+        var options = Options(env: environment("PORTAL_AUTH_ENVIRONMENT_ID"), apiHost: environment("PORTAL_API_HOST"),
+                              redirectUrl: environment("PORTAL_REDIRECT_URL"))
+        var index = 0
+        func value(_ name: String) throws(UsageError) -> String {
+            index += 1
+            guard index < argv.count else { throw UsageError(message: "\(name) needs a value") }
+            return argv[index]
+        }
+        while index < argv.count {
+            let argument = argv[index]
+            switch argument {
+            case "--env": options.env = try value(argument)
+            case "--api-host": options.apiHost = try value(argument)
+            case "--redirect-url": options.redirectUrl = try value(argument)
+            case "--timeout-ms":
+                guard let ms = UInt32(try value(argument)), (1...600_000).contains(ms) else {
+                    throw UsageError(message: "--timeout-ms needs a number of milliseconds, 1 … 600000")
+                }
+                options.timeoutMs = ms
+            case "--end-user-id": options.values["end-user-id"] = try value(argument)
+            case "--json", "--show-token", "--help", "-h":
+                options.flags.insert(argument == "-h" ? "--help" : argument)
+            case "--token", "--cst", "--client-session-token", "--user-jwt":
+                throw UsageError(message: "\(argument): secrets are read from stdin, never from arguments")
+            default:
+                if argument.hasPrefix("-") && argument.count > 1 {
+                    throw UsageError(message: "unknown option \(argument)")
+                }
+                if options.command == nil { options.command = argument } else { options.arguments.append(argument) }
+            }
+            index += 1
+        }
+        return options
+    }
+
+    func auth(needsRedirect: Bool = false) throws(UsageError) -> PortalAuth {
+        guard let env else { throw UsageError(message: "no auth environment: pass --env ID or set PORTAL_AUTH_ENVIRONMENT_ID") }
+        let redirect = redirectUrl ?? (needsRedirect ? nil : "portal-session://unused")
+        guard let redirect else {
+            throw UsageError(message: "no redirect URL: pass --redirect-url URL or set PORTAL_REDIRECT_URL")
+        }
+        do {
+            return try PortalAuth(authEnvironmentId: env, redirectUrl: redirect, apiHost: apiHost ?? PortalAuth.defaultApiHost,
+                                  keyringTimeouts: KeyringTimeouts(callMilliseconds: timeoutMs,
+                                                                   promptMilliseconds: KeyringTimeouts.default.promptMilliseconds))
+        } catch {
+            if case .invalidArgument(let name) = error {
+                let option = ["authEnvironmentId": "--env", "redirectUrl": "--redirect-url", "apiHost": "--api-host"][name] ?? name
+                throw UsageError(message: "invalid \(option)")
+            }
+            throw UsageError(message: error.description)
+        }
+    }
+
+    func expectArguments(_ count: Int, _ what: String) throws(UsageError) {
+        if arguments.count != count { throw UsageError(message: "\(command ?? "") expects \(what)") }
+    }
+}
+
+func printSession(_ session: PortalSession, status: String, options: Options) {
+    if options.flags.contains("--json") {
+        let token = options.flags.contains("--show-token") ? try? session.getToken() : nil
+        print(json(["status": status, "endUserId": session.endUserId, "authEnvironmentId": session.authEnvironmentId,
+                    "clientSessionToken": token]))
+    } else {
+        print(session.endUserId)
+        if options.flags.contains("--show-token"), let token = try? session.getToken() { print(token) }
+    }
+}
+
+func run(_ options: Options) throws(UsageError) -> Exit {
+    guard let command = options.command, command != "help" else {
+        if let topic = options.arguments.first, let text = commandHelp[topic] { print(text) } else { print(usage) }
+        return .ok
+    }
+    guard commandHelp[command] != nil else { throw UsageError(message: "unknown command \(command) (see --help)") }
+    if options.flags.contains("--help") {
+        print(commandHelp[command] ?? usage)
+        return .ok
+    }
+    do {
+        switch command {
+        case "restore":
+            try options.expectArguments(0, "no arguments")
+            guard let session = try options.auth().restoreSession() else {
+                if options.flags.contains("--json") { print(json(["status": "signedOut", "authEnvironmentId": options.env])) }
+                else { print("signed out") }
+                return .signedOut
+            }
+            printSession(session, status: "restored", options: options)
+            return .ok
+        case "clear":
+            try options.expectArguments(0, "no arguments")
+            try options.auth().clearPersistedSession()
+            print("cleared")
+            return .ok
+        case "persist":
+            try options.expectArguments(0, "no arguments (the token is read from stdin)")
+            guard let user = options.values["end-user-id"] else { throw UsageError(message: "persist needs --end-user-id ID") }
+            let auth = try options.auth()
+            let token = try readSecretFromStdin(limit: PortalAuth.maxTokenBytes)
+            let session = try auth.persistSession(endUserId: user, clientSessionToken: token)
+            print("stored session for end user \(session.endUserId)")
+            return .ok
+        case "handle-redirect":
+            try options.expectArguments(1, "one URL")
+            switch try options.auth(needsRedirect: true).handleRedirect(url: options.arguments[0]) {
+            case .notHandled:
+                printError("not this app's redirect URL; nothing done")
+                return .signedOut
+            case .authenticated(let session):
+                printSession(session, status: "authenticated", options: options)
+                return .ok
+            case .totpRequired(let userJwt, let totpLink):
+                let show = options.flags.contains("--show-token")
+                if options.flags.contains("--json") {
+                    print(json(["status": "totpRequired", "userJwt": show ? userJwt : nil, "totpLink": show ? totpLink : nil]))
+                } else {
+                    print("totp required")
+                    if show { print(userJwt); if let totpLink { print(totpLink) } }
+                }
+                return .ok
+            }
+        case "verify-totp":
+            try options.expectArguments(1, "one TOTP code")
+            let auth = try options.auth()
+            let jwt = try readSecretFromStdin(limit: PortalAuth.maxTokenBytes)
+            let session = try auth.verifyTotp(code: options.arguments[0], userJwt: jwt)
+            printSession(session, status: "authenticated", options: options)
+            return .ok
+        case "status":
+            try options.expectArguments(0, "no arguments")
+            let auth = try options.auth()
+            var fields: [String: String?] = ["authEnvironmentId": auth.authEnvironmentId, "apiHost": auth.apiHost,
+                                             "redirectUrl": options.redirectUrl]
+            let exit: Exit
+            do {
+                if let session = try auth.restoreSession() {
+                    fields["keyring"] = "session stored"
+                    fields["endUserId"] = session.endUserId
+                    exit = .ok
+                } else {
+                    fields["keyring"] = "signed out"
+                    exit = .signedOut
+                }
+            } catch {
+                fields["keyring"] = "unavailable: \(error)"
+                exit = .storage
+            }
+            if options.flags.contains("--json") {
+                print(json(fields))
+            } else {
+                for key in ["authEnvironmentId", "apiHost", "redirectUrl", "keyring", "endUserId"] {
+                    if let value = fields[key] ?? nil { print("\(key): \(value)") }
+                }
+            }
+            return exit
+        default:
+            throw UsageError(message: "unknown command \(command)")
+        }
+    } catch let error as UsageError {
+        throw error
+    } catch let error as PortalAuthError {
+        printError(error.description)
+        return exitCode(for: error)
+    } catch {
+        printError("\(error)")
+        return .signIn
+    }
+}
+
+do {
+    let options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
+    exit(try run(options).rawValue)
+} catch {
+    printError("\(error.message)\nsee: portal-session --help")
+    exit(Exit.usage.rawValue)
+}

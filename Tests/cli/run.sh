@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Tests/cli/run.sh — the portal-session command and the desktop redirect handler, end to end.
+#
+#   swift build && scripts/with-keyring.sh scripts/with-portal-api.sh Tests/cli/run.sh
+#
+# Checks every subcommand and exit code against the private keyring and the loopback Portal
+# API, that a token never appears in output (without --show-token) or in any process's argv,
+# and runs examples/desktop/*.desktop's Exec line the way a desktop does (%u expanded) before
+# restoring the session from another process. Exits 1 if any check failed.
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+ps_bin=${PORTAL_SESSION_BIN:-$repo/.build/debug/portal-session}
+kctl=${PORTAL_TEST_KEYRINGCTL:-$repo/build/keyringctl}
+for var in PORTAL_TEST_KEYRING_PID PORTAL_TEST_API_URL PORTAL_TEST_API_HOST; do
+    [[ -n ${!var:-} ]] || { echo "cli/run.sh: $var unset: run inside scripts/with-keyring.sh scripts/with-portal-api.sh" >&2; exit 2; }
+done
+[[ -x $ps_bin ]] || { echo "cli/run.sh: $ps_bin not built (swift build)" >&2; exit 2; }
+[[ -x $kctl ]] || { echo "cli/run.sh: keyringctl not built at $kctl" >&2; exit 2; }
+
+passed=0 failed=0
+ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
+bad() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
+# expect STATUS DESCRIPTION -- CMD...   (stdout in $out, stderr in $err)
+expect() {
+    local want=$1 what=$2
+    shift 3
+    out=$("$@" 2>/tmp/cli-err.$$) && got=0 || got=$?
+    err=$(cat /tmp/cli-err.$$)
+    if [[ $got == "$want" ]]; then ok "$what (exit $got)"; else bad "$what: exit $got, wanted $want; stdout: $out; stderr: $err"; fi
+}
+admin() { # admin METHOD PATH [JSON] → the "data" member as JSON
+    python3 - "$PORTAL_TEST_API_URL/_admin/$2" "$1" "${3:-}" <<'PY'
+import json, sys, urllib.request
+url, method, body = sys.argv[1:4]
+req = urllib.request.Request(url, method=method, data=body.encode() or None, headers={"Content-Type": "application/json"})
+print(json.dumps(json.load(urllib.request.urlopen(req))["data"]))
+PY
+}
+field() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]).get(sys.argv[2]); print("" if v is None else v)' "$1" "$2"; }
+
+export PORTAL_API_HOST=$PORTAL_TEST_API_HOST
+redirect="portalkeyring://auth/callback"
+env_id="cli-$$"
+cli=("$ps_bin" --env "$env_id" --redirect-url "$redirect")
+
+echo "== usage and help"
+expect 0 "--help" -- "$ps_bin" --help
+for sub in restore clear persist handle-redirect verify-totp status; do
+    expect 0 "$sub --help" -- "$ps_bin" "$sub" --help
+    grep -q "usage: portal-session" <<<"$out" || bad "$sub --help prints no usage"
+done
+expect 64 "no auth environment" -- env -u PORTAL_AUTH_ENVIRONMENT_ID "$ps_bin" restore
+expect 64 "unknown command" -- "${cli[@]}" frobnicate
+expect 64 "unknown option" -- "${cli[@]}" restore --frob
+expect 64 "token in argv is refused" -- "${cli[@]}" persist --end-user-id u --token secret
+expect 64 "persist without --end-user-id" -- "${cli[@]}" persist
+expect 64 "blank token on stdin" -- sh -c "printf '   \n' | \"\$@\" persist --end-user-id u" sh "${cli[@]}"
+expect 64 "invalid --api-host" -- "$ps_bin" --env "$env_id" --api-host "evil.test/x" restore
+
+echo "== restore / persist / status / clear"
+expect 1 "restore when signed out" -- "${cli[@]}" restore
+expect 1 "status when signed out" -- "${cli[@]}" status
+token="cst-cli-$$-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+# The token travels on stdin; while persist runs, no process may carry it in argv.
+( printf '%s\n' "$token"; sleep 0.3 ) | "${cli[@]}" persist --end-user-id eu-cli >/tmp/cli-out.$$ 2>&1 &
+sleep 0.15
+printf '%s\n' "$token" >/tmp/cli-pattern.$$ # grep reads the pattern from a file: its own argv stays clean
+if grep -a -l -F -f /tmp/cli-pattern.$$ /proc/[0-9]*/cmdline 2>/dev/null | grep -q .; then bad "the token is visible in a process's argv"; else ok "the token is in no process's argv"; fi
+wait $! && ok "persist (token on stdin)" || bad "persist failed: $(cat /tmp/cli-out.$$)"
+expect 0 "restore" -- "${cli[@]}" restore
+[[ $out == eu-cli ]] && ok "restore prints the end user id" || bad "restore printed '$out'"
+expect 0 "restore --json" -- "${cli[@]}" restore --json
+[[ $(field "$out" endUserId) == eu-cli && $(field "$out" status) == restored ]] && ok "restore --json fields" || bad "restore --json: $out"
+grep -q -- "$token" <<<"$out$err" && bad "restore printed the token without --show-token" || ok "no token without --show-token"
+expect 0 "restore --json --show-token" -- "${cli[@]}" restore --json --show-token
+[[ $(field "$out" clientSessionToken) == "$token" ]] && ok "--show-token prints the exact token" || bad "--show-token: $out"
+expect 0 "status" -- "${cli[@]}" status
+grep -q "session stored" <<<"$out" && ! grep -q -- "$token" <<<"$out" && ok "status shows a stored session, no token" || bad "status: $out"
+expect 0 "status --json" -- "${cli[@]}" status --json
+"$kctl" lock >/dev/null
+expect 2 "restore while the keyring is locked" -- "${cli[@]}" --timeout-ms 3000 restore
+grep -qi "locked" <<<"$err" && ok "the message says locked" || bad "locked message: $err"
+expect 2 "status while locked" -- "${cli[@]}" status
+expect 2 "persist while locked" -- sh -c "printf 'other\n' | \"\$@\" persist --end-user-id eu-other" sh "${cli[@]}"
+"$kctl" unlock >/dev/null
+expect 0 "restore after unlock keeps the session" -- "${cli[@]}" restore --json --show-token
+[[ $(field "$out" clientSessionToken) == "$token" ]] && ok "nothing was lost while locked" || bad "after unlock: $out"
+expect 0 "clear" -- "${cli[@]}" clear
+expect 1 "restore after clear" -- "${cli[@]}" restore
+expect 0 "clear when nothing is stored" -- "${cli[@]}" clear
+expect 2 "no session bus → storage failure, not signed out" -- env DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent "${cli[@]}" restore
+
+echo "== handle-redirect / verify-totp"
+grant=$(admin POST grants "{\"kind\":\"magic_link\",\"endUserId\":\"eu-link\",\"redirectUrl\":\"$redirect\"}")
+url=$(field "$grant" redirectUrl)
+expect 0 "handle-redirect (magic link)" -- "${cli[@]}" handle-redirect "$url"
+[[ $out == eu-link ]] && ok "prints the end user id" || bad "handle-redirect printed '$out'"
+expect 0 "restore from another process" -- "${cli[@]}" restore
+[[ $out == eu-link ]] && ok "the redirect's session was persisted" || bad "restore printed '$out'"
+expect 3 "the same grant in a new process is used up" -- "${cli[@]}" handle-redirect "$url"
+expect 1 "a foreign URL is not handled" -- "${cli[@]}" handle-redirect "https://example.com/callback?token=x"
+expect 3 "an error redirect" -- "${cli[@]}" handle-redirect "$redirect?error=access_denied&authMethod=EMAIL_MAGIC_LINK"
+expect 64 "handle-redirect without --redirect-url" -- env -u PORTAL_REDIRECT_URL "$ps_bin" --env "$env_id" handle-redirect "$url"
+grant=$(admin POST grants "{\"kind\":\"oauth\",\"provider\":\"GOOGLE\",\"endUserId\":\"eu-totp\",\"totpRequired\":true,\"redirectUrl\":\"$redirect\"}")
+expect 0 "handle-redirect → totp required" -- "${cli[@]}" handle-redirect "$(field "$grant" redirectUrl)" --json --show-token
+[[ $(field "$out" status) == totpRequired ]] && ok "status totpRequired" || bad "totp: $out"
+jwt=$(field "$out" userJwt)
+code=$(field "$(admin GET 'totp?endUserId=eu-totp')" code)
+expect 3 "verify-totp with a wrong code" -- sh -c "printf '%s' \"\$0\" | \"\$@\" verify-totp 000000" "$jwt" "${cli[@]}"
+expect 0 "verify-totp" -- sh -c "printf '%s' \"\$0\" | \"\$@\" verify-totp $code" "$jwt" "${cli[@]}"
+[[ $out == eu-totp ]] && ok "verify-totp persisted eu-totp" || bad "verify-totp printed '$out'"
+expect 64 "verify-totp with a non-numeric code" -- sh -c "printf 'x' | \"\$@\" verify-totp abc" sh "${cli[@]}"
+"${cli[@]}" clear >/dev/null
+
+echo "== desktop handler (examples/desktop)"
+desktop=$repo/examples/desktop/portal-example-signin.desktop
+desktop_env=$(python3 - "$desktop" <<'PY'
+import re, sys
+exec_line = next(l.split("=", 1)[1].strip() for l in open(sys.argv[1]) if l.startswith("Exec="))
+print(re.search(r"--env (\S+)", exec_line).group(1))
+PY
+)
+grant=$(admin POST grants "{\"kind\":\"magic_link\",\"endUserId\":\"eu-desktop\",\"redirectUrl\":\"portal-example://auth/callback\"}")
+url=$(field "$grant" redirectUrl)
+# Run the Exec line as a desktop launcher does: split per the Desktop Entry spec, %u → the URL as
+# one argument, no shell. portal-session is found on PATH like an installed command.
+if PATH="$(dirname "$ps_bin"):$PATH" python3 - "$desktop" "$url" <<'PY'
+import shlex, subprocess, sys
+path, url = sys.argv[1], sys.argv[2]
+exec_line = next(l.split("=", 1)[1].strip() for l in open(path) if l.startswith("Exec="))
+argv = [url if a == "%u" else a for a in shlex.split(exec_line)]
+sys.exit(subprocess.run(argv, stdout=subprocess.DEVNULL).returncode)
+PY
+then ok "the desktop Exec line completed the sign-in"; else bad "the desktop Exec line failed"; fi
+expect 0 "restore the desktop sign-in from another process" -- "$ps_bin" --env "$desktop_env" restore
+[[ $out == eu-desktop ]] && ok "restored eu-desktop" || bad "restore printed '$out'"
+grep -q "^MimeType=x-scheme-handler/portal-example;" "$desktop" && ok "the desktop file registers x-scheme-handler/portal-example" || bad "MimeType missing"
+"$ps_bin" --env "$desktop_env" clear >/dev/null
+
+rm -f /tmp/cli-err.$$ /tmp/cli-out.$$ /tmp/cli-pattern.$$
+printf '\ncli/run.sh: %d passed, %d failed\n' "$passed" "$failed"
+((failed == 0))
