@@ -7,10 +7,13 @@
 # private throwaway keyring (scripts/with-keyring.sh) and the loopback Portal API
 # (scripts/with-portal-api.sh) — shows, each step a separate process:
 #   1. first launch after install: clear, restore → signed out;
-#   2. sign-in: the Portal API issues a CST, persist_session stores it (token on stdin);
-#   3. restore_on_launch restores it (no network); sign_out clears it; restore → signed out;
-#   4. sign in again; check_session: restore → Portal validates the CST (200);
-#   5. the Portal API revokes the CST; check_session: the request is rejected → the listener
+#   2. sign-in: portal-session send-magic-link, then the emailed link goes through the desktop
+#      handler's command, portal-session handle-redirect, which persists the session;
+#   3. restore_on_launch (C) and portal-session restore restore it without a network call;
+#   4. portal-session clear signs out; restore → signed out;
+#   5. a CST from the app's backend is persisted (persist_session, token on stdin);
+#      check_session: restore → Portal validates the CST (200);
+#   6. the Portal API revokes the CST; check_session: the request is rejected → the listener
 #      fires → the stored session is deleted; restore_on_launch → signed out.
 # PORTAL_KEYRING_REAL=1 runs steps against your desktop's real keyring instead (it only touches
 # the items of the demo's auth environment).
@@ -22,7 +25,7 @@ if [[ ${1:-} != --inside ]]; then
     echo "building…"
     swift build 2>&1 | grep -E "error|Compiling|Build complete" | grep -v "^\[" | tail -n 2
     mkdir -p build/demo
-    for example in restore_on_launch persist_session sign_out check_session; do
+    for example in restore_on_launch persist_session check_session; do
         gcc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -O1 -o "build/demo/$example" "examples/c/$example.c" \
             -IInclude -L.build/debug -lportal-keyring -Wl,-rpath,"$PWD/.build/debug" -lpthread
     done
@@ -45,25 +48,34 @@ say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 run() { say "$*"; "$@" || printf '(exit status %d)\n' "$?"; }
 
 echo "Private keyring on $DBUS_SESSION_BUS_ADDRESS; Portal API at $PORTAL_TEST_API_URL"
+export PORTAL_AUTH_ENVIRONMENT_ID=$env_id PORTAL_API_HOST=$PORTAL_TEST_API_HOST PORTAL_REDIRECT_URL=example-app://portal/redirect
+PATH=$PWD/.build/debug:$PATH
 
+say "# 1. first launch after install: a clean slate, then restore"
 run $bin/restore_on_launch "$env_id"
 
-say "sign-in: the Portal API issues a Client Session Token for end user eu_demo_42"
+say "# 2. sign-in with a magic link"
+run portal-session send-magic-link demo@example.com
+link=$(admin GET magic-links | python3 -c 'import json,sys; print(json.load(sys.stdin)["links"][-1]["link"])')
+echo "(the email arrives; the end user clicks the link; the desktop's URL handler runs:)"
+say "portal-session handle-redirect '${link%%\?*}?token=…&authMethod=EMAIL_MAGIC_LINK'"
+portal-session handle-redirect "$link" || printf '(exit status %d)\n' "$?"
+
+say "# 3. next launch: restore without a network call, from separate processes"
+run $bin/restore_on_launch "$env_id"
+run portal-session restore --json
+
+say "# 4. sign out"
+run portal-session clear
+run $bin/restore_on_launch "$env_id"
+
+say "# 5. a CST from the app's own backend (custodian-created session), token on stdin"
 issued=$(admin POST sessions '{"endUserId":"eu_demo_42"}')
 token=$(field "$issued" token)
-echo "CST issued (not shown)"
-say "persist_session $env_id eu_demo_42 <<< \"\$CST\""
-printf '%s\n' "$token" | $bin/persist_session "$env_id" eu_demo_42
-
-run $bin/restore_on_launch "$env_id"
-run $bin/sign_out "$env_id"
-run $bin/restore_on_launch "$env_id"
-
-say "sign in again"
 printf '%s\n' "$token" | $bin/persist_session "$env_id" eu_demo_42
 run $bin/check_session "$env_id" "$PORTAL_TEST_API_HOST"
 
-say "the Portal API revokes the CST"
+say "# 6. the Portal backend revokes the CST"
 admin POST revoke "{\"token\": \"$token\"}" >/dev/null && echo "revoked"
 run $bin/check_session "$env_id" "$PORTAL_TEST_API_HOST"
 run $bin/restore_on_launch "$env_id"

@@ -24,6 +24,7 @@ commands:
   restore [--json] [--show-token]   restore the stored session (no network); print the end user id
   clear                             delete the stored session (sign out)
   persist --end-user-id ID          store a session; the Client Session Token is read from stdin
+  send-magic-link EMAIL             email a sign-in link that opens the redirect URL
   handle-redirect URL [--json] [--show-token]
                                     complete a sign-in from a redirect URL (magic link, Google, Apple)
   verify-totp CODE                  complete a TOTP sign-in; the user JWT is read from stdin
@@ -59,6 +60,12 @@ let commandHelp: [String: String] = [
     Stores a session whose Client Session Token your backend issued. The token is read from
     stdin (one trailing newline is removed); it is never accepted as an argument.
     exit: 0 stored, 2 keyring failure (the previous session is intact), 64 usage or bad token.
+    """,
+    "send-magic-link": """
+    usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL send-magic-link EMAIL
+    Asks Portal to email a sign-in link (to EMAIL, trimmed and lower-cased) that opens the
+    redirect URL; the desktop handler then completes the sign-in (handle-redirect). Not retried.
+    exit: 0 sent, 3 rate limited / network / rejected, 64 usage or invalid email.
     """,
     "handle-redirect": """
     usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL handle-redirect URL [--json] [--show-token]
@@ -243,6 +250,11 @@ func run(_ options: Options) throws(UsageError) -> Exit {
             let token = try readSecretFromStdin(limit: PortalAuth.maxTokenBytes)
             let session = try auth.persistSession(endUserId: user, clientSessionToken: token)
             print("stored session for end user \(session.endUserId)")
+            return .ok
+        case "send-magic-link":
+            try options.expectArguments(1, "one email address")
+            try options.auth(needsRedirect: true).sendMagicLink(email: options.arguments[0])
+            print("sign-in link sent")
             return .ok
         case "handle-redirect":
             try options.expectArguments(1, "one URL")

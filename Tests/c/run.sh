@@ -85,7 +85,7 @@ compile abi_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests
     -o "$build/abi_test" -pthread "${link[@]}"
 compile invalidation_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/invalidation_test.c" \
     -o "$build/invalidation_test" -pthread "${link[@]}"
-for example in restore_on_launch persist_session sign_out; do
+for example in restore_on_launch persist_session; do
     compile "examples/c/$example" gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$repo/Include" \
         "$repo/examples/c/$example.c" -o "$build/$example" "${link[@]}"
 done

@@ -45,7 +45,7 @@ cli=("$ps_bin" --env "$env_id" --redirect-url "$redirect")
 
 echo "== usage and help"
 expect 0 "--help" -- "$ps_bin" --help
-for sub in restore clear persist handle-redirect verify-totp status; do
+for sub in restore clear persist send-magic-link handle-redirect verify-totp status; do
     expect 0 "$sub --help" -- "$ps_bin" "$sub" --help
     grep -q "usage: portal-session" <<<"$out" || bad "$sub --help prints no usage"
 done
@@ -90,7 +90,13 @@ expect 1 "restore after clear" -- "${cli[@]}" restore
 expect 0 "clear when nothing is stored" -- "${cli[@]}" clear
 expect 2 "no session bus → storage failure, not signed out" -- env DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent "${cli[@]}" restore
 
-echo "== handle-redirect / verify-totp"
+echo "== send-magic-link / handle-redirect / verify-totp"
+expect 0 "send-magic-link" -- "${cli[@]}" send-magic-link "  CLI.User@Example.com "
+link=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["links"][-1]["link"] if d["links"][-1]["email"]=="cli.user@example.com" else "")' "$(admin GET magic-links)")
+[[ -n $link ]] && ok "the link was emailed to the normalized address" || bad "no link for cli.user@example.com"
+expect 0 "handle-redirect of the emailed link" -- "${cli[@]}" handle-redirect "$link"
+"${cli[@]}" clear >/dev/null
+expect 64 "send-magic-link with an invalid address" -- "${cli[@]}" send-magic-link "no address"
 grant=$(admin POST grants "{\"kind\":\"magic_link\",\"endUserId\":\"eu-link\",\"redirectUrl\":\"$redirect\"}")
 url=$(field "$grant" redirectUrl)
 expect 0 "handle-redirect (magic link)" -- "${cli[@]}" handle-redirect "$url"
