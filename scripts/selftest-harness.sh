@@ -340,6 +340,27 @@ else
     not_ok "keyringctl gives up after its timeout on a SIGSTOPped daemon" "exit $rc after $((t1 - t0)) ms: $stop_err"
 fi
 expect_eq "the daemon works again after SIGCONT" "1" "$("$K" count --schema "$SCHEMA" auth_environment_id=env-l)"
+kill -STOP "$PORTAL_TEST_DBUS_PID"
+t0=$(now_ms)
+rc=0
+stop_err=$(KEYRINGCTL_TIMEOUT_MS=500 "$K" count 2>&1 >/dev/null) || rc=$?
+t1=$(now_ms)
+kill -CONT "$PORTAL_TEST_DBUS_PID"
+if [[ $rc == 2 ]] && ((t1 - t0 < 6000)); then
+    ok "keyringctl's watchdog ends a hang on a SIGSTOPped bus daemon ($((t1 - t0)) ms: $stop_err)"
+else
+    not_ok "keyringctl's watchdog ends a hang on a SIGSTOPped bus daemon" "exit $rc after $((t1 - t0)) ms: $stop_err"
+fi
+expect_eq "the bus works again after SIGCONT" "1" "$("$K" count --schema "$SCHEMA" auth_environment_id=env-l)"
+if [[ ${PORTAL_SELFTEST_SLOW:-} == 1 ]]; then
+    kill -STOP "$PORTAL_TEST_KEYRING_PID"
+    t0=$(now_ms)
+    rc=0
+    timeout 120 secret-tool lookup xdg:schema "$SCHEMA" auth_environment_id env-l >/dev/null 2>&1 || rc=$?
+    t1=$(now_ms)
+    kill -CONT "$PORTAL_TEST_KEYRING_PID"
+    echo "# observed: secret-tool lookup against a SIGSTOPped gnome-keyring-daemon: exit $rc after $((t1 - t0)) ms"
+fi
 
 # ---------------------------------------------------------------- delete
 

@@ -52,6 +52,9 @@ set -euo pipefail
 readonly ME="with-keyring"
 readonly SETUP_FAILED=125
 
+# A closed stdin would be reused by the first file we open; give CMD /dev/null.
+[[ -e /dev/fd/0 ]] || exec </dev/null
+
 usage() {
     sed -n '2,/^$/{/^$/d;s/^# \{0,1\}//;p}' "$0" >&2
     exit 2
@@ -99,11 +102,27 @@ alive() {
     [[ ${stat%% *} != Z ]]
 }
 
-# Stop one process: SIGCONT (it may have been SIGSTOPped by a test), SIGTERM,
-# SIGKILL after 3 s; reap it if it is our child.
+# True if PID is our child or was started inside this private environment
+# (its environment carries our PORTAL_TEST_KEYRING_DIR). Guards against
+# killing an unrelated process that reused the pid of a daemon a test had
+# already killed.
+ours() {
+    local stat fields
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    read -r -a fields <<<"${stat##*) }"
+    [[ ${fields[1]:-} == "$$" ]] && return 0
+    [[ -n ${dir:-} ]] && grep -qzxF -- "PORTAL_TEST_KEYRING_DIR=$dir" "/proc/$1/environ" 2>/dev/null
+}
+
+# Stop one of our processes: SIGCONT (it may have been SIGSTOPped by a test),
+# SIGTERM, SIGKILL after 3 s; reap it if it is our child.
 stop_pid() {
     local pid=$1 i
     [[ -n $pid ]] || return 0
+    if ! alive "$pid" || ! ours "$pid"; then
+        wait "$pid" 2>/dev/null || true
+        return 0
+    fi
     kill -CONT "$pid" 2>/dev/null || true
     kill -TERM "$pid" 2>/dev/null || true
     for ((i = 0; i < 60; i++)); do
@@ -123,12 +142,11 @@ stop_pid() {
 # Pids of processes (other than this script) whose environment carries this
 # run's PORTAL_TEST_KEYRING_DIR: everything started in the private env.
 leftover_pids() {
-    local env_file pid
-    for env_file in /proc/[0-9]*/environ; do
-        pid=${env_file#/proc/}
-        pid=${pid%/environ}
+    local proc pid
+    for proc in /proc/[0-9]*; do
+        pid=${proc#/proc/}
         [[ $pid != "$$" && $pid != "${BASHPID:-$$}" ]] || continue
-        if grep -qzxF -- "PORTAL_TEST_KEYRING_DIR=$dir" "$env_file" 2>/dev/null && alive "$pid"; then
+        if ours "$pid" && alive "$pid"; then
             printf '%s\n' "$pid"
         fi
     done
