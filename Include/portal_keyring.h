@@ -343,9 +343,11 @@ PORTAL_API portal_status portal_session_invalidate(portal_session *session);
  * item of that sign-in is deleted — and fires every listener once. 5xx, 403, timeouts, network
  * errors and other hosts never invalidate.
  *
- * Callback threads and reentrancy: listener callbacks and destroy-notify functions run on a
- * library-owned thread (one serial queue per portal handle), never on the thread that registered
- * or reported, and never while the library holds a lock. A callback may call any library function,
+ * Callback threads and reentrancy: listener callbacks run on a library-owned thread (one serial
+ * queue per portal handle), never on the thread that registered or reported, and never while the
+ * library holds a lock. destroy_notify runs on that thread after a delivery, and otherwise on the
+ * thread that ends the registration (portal_listener_cancel(), portal_free(), a spent or failed
+ * registration); docs/threading.md has the table. A callback may call any library function,
  * including portal_listener_cancel() on its own handle, portal_free() on its portal, and
  * portal_auth_restore_session(). Callbacks of one portal run one at a time.
  * ------------------------------------------------------------------------------------------- */

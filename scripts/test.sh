@@ -10,7 +10,9 @@
 #   3. Swift tests (swift-testing) inside scripts/with-keyring.sh + scripts/with-portal-api.sh;
 #   4. C tests and examples (Tests/c/run.sh) inside the same kind of environment;
 #   5. the portal-session command and the desktop redirect handler (Tests/cli/run.sh);
-#   6. the fake Portal API's own tests.
+#   6. the install test (Tests/install/run.sh: release build with the Swift runtime linked in,
+#      make install into a temporary prefix, exported symbols == header, versions, abidiff);
+#   7. the fake Portal API's own tests.
 # Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +35,9 @@ scripts/with-keyring.sh scripts/with-portal-api.sh Tests/c/run.sh build/c
 
 step "portal-session command and desktop handler (private keyring + loopback Portal API)"
 scripts/with-keyring.sh scripts/with-portal-api.sh Tests/cli/run.sh
+
+step "install like a system library: make install, pkg-config program without the toolchain, symbols, versions, ABI"
+Tests/install/run.sh
 
 step "fake Portal API tests"
 python3 -m unittest discover -s Tests/portal-api

@@ -1,0 +1,218 @@
+# Makefile — build, install and check libportal-keyring like a system library.
+#
+#   make                     release build into build/make/: the self-contained shared library
+#                            (Swift runtime linked in), portal-keyring.pc, portal-session
+#   make install             install under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local by default)
+#   make uninstall           remove exactly what `make install` installs
+#   make check-install       Tests/install/run.sh: install into a temporary prefix, compile and run
+#                            a C program with only pkg-config, symbol / version / ABI / ldd checks
+#   make abi                 dump the C ABI (abidw) to build/make/abi/portal-keyring.abi
+#   make abi-check           compare it with the committed baseline abi/portal-keyring.abi
+#   make abi-baseline        regenerate the baseline (refuses an incompatible change unless the
+#                            soname major was bumped; docs/ABI.md)
+#   make clean               remove build/make and the release scratch directory
+#
+# Variables: PREFIX DESTDIR BINDIR LIBDIR INCLUDEDIR DATADIR PKGCONFIGDIR APPLICATIONSDIR
+# PYTHON PYTHONDIR, SWIFT (default: swift on PATH, else /opt/swift/usr/bin/swift), SWIFT_LINKER
+# (lld; empty = the toolchain default, gold), STRIP (strip; STRIP= installs unstripped files),
+# CC, LDCONFIG.
+#
+# Everything ABI-related is derived from Include/portal_keyring.h at build time: the version
+# (PORTAL_KEYRING_VERSION_MAJOR/MINOR/PATCH -> libportal-keyring.so.MAJOR.MINOR.PATCH, soname
+# libportal-keyring.so.MAJOR) and the export list (every PORTAL_API function -> version script).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DELETE_ON_ERROR:
+.SUFFIXES:
+# One SwiftPM build at a time (lib and bin share the scratch directory and its lock).
+.NOTPARALLEL:
+
+PREFIX ?= /usr/local
+EXEC_PREFIX ?= $(PREFIX)
+BINDIR ?= $(EXEC_PREFIX)/bin
+LIBDIR ?= $(EXEC_PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+APPLICATIONSDIR ?= $(DATADIR)/applications
+# The system Python (Debian: /usr/bin/python3), whose sys.path decides where the module goes.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+# Empty: computed by build-support/python-dir.py for PREFIX at install time.
+PYTHONDIR ?=
+DESTDIR ?=
+
+SWIFT ?= $(or $(shell command -v swift 2>/dev/null),/opt/swift/usr/bin/swift)
+SWIFT_LINKER ?= lld
+CC ?= cc
+STRIP ?= strip
+INSTALL ?= install
+LDCONFIG ?= ldconfig
+
+OUT := build/make
+SCRATCH := .build/make
+SWIFT_BIN = $(SCRATCH)/release
+HEADER := Include/portal_keyring.h
+HEADERS := $(wildcard Include/*.h Include/*.hpp)
+PYTHON_MODULE := $(wildcard examples/python/portal_keyring.py)
+DESKTOP_FILES := $(wildcard examples/desktop/*.desktop)
+
+VERSION_INFO := $(shell build-support/header-api.sh version $(HEADER))
+ifneq ($(words $(VERSION_INFO)),5)
+$(error cannot read the PORTAL_KEYRING_VERSION_* macros from $(HEADER))
+endif
+MAJOR := $(word 1,$(VERSION_INFO))
+MINOR := $(word 2,$(VERSION_INFO))
+PATCH := $(word 3,$(VERSION_INFO))
+VERSION := $(MAJOR).$(MINOR).$(PATCH)
+LINKNAME := libportal-keyring.so
+SONAME := $(LINKNAME).$(MAJOR)
+REALNAME := $(LINKNAME).$(VERSION)
+
+# -static-stdlib: the Swift runtime, Dispatch and FoundationEssentials are linked into the .so
+# (the toolchain adds --exclude-libs ALL); the version script then exports only the header's
+# functions, so the runtime stays private. lld (shipped with the toolchain) rather than the
+# default gold: slightly smaller, and no stray local entries in .dynsym. -z defs: no undefined
+# symbols; with lld a header function that Swift does not implement fails the link.
+# --gc-sections is kept although it removes almost nothing today: Swift's metadata sections
+# reference every function, and the runtime archives are not built with -ffunction-sections.
+SWIFT_FLAGS := -c release --scratch-path $(SCRATCH) -Xswiftc -static-stdlib \
+	$(if $(SWIFT_LINKER),-Xswiftc -use-ld=$(SWIFT_LINKER))
+LIB_LINK_FLAGS := -Xlinker --version-script=$(CURDIR)/$(OUT)/portal-keyring.map \
+	-Xlinker -soname=$(SONAME) -Xlinker --gc-sections -Xlinker -z -Xlinker defs
+BIN_LINK_FLAGS := -Xlinker --gc-sections
+
+.PHONY: all lib pc bin install uninstall check-install abi abi-check abi-baseline clean FORCE
+
+all: lib pc bin
+
+# ------------------------------------------------------------------------------------- build
+
+# The version script, regenerated from the header on every run; when it changes, the linked
+# library is deleted so that SwiftPM relinks it (the -Xlinker flag itself does not change).
+$(OUT)/portal-keyring.map: FORCE
+	@mkdir -p $(@D)
+	@build-support/header-api.sh version-script $(HEADER) >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; rm -f $(SWIFT_BIN)/$(LINKNAME); fi
+
+lib: $(OUT)/portal-keyring.map
+	$(SWIFT) build $(SWIFT_FLAGS) --product portal-keyring $(LIB_LINK_FLAGS)
+	@mkdir -p $(OUT)/lib
+	@rm -f $(OUT)/lib/$(LINKNAME)*
+	@if [[ -n "$(STRIP)" ]]; then \
+		$(STRIP) --strip-unneeded -o $(OUT)/lib/$(REALNAME) $(SWIFT_BIN)/$(LINKNAME); \
+	else \
+		cp $(SWIFT_BIN)/$(LINKNAME) $(OUT)/lib/$(REALNAME); \
+	fi
+	@ln -sfn $(REALNAME) $(OUT)/lib/$(SONAME)
+	@ln -sfn $(SONAME) $(OUT)/lib/$(LINKNAME)
+	@printf 'built %s (%s bytes, soname %s)\n' "$(OUT)/lib/$(REALNAME)" \
+		"$$(stat -c %s $(OUT)/lib/$(REALNAME))" "$(SONAME)"
+
+# The .pc file for the current PREFIX/LIBDIR/INCLUDEDIR (regenerated every run, so that
+# `make install PREFIX=...` after `make` gets the right paths).
+pc:
+	@mkdir -p $(OUT)
+	@p='$(PREFIX)'; ep='$(EXEC_PREFIX)'; exec_prefix=$$ep; libdir='$(LIBDIR)'; includedir='$(INCLUDEDIR)'; \
+	[[ $$exec_prefix == "$$p" ]] && exec_prefix='$${prefix}'; \
+	[[ $$libdir == "$$ep"/* ]] && libdir="\$${exec_prefix}$${libdir#"$$ep"}"; \
+	[[ $$includedir == "$$p"/* ]] && includedir="\$${prefix}$${includedir#"$$p"}"; \
+	sed -e "s|@prefix@|$$p|" -e "s|@exec_prefix@|$$exec_prefix|" -e "s|@libdir@|$$libdir|" \
+		-e "s|@includedir@|$$includedir|" -e "s|@version@|$(VERSION)|" \
+		build-support/portal-keyring.pc.in >$(OUT)/portal-keyring.pc
+
+# portal-session, when the package has that product (skipped with a notice otherwise).
+bin:
+	@if build-support/has-product.sh $(SWIFT) $(SCRATCH) portal-session; then \
+		echo "$(SWIFT) build $(SWIFT_FLAGS) --product portal-session $(BIN_LINK_FLAGS)"; \
+		$(SWIFT) build $(SWIFT_FLAGS) --product portal-session $(BIN_LINK_FLAGS); \
+		mkdir -p $(OUT)/bin; \
+		if [[ -n "$(STRIP)" ]]; then \
+			$(STRIP) -o $(OUT)/bin/portal-session $(SWIFT_BIN)/portal-session; \
+		else \
+			cp $(SWIFT_BIN)/portal-session $(OUT)/bin/portal-session; \
+		fi; \
+	else \
+		rm -f $(OUT)/bin/portal-session; \
+		echo "notice: Package.swift has no portal-session product; not building it"; \
+	fi
+
+# ----------------------------------------------------------------------------------- install
+
+D = $(DESTDIR)
+# Where the Python module goes (only used when examples/python/portal_keyring.py exists).
+pythondir = $(or $(PYTHONDIR),$(shell $(PYTHON) build-support/python-dir.py $(PREFIX)))
+
+install: all
+	$(INSTALL) -d $(D)$(LIBDIR) $(D)$(INCLUDEDIR) $(D)$(PKGCONFIGDIR)
+	$(INSTALL) -m 0755 $(OUT)/lib/$(REALNAME) $(D)$(LIBDIR)/$(REALNAME)
+	ln -sfn $(REALNAME) $(D)$(LIBDIR)/$(SONAME)
+	ln -sfn $(SONAME) $(D)$(LIBDIR)/$(LINKNAME)
+	$(INSTALL) -m 0644 $(HEADERS) $(D)$(INCLUDEDIR)/
+	$(INSTALL) -m 0644 $(OUT)/portal-keyring.pc $(D)$(PKGCONFIGDIR)/portal-keyring.pc
+	@if [[ -f $(OUT)/bin/portal-session ]]; then \
+		echo "$(INSTALL) -m 0755 $(OUT)/bin/portal-session $(D)$(BINDIR)/portal-session"; \
+		$(INSTALL) -d $(D)$(BINDIR); \
+		$(INSTALL) -m 0755 $(OUT)/bin/portal-session $(D)$(BINDIR)/portal-session; \
+	else \
+		echo "notice: portal-session was not built; not installing it"; \
+	fi
+ifneq ($(PYTHON_MODULE),)
+	$(INSTALL) -d $(D)$(pythondir)
+	$(INSTALL) -m 0644 $(PYTHON_MODULE) $(D)$(pythondir)/portal_keyring.py
+else
+	@echo "notice: no examples/python/portal_keyring.py; not installing the Python module"
+endif
+ifneq ($(DESKTOP_FILES),)
+	$(INSTALL) -d $(D)$(APPLICATIONSDIR)
+	$(INSTALL) -m 0644 $(DESKTOP_FILES) $(D)$(APPLICATIONSDIR)/
+endif
+	@$(ldconfig_if_system)
+
+uninstall:
+	rm -f $(D)$(LIBDIR)/$(LINKNAME) $(D)$(LIBDIR)/$(SONAME) $(D)$(LIBDIR)/$(REALNAME)
+	rm -f $(addprefix $(D)$(INCLUDEDIR)/,$(notdir $(HEADERS)))
+	rm -f $(D)$(PKGCONFIGDIR)/portal-keyring.pc
+	rm -f $(D)$(BINDIR)/portal-session
+ifneq ($(PYTHON_MODULE),)
+	rm -f $(D)$(pythondir)/portal_keyring.py $(D)$(pythondir)/__pycache__/portal_keyring.*.pyc
+endif
+ifneq ($(DESKTOP_FILES),)
+	rm -f $(addprefix $(D)$(APPLICATIONSDIR)/,$(notdir $(DESKTOP_FILES)))
+endif
+	@$(ldconfig_if_system)
+
+# Refresh the loader cache after a real (not staged) install into a directory ld.so searches.
+define ldconfig_if_system
+if [[ -z "$(DESTDIR)" && $$(id -u) == 0 ]] && command -v $(LDCONFIG) >/dev/null && \
+	$(LDCONFIG) -N -X -v 2>/dev/null | grep -q '^$(LIBDIR):'; then \
+	echo "$(LDCONFIG)"; $(LDCONFIG); \
+fi
+endef
+
+check-install:
+	Tests/install/run.sh
+
+# ------------------------------------------------------------------------------------- ABI
+
+# The ABI probe: every header function with a stub body, compiled with -g and linked with the
+# same version script and soname, so abidw records the C types (the Swift library carries no C
+# debug info for its exports; Tests/install/run.sh checks that it exports the same symbols).
+abi: $(OUT)/portal-keyring.map
+	@mkdir -p $(OUT)/abi
+	build-support/header-api.sh probe $(HEADER) >$(OUT)/abi/probe.c
+	$(CC) -std=gnu2x -g -O0 -fPIC -shared -Wall -Werror -IInclude -o $(OUT)/abi/$(SONAME) \
+		$(OUT)/abi/probe.c -Wl,-soname,$(SONAME) -Wl,--version-script=$(OUT)/portal-keyring.map
+	abidw --headers-dir Include --no-corpus-path --no-comp-dir-path --no-show-locs \
+		--out-file $(OUT)/abi/portal-keyring.abi $(OUT)/abi/$(SONAME)
+
+abi-check: abi
+	build-support/abi.sh check abi/portal-keyring.abi $(OUT)/abi/portal-keyring.abi
+
+abi-baseline: abi
+	build-support/abi.sh update abi/portal-keyring.abi $(OUT)/abi/portal-keyring.abi
+
+clean:
+	rm -rf $(OUT) $(SCRATCH)
+
+FORCE:

@@ -1,0 +1,432 @@
+#!/usr/bin/env bash
+# Tests/install/run.sh — install portal-keyring like a system library and check the result.
+#
+#   Tests/install/run.sh            (or: make check-install)
+#
+# Starts its own private keyring (scripts/with-keyring.sh); never touches the system prefix.
+# Steps, each reported as ok/FAIL (every step runs even after a failure):
+#   1. scripts/deps.sh (Debian packages, swift on PATH); abigail-tools via apt-get when missing;
+#      `make` (release: self-contained libportal-keyring.so, portal-keyring.pc, portal-session);
+#   2. `make install DESTDIR=<tmp>/stage`: the exact file layout under /usr/local (library with
+#      soname symlinks, headers, .pc, portal-session, Python module, desktop files), then
+#      `make uninstall DESTDIR=...` leaves no file behind;
+#   3. `make install PREFIX=<tmp>/prefix`, then on that prefix:
+#      - exported dynamic symbols (nm -D --defined-only) == the header's PORTAL_API functions;
+#      - ldd: only libc/libm/libstdc++/libgcc_s, GLib/GIO/GObject, libsecret and libcurl plus their
+#        own dependencies; nothing from the Swift toolchain, nothing "not found";
+#      - versions: header macros, runtime functions, soname, file name and pkg-config agree;
+#      - `cc app.c $(pkg-config --cflags --libs portal-keyring)` with PATH and PKG_CONFIG_PATH
+#        free of the toolchain, then the program persists / restores (separate processes) / clears
+#        a session in a private keyring with LD_LIBRARY_PATH=<prefix>/lib only and /opt/swift
+#        hidden (a private mount namespace with an empty tmpfs over it, when unshare works);
+#      - the installed Python module and portal-session restore that session the same way;
+#   4. ABI: abidiff of the header's ABI against the committed baseline abi/portal-keyring.abi;
+#   5. informational: library size, ldd list, symbol count, dlopen + first-call times against
+#      raw libsecret (Tests/install/load_time.c);
+#   6. `make uninstall PREFIX=<tmp>/prefix` removes every installed file.
+# Exits 1 if any check failed, 2 if the environment could not be prepared.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cd "$repo" || exit 2
+
+die() {
+    printf 'install/run.sh: error: %s\n' "$*" >&2
+    exit 2
+}
+
+passed=0
+failed=0
+pass() {
+    passed=$((passed + 1))
+    printf '  ok    %s\n' "$*"
+}
+fail() {
+    failed=$((failed + 1))
+    printf '  FAIL  %s\n' "$*"
+}
+info() { printf '  info  %s\n' "$*"; }
+section() { printf '\n== %s\n' "$*"; }
+
+# ------------------------------------------------------------------------------ environment
+
+# shellcheck source=scripts/deps.sh
+source scripts/deps.sh || die "scripts/deps.sh failed"
+if ! command -v abidw >/dev/null || ! command -v abidiff >/dev/null; then
+    [[ $(id -u) == 0 ]] || die "abigail-tools is missing: apt-get install abigail-tools (as root)"
+    echo "install/run.sh: installing abigail-tools" >&2
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends abigail-tools >/dev/null 2>&1; then
+        apt-get update >/dev/null 2>&1 || die "apt-get update failed"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends abigail-tools >/dev/null ||
+            die "apt-get install abigail-tools failed"
+    fi
+fi
+for tool in make cc pkg-config nm readelf ldd abidw abidiff; do
+    command -v "$tool" >/dev/null || die "'$tool' not found"
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/portal-install.XXXXXXXX") || die "mktemp failed"
+cleanup() { rm -rf -- "$work"; }
+trap cleanup EXIT
+stage=$work/stage
+prefix=$work/prefix
+log=$work/make.log
+
+read -r major minor patch number vstring < <(build-support/header-api.sh version Include/portal_keyring.h) ||
+    die "cannot read the version macros"
+version=$major.$minor.$patch
+soname=libportal-keyring.so.$major
+realname=libportal-keyring.so.$version
+# The toolchain's root (/opt/swift for /opt/swift/usr/bin/swift); it is hidden below only when it
+# is a directory of its own (never / or /usr).
+swift_dir=$(cd "$(dirname "$(command -v swift)")" && pwd -P)
+toolchain_root=""
+if [[ $swift_dir == */usr/bin ]]; then
+    toolchain_root=${swift_dir%/usr/bin}
+fi
+toolchain_pat="swift${toolchain_root:+|$toolchain_root}"
+system_python=$(command -v /usr/bin/python3 || command -v python3)
+
+# ------------------------------------------------------------------------------ build
+
+section "build (make)"
+if make >"$log" 2>&1; then
+    pass "make: $(grep -E '^built ' "$log" | sed 's/^built //')"
+else
+    sed 's/^/  | /' "$log" | tail -n 40
+    fail "make failed (log above)"
+    printf '\ninstall/run.sh: %d passed, %d FAILED (nothing else can run)\n' "$passed" "$failed"
+    exit 1
+fi
+has_cli=0
+[[ -f build/make/bin/portal-session ]] && has_cli=1
+((has_cli)) || info "no portal-session product: the CLI checks are skipped"
+
+# ------------------------------------------------------------------------------ staged install
+
+section "make install DESTDIR=$stage (PREFIX=/usr/local)"
+if make install DESTDIR="$stage" >"$log" 2>&1; then
+    pass "make install DESTDIR=... succeeded"
+else
+    sed 's/^/  | /' "$log" | tail -n 20
+    fail "make install DESTDIR=... failed"
+fi
+root=$stage/usr/local
+expect_file() { # PATH MODE DESCRIPTION
+    if [[ -f $1 && ! -L $1 ]] && [[ $(stat -c %a "$1") == "$2" ]]; then
+        pass "$3 (mode $2)"
+    else
+        fail "$3: $1 missing, a symlink, or mode $(stat -c %a "$1" 2>/dev/null) instead of $2"
+    fi
+}
+expect_link() { # PATH TARGET DESCRIPTION
+    if [[ -L $1 && $(readlink "$1") == "$2" ]]; then
+        pass "$3"
+    else
+        fail "$3: $1 is not a symlink to $2 ($(readlink "$1" 2>/dev/null || echo missing))"
+    fi
+}
+expect_file "$root/lib/$realname" 755 "lib/$realname"
+expect_link "$root/lib/$soname" "$realname" "lib/$soname -> $realname"
+expect_link "$root/lib/libportal-keyring.so" "$soname" "lib/libportal-keyring.so -> $soname"
+for h in Include/*.h Include/*.hpp; do
+    [[ -e $h ]] || continue
+    expect_file "$root/include/$(basename "$h")" 644 "include/$(basename "$h")"
+done
+expect_file "$root/lib/pkgconfig/portal-keyring.pc" 644 "lib/pkgconfig/portal-keyring.pc"
+if grep -qx 'prefix=/usr/local' "$root/lib/pkgconfig/portal-keyring.pc" 2>/dev/null; then
+    pass "the staged .pc says prefix=/usr/local (DESTDIR is not baked in)"
+else
+    fail "the staged .pc does not say prefix=/usr/local: $(grep '^prefix=' "$root/lib/pkgconfig/portal-keyring.pc" 2>/dev/null)"
+fi
+((has_cli)) && expect_file "$root/bin/portal-session" 755 "bin/portal-session"
+if [[ -f examples/python/portal_keyring.py ]]; then
+    pydir_sys=$("$system_python" build-support/python-dir.py /usr/local)
+    expect_file "$stage$pydir_sys/portal_keyring.py" 644 "Python module in $pydir_sys (on $system_python's sys.path)"
+fi
+for d in examples/desktop/*.desktop; do
+    [[ -e $d ]] || continue
+    expect_file "$root/share/applications/$(basename "$d")" 644 "share/applications/$(basename "$d")"
+done
+if make uninstall DESTDIR="$stage" >"$log" 2>&1; then
+    left=$(find "$stage" ! -type d | sed "s|^$stage||")
+    if [[ -z $left ]]; then
+        pass "make uninstall DESTDIR=... removed every installed file"
+    else
+        fail "make uninstall DESTDIR=... left: $(tr '\n' ' ' <<<"$left")"
+    fi
+else
+    sed 's/^/  | /' "$log" | tail -n 20
+    fail "make uninstall DESTDIR=... failed"
+fi
+
+# ------------------------------------------------------------------------------ prefix install
+
+section "make install PREFIX=$prefix"
+if make install PREFIX="$prefix" >"$log" 2>&1; then
+    pass "make install PREFIX=... succeeded"
+else
+    sed 's/^/  | /' "$log" | tail -n 20
+    fail "make install PREFIX=... failed"
+fi
+lib=$prefix/lib/$realname
+[[ -f $lib ]] || die "$lib was not installed; nothing else can be checked"
+pydir=$("$system_python" build-support/python-dir.py "$prefix")
+
+section "exported symbols (nm -D --defined-only $realname)"
+declared=$(build-support/header-api.sh names Include/portal_keyring.h)
+# Global and weak definitions (upper-case nm types); local entries of .dynsym are not exports.
+exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[A-Z]$/ { print $3 }' | sed 's/@.*//' | sort -u)
+ndeclared=$(grep -c . <<<"$declared")
+nexported=$(grep -c . <<<"$exported")
+missing=$(comm -23 <(printf '%s\n' "$declared") <(printf '%s\n' "$exported"))
+extra=$(comm -13 <(printf '%s\n' "$declared") <(printf '%s\n' "$exported"))
+if [[ -z $missing && -z $extra ]]; then
+    pass "exactly the $ndeclared PORTAL_API functions of the header are exported"
+else
+    [[ -z $missing ]] || fail "declared in the header but not exported: $(tr '\n' ' ' <<<"$missing")"
+    [[ -z $extra ]] || fail "exported but not declared in the header: $(head -n 20 <<<"$extra" | tr '\n' ' ')"
+fi
+notfunc=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[A-Z]$/ && $2 != "T" { print $3 }')
+if [[ -z $notfunc ]]; then pass "every export is a function (type T)"; else fail "exports that are not functions: $notfunc"; fi
+locals=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[a-z]$/' | grep -c . || true)
+((locals == 0)) || info "$locals local (non-exported) entries in .dynsym"
+
+section "dependencies (ldd $realname)"
+ldd_out=$(ldd "$lib" 2>&1)
+if grep -qE "not found" <<<"$ldd_out"; then
+    printf '%s\n' "$ldd_out" | sed 's/^/  | /'
+    fail "unresolved dependencies"
+else
+    pass "every dependency resolves"
+fi
+if grep -qE "$toolchain_pat" <<<"$ldd_out"; then
+    fail "the library depends on the Swift toolchain"
+else
+    pass "nothing from the Swift toolchain (${toolchain_root:-no separate toolchain directory})"
+fi
+allowed_direct='^(libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|ld-linux[-a-z0-9_.]*\.so\.[0-9]+|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libutil\.so\.1|libglib-2\.0\.so\.0|libgobject-2\.0\.so\.0|libgio-2\.0\.so\.0|libgmodule-2\.0\.so\.0|libsecret-1\.so\.0|libcurl(-gnutls|-nss)?\.so\.4)$'
+needed=$(readelf -d "$lib" | sed -nE 's/.*\(NEEDED\).*\[(.*)\]/\1/p')
+bad_needed=$(grep -vE "$allowed_direct" <<<"$needed" || true)
+if [[ -z $bad_needed ]]; then
+    pass "direct dependencies: $(tr '\n' ' ' <<<"$needed")"
+else
+    fail "unexpected direct dependencies: $(tr '\n' ' ' <<<"$bad_needed")"
+fi
+# Everything ldd lists must be a direct dependency or a dependency of one of them.
+closure=$(
+    printf '%s\n' "$needed"
+    for dep in $needed; do
+        path=$(awk -v d="$dep" '$1 == d && $2 == "=>" { print $3 }' <<<"$ldd_out")
+        [[ -n $path ]] && ldd "$path" 2>/dev/null | awk '{ print $1 }'
+    done
+)
+listed=$(awk '$1 !~ /^linux-vdso/ { print $1 }' <<<"$ldd_out" | sed 's|.*/||')
+stray=$(comm -23 <(sort -u <<<"$listed") <(sed 's|.*/||' <<<"$closure" | sort -u))
+if [[ -z $stray ]]; then
+    pass "the other $(($(grep -c . <<<"$listed") - $(grep -c . <<<"$needed"))) libraries are dependencies of those"
+else
+    fail "libraries that no allowed dependency brings in: $(tr '\n' ' ' <<<"$stray")"
+fi
+
+section "versions"
+if [[ $number == $((major * 1000000 + minor * 1000 + patch)) && $vstring == "$version" ]]; then
+    pass "header: VERSION_NUMBER $number and VERSION_STRING \"$vstring\" agree with MAJOR.MINOR.PATCH $version"
+else
+    fail "header: MAJOR.MINOR.PATCH $version, VERSION_NUMBER $number, VERSION_STRING \"$vstring\" disagree"
+fi
+lib_soname=$(readelf -d "$lib" | sed -nE 's/.*\(SONAME\).*\[(.*)\]/\1/p')
+if [[ $lib_soname == "$soname" ]]; then pass "soname $lib_soname (major $major)"; else fail "soname '$lib_soname', expected $soname"; fi
+pc_version=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --modversion portal-keyring 2>&1)
+if [[ $pc_version == "$version" ]]; then pass "pkg-config --modversion $pc_version"; else fail "pkg-config --modversion: '$pc_version', expected $version"; fi
+
+# ------------------------------------------------------------------------------ compile and run
+
+section "cc app.c \$(pkg-config --cflags --libs portal-keyring), run without the toolchain"
+clean_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+appdir=$work/app
+mkdir -p "$appdir"
+cp Tests/install/app.c "$appdir/app.c"
+flags=$(env -i PATH="$clean_path" PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs portal-keyring 2>&1)
+info "pkg-config --cflags --libs: $flags"
+# shellcheck disable=SC2016
+if (cd "$appdir" && env -i PATH="$clean_path" PKG_CONFIG_PATH="$prefix/lib/pkgconfig" \
+    sh -c 'cc app.c $(pkg-config --cflags --libs portal-keyring) -o app' >"$log" 2>&1); then
+    pass "compiled with only cc and pkg-config (PATH and PKG_CONFIG_PATH without the toolchain)"
+else
+    sed 's/^/  | /' "$log"
+    fail "compiling app.c against the installed prefix failed"
+fi
+app=$appdir/app
+app_ldd=$(env -i LD_LIBRARY_PATH="$prefix/lib" ldd "$app" 2>&1)
+if grep -qE "libportal-keyring\.so\.$major => $prefix/lib/$soname " <<<"$app_ldd" &&
+    ! grep -qE "not found|$toolchain_pat" <<<"$app_ldd"; then
+    pass "ldd app: libportal-keyring.so.$major from $prefix/lib, nothing from the toolchain, nothing missing"
+else
+    printf '%s\n' "$app_ldd" | sed 's/^/  | /'
+    fail "ldd app does not resolve cleanly to the temporary prefix"
+fi
+
+# Runs a command with the toolchain out of reach: a minimal environment whose loader path is
+# only the prefix's lib, and — when a private mount namespace is available — an empty
+# read-only tmpfs over the toolchain's root, so that nothing in it can be loaded at all.
+hide=()
+if [[ -n $toolchain_root && -d $toolchain_root ]] && unshare --mount --propagation private \
+    sh -c "mount -t tmpfs -o ro,size=4k none '$toolchain_root' && test -z \"\$(ls -A '$toolchain_root')\"" 2>/dev/null; then
+    hide=(unshare --mount --propagation private sh -c "mount -t tmpfs -o ro,size=4k none '$toolchain_root' && exec \"\$@\"" sh)
+    pass "the toolchain ($toolchain_root) is hidden by an empty tmpfs in a private mount namespace"
+else
+    info "unshare/mount not available: relying on the clean environment and the ldd checks"
+fi
+cat >"$work/no-toolchain.sh" <<EOF
+#!/usr/bin/env bash
+# Generated by Tests/install/run.sh: run "\$@" with nothing of the Swift toolchain reachable.
+exec ${hide[@]+$(printf '%q ' "${hide[@]}")} env -i PATH='$clean_path' HOME="\$HOME" \\
+    XDG_RUNTIME_DIR="\$XDG_RUNTIME_DIR" DBUS_SESSION_BUS_ADDRESS="\$DBUS_SESSION_BUS_ADDRESS" \\
+    LD_LIBRARY_PATH='$prefix/lib' PYTHONPATH='$pydir' PYTHONDONTWRITEBYTECODE=1 "\$@"
+EOF
+chmod +x "$work/no-toolchain.sh"
+if out=$("$work/no-toolchain.sh" "$app" version 2>&1); then
+    pass "app version: $out"
+else
+    fail "app version: $out"
+fi
+
+env_id="install-test-$$-$RANDOM"
+user="end-user-$RANDOM"
+token="cst-install-$RANDOM-$RANDOM"
+cat >"$work/keyring-steps.sh" <<EOF
+#!/usr/bin/env bash
+# Generated by Tests/install/run.sh: runs inside scripts/with-keyring.sh; one line per step,
+# "<exit status> <step>: <output>".
+nt='$work/no-toolchain.sh'
+step() {
+    local name=\$1 out rc
+    shift
+    out=\$("\$@" 2>&1)
+    rc=\$?
+    out=\$(tr '\n' ' ' <<<"\$out")
+    out=\${out%% }
+    printf '%s %s%s\n' "\$rc" "\$name" "\${out:+: \$out}"
+}
+if [[ -n '${hide[*]+x}' ]]; then
+    step "the toolchain is unreachable ($toolchain_root is empty for these programs)" "\$nt" sh -c '! ls -A "$toolchain_root" | grep -q .'
+fi
+step "app persist" "\$nt" '$app' persist '$env_id' '$user' '$token'
+step "app restore (another process)" "\$nt" '$app' restore '$env_id' '$user' '$token'
+if [[ -f '$pydir/portal_keyring.py' ]]; then
+    step "python3: import the installed module, restore" "\$nt" '$system_python' -c '
+import os, sys, portal_keyring as pk
+maps = open("/proc/self/maps").read()
+assert "$prefix/lib/$realname" in maps, "not loaded from the prefix: " + pk.library_path
+assert pk.library_version() == "$version", pk.library_version()
+with pk.PortalAuth("$env_id", "portal-install-test://auth/callback") as auth:
+    s = auth.restore_session()
+    assert s is not None and s.end_user_id == "$user", s
+print("module", pk.__file__, "library", pk.library_path, pk.library_version(), "restored", s.end_user_id)
+'
+fi
+if [[ -x '$prefix/bin/portal-session' ]]; then
+    step "portal-session restore" "\$nt" '$prefix/bin/portal-session' --env '$env_id' \\
+        --redirect-url portal-install-test://auth/callback restore
+fi
+step "app clear" "\$nt" '$app' clear '$env_id'
+EOF
+chmod +x "$work/keyring-steps.sh"
+steps=$(scripts/with-keyring.sh "$work/keyring-steps.sh" 2>&1)
+krc=$?
+if ((krc == 125)); then
+    printf '%s\n' "$steps" | sed 's/^/  | /'
+    fail "scripts/with-keyring.sh could not start the private keyring"
+fi
+while IFS= read -r line; do
+    [[ $line =~ ^([0-9]+)\ (.*)$ ]] || { [[ -n $line ]] && info "$line"; continue; }
+    rc=${BASH_REMATCH[1]} what=${BASH_REMATCH[2]}
+    if [[ $what == "portal-session restore:"* ]]; then
+        if ((rc == 0)) && [[ $what == *"$user"* ]]; then pass "$what"; else fail "exit $rc: $what"; fi
+    elif ((rc == 0)); then
+        pass "$what"
+    else
+        fail "exit $rc: $what"
+    fi
+done <<<"$steps"
+if grep -qF -- "$token" <<<"$steps"; then fail "a token was printed"; fi
+if [[ -x $prefix/bin/portal-session ]]; then
+    if ldd "$prefix/bin/portal-session" 2>&1 | grep -qE "not found|$toolchain_pat"; then
+        fail "portal-session depends on the Swift toolchain or has unresolved libraries"
+    else
+        pass "ldd portal-session: nothing from the Swift toolchain"
+    fi
+fi
+
+# ------------------------------------------------------------------------------ ABI
+
+section "ABI (abidiff against abi/portal-keyring.abi)"
+if make abi-check >"$log" 2>&1; then
+    pass "$(grep -E '^abi.sh: ABI compatible' "$log" | sed 's/^abi.sh: //')"
+    if grep -q 'compatible additions' "$log"; then
+        sed -n '/compatible additions/,$p' "$log" | grep -E "^\s+\[A\]|Added" | sed 's/^ */  info  /'
+        info "regenerate the baseline with 'make abi-baseline' when these additions are released"
+    fi
+else
+    sed 's/^/  | /' "$log" | grep -vE '^\s*\|\s*(cc|abidw|build-support|\s)' | tail -n 40
+    fail "the ABI is not compatible with abi/portal-keyring.abi (see docs/ABI.md)"
+fi
+probe_syms=$(nm -D --defined-only "build/make/abi/$soname" 2>/dev/null | awk '$2 ~ /^[A-Z]$/ { print $3 }' | sort -u)
+if [[ $probe_syms == "$exported" ]]; then
+    pass "the ABI probe and the installed library export the same $nexported functions"
+else
+    fail "the ABI probe's exports differ from the library's"
+fi
+
+# ------------------------------------------------------------------------------ measurements
+
+section "measurements (informational)"
+info "$realname: $(stat -c %s "$lib") bytes installed (stripped); .text $(size -A "$lib" | awk '$1 == ".text" { print $2 }') bytes"
+info "exported dynamic symbols: $nexported"
+info "ldd: $(awk '$1 !~ /^linux-vdso/ { print $1 }' <<<"$ldd_out" | tr '\n' ' ')"
+if cc -O2 -o "$work/load_time" Tests/install/load_time.c -ldl 2>"$log"; then
+    cat >"$work/bench.sh" <<EOF
+#!/usr/bin/env bash
+nt='$work/no-toolchain.sh'
+"\$nt" '$app' persist load-time-env load-time-user load-time-token >/dev/null || exit 1
+for i in 1 2 3 4 5 6 7; do
+    "\$nt" '$work/load_time' portal '$prefix/lib/$soname' load-time-env
+    "\$nt" '$work/load_time' secret libsecret-1.so.0 load-time-env
+done
+"\$nt" '$app' clear load-time-env >/dev/null
+EOF
+    chmod +x "$work/bench.sh"
+    if bench=$(scripts/with-keyring.sh "$work/bench.sh" 2>&1); then
+        median() { sort -n | awk '{ a[NR] = $1 } END { print (NR ? a[int((NR + 1) / 2)] : "?") }'; }
+        for m in portal secret; do
+            line="$m:"
+            for field in dlopen_us first_call_us restore_us; do
+                line+=" $field $(grep "^$m " <<<"$bench" | sed -nE "s/.* $field=([0-9]+).*/\1/p" | median)"
+            done
+            info "$line (median of 7)"
+        done
+        info "(portal = dlopen libportal-keyring, portal_keyring_version_number(), portal_auth_new +"
+        info " portal_auth_restore_session; secret = dlopen libsecret-1, secret_schema_ref(),"
+        info " secret_password_lookup_sync of the same item)"
+    else
+        info "load-time measurement failed: $bench"
+    fi
+else
+    info "load_time.c did not compile: $(cat "$log")"
+fi
+
+# ------------------------------------------------------------------------------ uninstall
+
+section "make uninstall PREFIX=$prefix"
+if make uninstall PREFIX="$prefix" >"$log" 2>&1; then
+    left=$(find "$prefix" ! -type d 2>/dev/null | sed "s|^$prefix/||")
+    if [[ -z $left ]]; then pass "every installed file was removed"; else fail "left behind: $(tr '\n' ' ' <<<"$left")"; fi
+else
+    sed 's/^/  | /' "$log" | tail -n 20
+    fail "make uninstall PREFIX=... failed"
+fi
+
+printf '\ninstall/run.sh: %d passed, %d failed\n' "$passed" "$failed"
+((failed == 0))
