@@ -21,8 +21,18 @@
  *    threads. portal_last_error_message() is per thread.
  *  - Blocking: functions marked "Blocks" talk to the Secret Service over D-Bus and block the
  *    calling thread for at most the keyring deadlines (default 5000 ms for the provider calls of
- *    one operation, plus 30000 ms for an unlock prompt if one is shown); see
- *    portal_auth_set_keyring_timeouts(). Do not call them from a GUI thread if a prompt may appear.
+ *    one operation, plus 30000 ms for an unlock prompt if one is shown; time spent in a prompt
+ *    does not count against the call deadline); see portal_auth_set_keyring_timeouts(). A prompt
+ *    not answered in time is left open, never dismissed; a later call in the same process waits
+ *    for that prompt instead of opening another. Do not call them from a GUI thread if a prompt
+ *    may appear.
+ *  - Connection: the library keeps its own session-bus connection (not GLib's shared one), so a
+ *    restarted bus or Secret Service provider is reconnected on the next call and never
+ *    terminates the host process.
+ *  - PORTAL_ERR_SESSION_STORAGE messages start with one of: "Secret Service unavailable: no
+ *    session bus: …", "Secret Service unavailable: …" (no provider), "Secret Service did not
+ *    answer <operation> within N ms", "keyring locked: …" (dismissed, could not be shown, or not
+ *    answered within N ms), "no default keyring: …", "Secret Service error: …".
  *  - Nothing aborts, traps or unwinds across this boundary.
  *
  * Storage (SPEC §2): one item per auth environment in the default collection, schema
@@ -194,8 +204,11 @@ PORTAL_API portal_status portal_auth_clear_persisted_session(portal_auth *auth);
  * failure leaves the previously stored session intact. Blocks (keyring I/O).
  *
  * Tokens: any UTF-8 text of 1 … 65536 bytes that is not all whitespace round-trips byte-exact
- * (newlines, quotes, non-ASCII included). A NUL byte cannot be passed in a C string; invalid UTF-8
- * and longer tokens are rejected with PORTAL_ERR_INVALID_ARGUMENT — never truncated.
+ * (newlines, quotes, control characters, non-ASCII included). A C string ends at its first NUL, so
+ * "a\0b" is the token "a". Invalid UTF-8 ("client_session_token: not valid UTF-8") and longer
+ * tokens ("longer than 65536 bytes") give PORTAL_ERR_INVALID_ARGUMENT — never truncation. A stored
+ * document whose token could not be handed out whole (an escaped NUL, invalid UTF-8, over 64 KiB)
+ * is unusable: restore deletes it and reports signed out.
  *
  * @param end_user_id           the Portal end user id; not blank, at most 2048 bytes.
  * @param client_session_token  the CST (borrowed; the library keeps its own wiped-on-release copy).

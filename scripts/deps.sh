@@ -18,6 +18,7 @@
 PORTAL_DEPS_PACKAGES=(
     libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
     libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
+    gdb dbus-bin
 )
 
 portal_deps_missing() {

@@ -12,7 +12,11 @@
 #   5. the portal-session command and the desktop redirect handler (Tests/cli/run.sh);
 #   6. the install test (Tests/install/run.sh: release build with the Swift runtime linked in,
 #      make install into a temporary prefix, exported symbols == header, versions, abidiff);
-#   7. the fake Portal API's own tests.
+#   7. the fault-injection suite (Tests/fault/run.sh: 14 conditions on real daemons it starts
+#      itself, a short libFuzzer run of the stored-session decoder);
+#   8. the fake Portal API's own tests.
+# The slow checks (valgrind, TSan/ASan, long fuzzing) are `Tests/fault/run.sh --slow`, which
+# .ci/run also runs.
 # Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +42,9 @@ scripts/with-keyring.sh scripts/with-portal-api.sh Tests/cli/run.sh
 
 step "install like a system library: make install, pkg-config program without the toolchain, symbols, versions, ABI"
 Tests/install/run.sh
+
+step "fault injection on the real keyring daemon (SPEC §5; Tests/fault/README.md)"
+Tests/fault/run.sh
 
 step "fake Portal API tests"
 python3 -m unittest discover -s Tests/portal-api

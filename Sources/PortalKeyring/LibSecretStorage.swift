@@ -32,9 +32,10 @@ public struct KeyringTimeouts: Sendable, Equatable {
 /// attributes `auth_environment_id`, `session_generation` and `persisted_at` (SPEC §2).
 ///
 /// The adapter keeps one `SecretService` proxy of its own (with an encrypted transfer session)
-/// for the process, on GLib's shared session-bus connection. When a call fails on the cached
-/// proxy, the proxy is dropped and the call retried once on a fresh one, so a provider restart
-/// between calls is survived.
+/// for the process, on a private session-bus connection (`ServiceConnection`). When a call fails
+/// on the cached proxy, the proxy is dropped and the call retried once on a fresh one, so a
+/// provider restart between calls is survived; a closed connection (the bus restarted) is
+/// replaced at the start of the next call. Unlock prompts go through `UnlockPrompts`.
 struct LibSecretStorage: SessionStorage {
     static let schemaName = "io.portalhq.PortalKeyring.Session"
     static let authEnvironmentAttribute = "auth_environment_id"
@@ -48,53 +49,77 @@ struct LibSecretStorage: SessionStorage {
     }
 
     func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem] {
-        try ServiceConnection.shared.run(operation: "restore", timeouts: timeouts) { service, cancellable throws(StorageFailure) in
-            let list = try unlockedSearch(service, [Self.authEnvironmentAttribute: authEnvironmentId], cancellable)
-            defer { g_list_free_full(list, g_object_unref) }
-            if withSecrets, list != nil {
-                var error: UnsafeMutablePointer<GError>?
-                if secret_item_load_secrets_sync(list, cancellable, &error) == 0 {
-                    throw StorageFailure(consuming: error, default: "could not load secrets")
+        try ServiceConnection.shared.run(operation: "restore", timeouts: timeouts) { service, call throws(StorageFailure) in
+            // An item deleted or locked by another thread or process between the search and
+            // GetSecrets is searched for again (a few times) rather than reported as unreadable.
+            var attempt = 0
+            while true {
+                attempt += 1
+                if let result = try readItems(service, [Self.authEnvironmentAttribute: authEnvironmentId],
+                                              withSecrets: withSecrets, call, lastAttempt: attempt >= 5) {
+                    return result
                 }
             }
-            var result: [StoredSessionItem] = []
-            for item in GListItems(list) {
-                let attributes = Attributes.of(item)
-                var secret: SecretBytes?
-                if withSecrets {
-                    guard let value = secret_item_get_secret(item) else {
-                        // An unlocked item whose secret did not arrive: unreadable, not absent.
-                        throw .locked("the provider returned no secret for a stored session item")
-                    }
-                    defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-                    var length = 0
-                    let bytes = secret_value_get(value, &length)
-                    secret = SecretBytes(copying: UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length))
-                }
-                result.append(StoredSessionItem(
-                    itemId: proxyPath(item),
-                    generation: attributes[Self.generationAttribute],
-                    persistedAt: attributes[Self.persistedAtAttribute].flatMap { UInt64($0) } ?? 0,
-                    secret: secret))
-            }
-            return result
         }
+    }
+
+    /// One search (unlocking what is locked) plus, when asked, one GetSecrets. Returns nil when
+    /// an item vanished in between and the caller should search again (never on `lastAttempt`).
+    private func readItems(_ service: UnsafeMutablePointer<SecretService>, _ match: [String: String], withSecrets: Bool,
+                           _ call: Deadline, lastAttempt: Bool) throws(StorageFailure) -> [StoredSessionItem]? {
+        let list = try unlockedSearch(service, match, call)
+        defer { g_list_free_full(list, g_object_unref) }
+        if withSecrets, list != nil {
+            var error: UnsafeMutablePointer<GError>?
+            if secret_item_load_secrets_sync(list, call.cancellable, &error) == 0 {
+                let failure = StorageFailure.classify(error, "could not load secrets")
+                if case .gone = failure.kind, !lastAttempt { return nil }
+                throw failure.storageFailure
+            }
+        }
+        var result: [StoredSessionItem] = []
+        var missing: [String] = []
+        for item in GListItems(list) {
+            let attributes = Attributes.of(item)
+            var secret: SecretBytes?
+            if withSecrets {
+                guard let value = secret_item_get_secret(item) else {
+                    missing.append(proxyPath(item))
+                    continue
+                }
+                defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+                var length = 0
+                let bytes = secret_value_get(value, &length)
+                secret = SecretBytes(copying: UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length))
+            }
+            result.append(StoredSessionItem(
+                itemId: proxyPath(item),
+                generation: attributes[Self.generationAttribute],
+                persistedAt: attributes[Self.persistedAtAttribute].flatMap { UInt64($0) } ?? 0,
+                secret: secret))
+        }
+        if missing.isEmpty { return result }
+        // GetSecrets silently skips items it cannot serve: deleted or locked meanwhile (another
+        // thread or process). Search again, which unlocks what is locked or throws `.locked`;
+        // when that keeps happening, the item is unreadable — never reported as absent.
+        if lastAttempt { throw .locked("the provider returned no secret for a stored session item") }
+        return nil
     }
 
     func store(authEnvironmentId: String, generation: String, persistedAt: UInt64,
                label: String, secret: SecretBytes) throws(StorageFailure) {
-        try ServiceConnection.shared.run(operation: "persist", timeouts: timeouts) { service, cancellable throws(StorageFailure) in
+        try ServiceConnection.shared.run(operation: "persist", timeouts: timeouts) { service, call throws(StorageFailure) in
             var error: UnsafeMutablePointer<GError>?
             // Resolve the alias ourselves: given "default", libsecret would try to create a
             // collection behind a prompt when there is none (SPEC §5: say "no default keyring").
             guard let collection = secret_collection_for_alias_sync(service, "default", SECRET_COLLECTION_NONE,
-                                                                    cancellable, &error) else {
+                                                                    call.cancellable, &error) else {
                 if error != nil { throw StorageFailure(consuming: error, default: "could not read the default alias") }
                 throw .noDefaultCollection
             }
             defer { g_object_unref(collection) }
             if secret_collection_get_locked(collection) != 0 {
-                try unlock([UnsafeMutableRawPointer(collection)], service, what: "the default collection")
+                try unlock([proxyPath(collection)], service, call, what: "the default collection")
             }
             let path = proxyPath(collection)
             let attributes = Attributes.table([
@@ -108,22 +133,22 @@ struct LibSecretStorage: SessionStorage {
                                  SessionDocument.contentType)
             }
             defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-            if secret_service_store_sync(service, Self.schema, attributes, path, label, value, cancellable, &error) == 0 {
+            if secret_service_store_sync(service, Self.schema, attributes, path, label, value, call.cancellable, &error) == 0 {
                 throw StorageFailure(consuming: error, default: "could not store the session item")
             }
         }
     }
 
     func delete(itemId: String) throws(StorageFailure) {
-        try ServiceConnection.shared.run(operation: "delete", timeouts: timeouts) { service, cancellable throws(StorageFailure) in
+        try ServiceConnection.shared.run(operation: "delete", timeouts: timeouts) { service, call throws(StorageFailure) in
             var error: UnsafeMutablePointer<GError>?
-            guard let item = secret_item_new_for_dbus_path_sync(service, itemId, SECRET_ITEM_NONE, cancellable, &error) else {
+            guard let item = secret_item_new_for_dbus_path_sync(service, itemId, SECRET_ITEM_NONE, call.cancellable, &error) else {
                 let failure = StorageFailure.classify(error, "could not open the item")
                 if case .gone = failure.kind { return }
                 throw failure.storageFailure
             }
             defer { g_object_unref(item) }
-            if secret_item_delete_sync(item, cancellable, &error) == 0 {
+            if secret_item_delete_sync(item, call.cancellable, &error) == 0 {
                 let failure = StorageFailure.classify(error, "could not delete the item")
                 if case .gone = failure.kind { return }
                 throw failure.storageFailure
@@ -133,15 +158,15 @@ struct LibSecretStorage: SessionStorage {
 
     @discardableResult
     func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int {
-        try ServiceConnection.shared.run(operation: "clear", timeouts: timeouts) { service, cancellable throws(StorageFailure) in
+        try ServiceConnection.shared.run(operation: "clear", timeouts: timeouts) { service, call throws(StorageFailure) in
             var match = [Self.authEnvironmentAttribute: authEnvironmentId]
             if let generation { match[Self.generationAttribute] = generation }
-            let list = try unlockedSearch(service, match, cancellable)
+            let list = try unlockedSearch(service, match, call)
             defer { g_list_free_full(list, g_object_unref) }
             var deleted = 0
             for item in GListItems(list) {
                 var error: UnsafeMutablePointer<GError>?
-                if secret_item_delete_sync(item, cancellable, &error) == 0 {
+                if secret_item_delete_sync(item, call.cancellable, &error) == 0 {
                     let failure = StorageFailure.classify(error, "could not delete the item")
                     if case .gone = failure.kind { continue }
                     throw failure.storageFailure
@@ -159,16 +184,24 @@ struct LibSecretStorage: SessionStorage {
     /// deadline) and searches again; throws `.locked` when any match stays locked. libsecret's
     /// password lookup returns NULL without an error in that case; this never does.
     private func unlockedSearch(_ service: UnsafeMutablePointer<SecretService>, _ attributes: [String: String],
-                                _ cancellable: UnsafeMutablePointer<GCancellable>) throws(StorageFailure) -> UnsafeMutablePointer<GList>? {
+                                _ call: Deadline) throws(StorageFailure) -> UnsafeMutablePointer<GList>? {
         let table = Attributes.table(attributes)
         defer { g_hash_table_unref(table) }
         var unlockAttempted = false
+        var vanished = 0
         while true {
             var error: UnsafeMutablePointer<GError>?
-            let list = secret_service_search_sync(service, Self.schema, table, SECRET_SEARCH_ALL, cancellable, &error)
+            let list = secret_service_search_sync(service, Self.schema, table, SECRET_SEARCH_ALL, call.cancellable, &error)
             if let error {
                 g_list_free_full(list, g_object_unref)
-                throw StorageFailure(consuming: error, default: "search failed")
+                let failure = StorageFailure.classify(error, "search failed")
+                // A match deleted (by another thread or process) before libsecret loaded its
+                // properties fails the whole search: search again rather than fail the call.
+                if case .gone = failure.kind, vanished < 8, g_cancellable_is_cancelled(call.cancellable) == 0 {
+                    vanished += 1
+                    continue
+                }
+                throw failure.storageFailure
             }
             let locked = GListItems(list).filter { secret_item_get_locked($0) != 0 }
             if locked.isEmpty { return list }
@@ -178,34 +211,34 @@ struct LibSecretStorage: SessionStorage {
             }
             unlockAttempted = true
             // Search again afterwards: the proxies' cached Locked property is not refreshed.
-            try unlock(locked.map { UnsafeMutableRawPointer($0) }, service, what: "the session item")
+            try unlock(locked.map { proxyPath($0) }, service, call, what: "the session item")
         }
     }
 
-    /// Asks the provider to unlock `objects` (items or collections). Runs under the prompt
-    /// deadline; throws `.locked` when the prompt is dismissed, refused or times out.
-    private func unlock(_ objects: [UnsafeMutableRawPointer], _ service: UnsafeMutablePointer<SecretService>,
+    /// Asks the provider to unlock the objects at `paths` (items or collections) through
+    /// `UnlockPrompts`, under the prompt deadline; the call deadline is paused meanwhile, so a
+    /// prompt answered in time does not make the rest of the operation time out. Throws
+    /// `.locked` when the prompt is dismissed, cannot be shown or is not answered in time.
+    private func unlock(_ paths: [String], _ service: UnsafeMutablePointer<SecretService>, _ call: Deadline,
                         what: String) throws(StorageFailure) {
-        if objects.isEmpty { return }
-        var list: UnsafeMutablePointer<GList>?
-        for object in objects.reversed() { list = g_list_prepend(list, object) }
-        defer { g_list_free(list) }
-        let unlockedCount: Int32
-        do {
-            unlockedCount = try Deadlines.shared.run(operation: "the unlock prompt", milliseconds: timeouts.promptMilliseconds) {
-                prompt throws(StorageFailure) -> Int32 in
-                var error: UnsafeMutablePointer<GError>?
-                var unlocked: UnsafeMutablePointer<GList>?
-                let count = secret_service_unlock_sync(service, list, prompt, &unlocked, &error)
-                g_list_free_full(unlocked, g_object_unref)
-                if let error { throw StorageFailure(consuming: error, default: "unlock failed") }
-                return count
-            }
-        } catch .timedOut(_, let ms) {
-            throw .locked("\(what) is locked and the unlock prompt was not answered within \(ms) ms")
+        if paths.isEmpty { return }
+        let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
+        guard let connection = g_dbus_proxy_get_connection(proxy), let name = g_dbus_proxy_get_name(proxy) else {
+            throw .unavailable("the Secret Service proxy has no connection")
         }
-        if unlockedCount < Int32(objects.count) {
+        let busName = String(cString: name)
+        let milliseconds = timeouts.promptMilliseconds
+        let outcome = try call.paused { () throws(StorageFailure) -> UnlockPrompts.Outcome in
+            try UnlockPrompts.shared.unlock(paths, connection: connection, busName: busName, milliseconds: milliseconds)
+        }
+        switch outcome {
+        case .unlocked:
+            return
+        case .dismissed:
             throw .locked("\(what) is locked and the unlock prompt was dismissed or could not be shown")
+        case .timedOut:
+            throw .locked("\(what) is locked and the unlock prompt was not answered within \(milliseconds) ms "
+                          + "(the prompt stays open; a later call waits for its answer)")
         }
     }
 
@@ -338,33 +371,42 @@ extension StorageFailure {
     }
 }
 
-/// The process-wide `SecretService` proxy with an open (encrypted) transfer session, created
-/// lazily and rebuilt after a failure.
+/// The process-wide `SecretService` proxy with an open (encrypted) transfer session, on a
+/// session-bus connection of the library's own, created lazily and rebuilt after a failure.
+///
+/// The connection is private rather than GLib's shared `g_bus_get` singleton: that one belongs to
+/// the host application, and once the bus goes away it stays closed for the life of the process
+/// (every later call failed with "The connection is closed" until the app restarted). A closed
+/// connection is detected at the start of the next call and replaced; a provider restart on a
+/// live bus is handled by the one retry on a fresh proxy.
 final class ServiceConnection: Sendable {
     static let shared = ServiceConnection()
 
-    private struct ServiceRef: @unchecked Sendable { var service: UnsafeMutablePointer<SecretService>? }
-    private let cached = Mutex(ServiceRef(service: nil))
+    private struct Cache: @unchecked Sendable {
+        var connection: OpaquePointer?
+        var service: UnsafeMutablePointer<SecretService>?
+    }
+    private let cached = Mutex(Cache())
 
     /// Runs `body` with a referenced service under the call deadline. A failure on a cached
     /// service (stale connection, provider restarted) drops it and retries once on a new one.
     func run<T>(operation: String, timeouts: KeyringTimeouts,
-                _ body: (UnsafeMutablePointer<SecretService>, UnsafeMutablePointer<GCancellable>) throws(StorageFailure) -> T)
+                _ body: (UnsafeMutablePointer<SecretService>, Deadline) throws(StorageFailure) -> T)
         throws(StorageFailure) -> T {
-        try Deadlines.shared.run(operation: operation, milliseconds: timeouts.callMilliseconds) { cancellable throws(StorageFailure) -> T in
+        try Deadlines.shared.run(operation: operation, milliseconds: timeouts.callMilliseconds) { call throws(StorageFailure) -> T in
             var retried = false
             while true {
-                let (service, fromCache) = try acquire(cancellable)
+                let (service, fromCache) = try acquire(call.cancellable)
                 defer { g_object_unref(service) }
                 do throws(StorageFailure) {
-                    return try body(service, cancellable)
+                    return try body(service, call)
                 } catch {
                     let retriable: Bool
                     switch error {
                     case .failed, .unavailable: retriable = true
                     case .locked, .noDefaultCollection, .timedOut: retriable = false
                     }
-                    if retriable && fromCache && !retried && g_cancellable_is_cancelled(cancellable) == 0 {
+                    if retriable && fromCache && !retried && g_cancellable_is_cancelled(call.cancellable) == 0 {
                         retried = true
                         drop(service)
                         continue
@@ -375,12 +417,13 @@ final class ServiceConnection: Sendable {
         }
     }
 
-    /// Forgets the cached service (for example after the provider restarted).
+    /// Forgets the cached service (for example after the provider restarted). The connection is
+    /// kept while it is open.
     func drop(_ service: UnsafeMutablePointer<SecretService>) {
-        let old: ServiceRef = cached.withLock { ref in
-            guard ref.service == service else { return ServiceRef(service: nil) }
-            ref.service = nil
-            return ServiceRef(service: service)
+        let old: Cache = cached.withLock { cache in
+            guard cache.service == service else { return Cache() }
+            cache.service = nil
+            return Cache(connection: nil, service: service)
         }
         if let service = old.service { g_object_unref(service) }
     }
@@ -388,49 +431,424 @@ final class ServiceConnection: Sendable {
     /// Returns a service with a new reference, and whether it came from the cache.
     private func acquire(_ cancellable: UnsafeMutablePointer<GCancellable>) throws(StorageFailure)
         -> (UnsafeMutablePointer<SecretService>, Bool) {
-        let current: ServiceRef = cached.withLock { ref in
-            guard let service = ref.service else { return ServiceRef(service: nil) }
-            let connection = g_dbus_proxy_get_connection(UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self))
-            if connection == nil || g_dbus_connection_is_closed(connection) != 0 {
-                ref.service = nil
-                g_object_unref(service)
-                return ServiceRef(service: nil)
+        let current: Cache = cached.withLock { cache in
+            if let connection = cache.connection, g_dbus_connection_is_closed(connection) != 0 {
+                // The bus went away (or restarted): forget the connection and its proxy.
+                if let service = cache.service { g_object_unref(service) }
+                g_object_unref(UnsafeMutableRawPointer(connection))
+                cache = Cache()
             }
-            g_object_ref(service)
-            return ServiceRef(service: service)
+            if let service = cache.service {
+                g_object_ref(service)
+                return Cache(connection: nil, service: service)
+            }
+            if let connection = cache.connection { g_object_ref(UnsafeMutableRawPointer(connection)) }
+            return Cache(connection: cache.connection, service: nil)
         }
         if let service = current.service { return (service, true) }
-        let fresh = try open(cancellable)
+        let connection: OpaquePointer
+        if let existing = current.connection { connection = existing } else { connection = try connect(cancellable) }
+        defer { g_object_unref(UnsafeMutableRawPointer(connection)) }
+        let fresh = try open(on: connection, cancellable)
         // Another thread may have connected meanwhile; keep the first, use ours for this call.
-        cached.withLock { ref in
-            if ref.service == nil {
+        cached.withLock { cache in
+            if cache.connection == nil {
+                g_object_ref(UnsafeMutableRawPointer(connection))
+                cache.connection = connection
+            }
+            if cache.service == nil && cache.connection == connection {
                 g_object_ref(fresh)
-                ref.service = fresh
+                cache.service = fresh
             }
         }
         return (fresh, false)
     }
 
-    /// Opens a new `SecretService` proxy (not libsecret's process-wide singleton, which would be
-    /// shared with the host application) with an encrypted transfer session.
-    private func open(_ cancellable: UnsafeMutablePointer<GCancellable>) throws(StorageFailure) -> UnsafeMutablePointer<SecretService> {
+    /// Opens a private connection to the session bus. `exit-on-close` is off: a bus that goes away
+    /// must fail the next keyring call, not terminate the host process.
+    private func connect(_ cancellable: UnsafeMutablePointer<GCancellable>) throws(StorageFailure)
+        -> OpaquePointer {
         var error: UnsafeMutablePointer<GError>?
         // Resolve the address first so that "no session bus" is reported as such, quickly.
         guard let address = g_dbus_address_get_for_bus_sync(G_BUS_TYPE_SESSION, cancellable, &error) else {
             throw .unavailable("no session bus: " + Self.message(consuming: error))
         }
-        g_free(address)
-        guard let service = secret_service_open_sync(secret_service_get_type(), nil, SECRET_SERVICE_OPEN_SESSION,
-                                                     cancellable, &error) else {
+        defer { g_free(address) }
+        let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
+                                         | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
+        guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, cancellable, &error) else {
+            let classified = StorageFailure.classify(error, "could not connect")
+            if classified.kind == .cancelled { throw .failed("cancelled") }
+            throw .unavailable("no session bus: " + classified.message)
+        }
+        g_dbus_connection_set_exit_on_close(connection, 0)
+        return connection
+    }
+
+    /// Opens a new `SecretService` proxy on `connection` (not libsecret's process-wide singleton,
+    /// which would be shared with the host application) with an encrypted transfer session.
+    private func open(on connection: OpaquePointer,
+                      _ cancellable: UnsafeMutablePointer<GCancellable>) throws(StorageFailure) -> UnsafeMutablePointer<SecretService> {
+        guard let object = PrivateSecretService.new(on: connection) else {
+            throw .failed("could not create a Secret Service proxy")
+        }
+        var error: UnsafeMutablePointer<GError>?
+        if g_initable_init(OpaquePointer(object), cancellable, &error) == 0 {
+            g_object_unref(object)
             let classified = StorageFailure.classify(error, "could not open a Secret Service session")
             if classified.kind == .cancelled { throw .failed("cancelled") }
             throw .unavailable(classified.message)
         }
-        return service
+        return UnsafeMutableRawPointer(object).assumingMemoryBound(to: SecretService.self)
     }
 
     private static func message(consuming error: UnsafeMutablePointer<GError>?) -> String {
         StorageFailure.classify(error, "unknown error").message
+    }
+}
+
+/// A `SecretService` subclass whose D-Bus proxy uses the connection given as "g-connection".
+/// libsecret's constructor always selects GLib's shared session bus ("g-bus-type"); this one
+/// undoes that after chaining up (construct-only properties may still be set inside a
+/// constructor), and turns off property loading and signal subscriptions, which the adapter
+/// does not use (their callbacks would be queued to contexts nobody runs).
+private enum PrivateSecretService {
+    typealias Constructor = @convention(c) (GType, guint, UnsafeMutablePointer<GObjectConstructParam>?)
+        -> UnsafeMutablePointer<GObject>?
+    nonisolated(unsafe) static var parentConstructor: Constructor?
+
+    static let type: GType = {
+        var query = GTypeQuery()
+        g_type_query(secret_service_get_type(), &query)
+        return g_type_register_static_simple(secret_service_get_type(), "PortalKeyringSecretService", query.class_size, { klass, _ in
+            guard let objectClass = klass?.assumingMemoryBound(to: GObjectClass.self) else { return }
+            // The class structure starts as a copy of the parent's: this is libsecret's constructor.
+            PrivateSecretService.parentConstructor = objectClass.pointee.constructor
+            objectClass.pointee.constructor = { type, count, parameters in
+                guard let object = PrivateSecretService.parentConstructor?(type, count, parameters) else { return nil }
+                var value = GValue()
+                g_value_init(&value, g_bus_type_get_type())
+                g_value_set_enum(&value, G_BUS_TYPE_NONE.rawValue)
+                g_object_set_property(object, "g-bus-type", &value)
+                g_value_unset(&value)
+                g_value_init(&value, g_dbus_proxy_flags_get_type())
+                g_value_set_flags(&value, G_DBUS_PROXY_FLAGS_DO_NOT_LOAD_PROPERTIES.rawValue
+                                  | G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS.rawValue)
+                g_object_set_property(object, "g-flags", &value)
+                g_value_unset(&value)
+                return object
+            }
+        }, query.instance_size, nil, GTypeFlags(rawValue: 0))
+    }()
+
+    /// A new, not yet initialized proxy on `connection` that opens a transfer session when
+    /// initialized (`g_initable_init`).
+    static func new(on connection: OpaquePointer) -> UnsafeMutablePointer<GObject>? {
+        var values = [GValue](repeating: GValue(), count: 2)
+        return values.withUnsafeMutableBufferPointer { values -> UnsafeMutablePointer<GObject>? in
+            guard let base = values.baseAddress else { return nil }
+            g_value_init(base, g_dbus_connection_get_type())
+            g_value_set_object(base, UnsafeMutableRawPointer(connection))
+            g_value_init(base + 1, secret_service_flags_get_type())
+            g_value_set_flags(base + 1, SECRET_SERVICE_OPEN_SESSION.rawValue)
+            defer {
+                g_value_unset(base)
+                g_value_unset(base + 1)
+            }
+            var names: [UnsafePointer<CChar>?] = [cString("g-connection"), cString("flags")]
+            return g_object_new_with_properties(type, 2, &names, base)
+        }
+    }
+
+    private static func cString(_ literal: StaticString) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+}
+
+/// Unlock prompts, at most one at a time per process, driven at the D-Bus level
+/// (`Service.Unlock`, `Prompt.Prompt`, the `Completed` signal) instead of through libsecret's
+/// prompt code, because of two faults the fault-injection suite (Tests/fault) found:
+///
+/// - On cancellation libsecret calls `Prompt.Dismiss`, and gnome-keyring-daemon 42 aborts
+///   (`perform_next_unlock: assertion failed: (!self->current)`) when an unlock prompt that is
+///   still waiting for its prompter is dismissed: a prompt deadline would crash the user's keyring.
+/// - After that, libsecret 0.20's `secret_service_unlock_sync` never returned (its task completes
+///   with a NULL error): an endless hang instead of a deadline.
+///
+/// So a prompt that is not answered within the prompt deadline is left open, never dismissed. The
+/// next unlock in this process, from any thread, waits for that same prompt instead of opening
+/// another (concurrent unlock prompts are another known gnome-keyring crash), and an answer given
+/// meanwhile counts. Every D-Bus call and the wait are bounded by the prompt deadline.
+final class UnlockPrompts: @unchecked Sendable {
+    enum Outcome: Equatable { case unlocked, dismissed, timedOut }
+
+    static let shared = UnlockPrompts()
+
+    private let mutex: UnsafeMutablePointer<GMutex>
+    private let condition: UnsafeMutablePointer<GCond>
+    /// Guarded by `mutex`: a thread is running or waiting for a prompt.
+    private var busy = false
+    /// A prompt left open by a call whose deadline passed. Only the thread that set `busy` uses it.
+    private var pending: PendingPrompt?
+
+    private init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: GMutex())
+        g_mutex_init(mutex)
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: GCond())
+        g_cond_init(condition)
+    }
+
+    /// Unlocks the objects at `paths` through the provider's prompt, waiting at most
+    /// `milliseconds` in all (for another thread's prompt, the D-Bus calls and the answer).
+    func unlock(_ paths: [String], connection: OpaquePointer, busName: String,
+                milliseconds: UInt32) throws(StorageFailure) -> Outcome {
+        let end = g_get_monotonic_time() + Int(milliseconds) * 1000
+        guard enter(until: end) else { return .timedOut }
+        defer { leave() }
+        if let prompt = pending {
+            prompt.poll()
+            if prompt.connection != connection || prompt.vanished || prompt.state.dismissed {
+                // Another connection or provider, gone, or dismissed: prompt again below.
+                pending = nil
+                prompt.close()
+            } else {
+                let outcome = try prompt.wait(until: end)
+                if outcome != .timedOut {
+                    pending = nil
+                    prompt.close()
+                }
+                if outcome != .dismissed { return outcome }
+                // Answered "dismissed" before this call asked: fall through to a prompt of its own.
+            }
+        }
+        let owner = try nameOwner(busName, connection, end)
+        var failure: StorageFailure?
+        let reply = call(connection, busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Unlock",
+                         Self.objectPaths(paths), end, &failure)
+        guard let reply else { throw failure ?? .failed("unlock failed") }
+        defer { g_variant_unref(reply) }
+        guard String(cString: g_variant_get_type_string(reply)) == "(aoo)" else { throw .failed("unexpected reply to Unlock") }
+        let unlocked = g_variant_get_child_value(reply, 0)
+        let unlockedCount = g_variant_n_children(unlocked)
+        g_variant_unref(unlocked)
+        let promptValue = g_variant_get_child_value(reply, 1)
+        let promptPath = String(cString: g_variant_get_string(promptValue, nil))
+        g_variant_unref(promptValue)
+        if promptPath == "/" { return unlockedCount >= paths.count ? .unlocked : .dismissed }
+
+        let prompt = PendingPrompt(connection: connection, owner: owner, path: promptPath)
+        var promptFailure: StorageFailure?
+        let window = g_variant_new_string("")
+        var arguments: [OpaquePointer?] = [window]
+        guard let promptReply = call(connection, busName, promptPath, "org.freedesktop.Secret.Prompt", "Prompt",
+                                     g_variant_new_tuple(&arguments, 1), end, &promptFailure) else {
+            prompt.close()
+            if case .timedOut = promptFailure { return .timedOut }
+            throw promptFailure ?? .failed("the unlock prompt failed")
+        }
+        g_variant_unref(promptReply)
+        let outcome = try prompt.wait(until: end)
+        if outcome == .timedOut {
+            pending = prompt
+        } else {
+            prompt.close()
+        }
+        return outcome
+    }
+
+    private func enter(until end: Int) -> Bool {
+        g_mutex_lock(mutex)
+        defer { g_mutex_unlock(mutex) }
+        while busy {
+            if g_cond_wait_until(condition, mutex, end) == 0 && busy { return false }
+        }
+        busy = true
+        return true
+    }
+
+    private func leave() {
+        g_mutex_lock(mutex)
+        busy = false
+        g_cond_broadcast(condition)
+        g_mutex_unlock(mutex)
+    }
+
+    /// The unique bus name that owns `busName` now (the prompt's Completed signal comes from it).
+    private func nameOwner(_ busName: String, _ connection: OpaquePointer,
+                           _ end: Int) throws(StorageFailure) -> String {
+        var failure: StorageFailure?
+        let name = g_variant_new_string(busName)
+        var arguments: [OpaquePointer?] = [name]
+        guard let reply = call(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetNameOwner", g_variant_new_tuple(&arguments, 1), end, &failure) else {
+            throw failure ?? .unavailable("the Secret Service provider has no owner")
+        }
+        defer { g_variant_unref(reply) }
+        guard String(cString: g_variant_get_type_string(reply)) == "(s)" else { throw .failed("unexpected reply to GetNameOwner") }
+        let owner = g_variant_get_child_value(reply, 0)
+        defer { g_variant_unref(owner) }
+        return String(cString: g_variant_get_string(owner, nil))
+    }
+
+    /// One method call bounded by `end`. On failure returns nil and sets `failure`
+    /// (`.timedOut` when the time ran out).
+    private func call(_ connection: OpaquePointer, _ destination: String, _ path: String,
+                      _ interface: String, _ method: String, _ parameters: OpaquePointer?, _ end: Int,
+                      _ failure: inout StorageFailure?) -> OpaquePointer? {
+        let remaining = max((end - g_get_monotonic_time()) / 1000, 1)
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(connection, destination, path, interface, method, parameters, nil,
+                                                G_DBUS_CALL_FLAGS_NO_AUTO_START, Int32(clamping: remaining), nil, &error)
+        if reply == nil {
+            if let error, error.pointee.domain == g_io_error_quark(),
+               error.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
+                g_error_free(error)
+                failure = .timedOut(operation: "the unlock prompt", milliseconds: UInt32(clamping: remaining))
+            } else {
+                failure = StorageFailure(consuming: error, default: "\(method) failed")
+            }
+        }
+        return reply
+    }
+
+    /// `(ao)` from object paths (as the provider gave them to us).
+    private static func objectPaths(_ paths: [String]) -> OpaquePointer? {
+        let copies = paths.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        var pointers: [UnsafePointer<gchar>?] = copies.map { UnsafePointer($0) }
+        let array = pointers.withUnsafeMutableBufferPointer { g_variant_new_objv($0.baseAddress, Int($0.count)) }
+        var arguments: [OpaquePointer?] = [array]
+        return g_variant_new_tuple(&arguments, 1)
+    }
+}
+
+/// One open unlock prompt: its Completed signal and the provider's disconnection, delivered to a
+/// private main context that the waiting thread runs.
+private final class PendingPrompt {
+    final class State: @unchecked Sendable {
+        var completed = false
+        var dismissed = false
+        var vanished = false
+    }
+
+    let connection: OpaquePointer
+    let state = State()
+    private let context: OpaquePointer
+    private var subscriptions: [guint] = []
+
+    var vanished: Bool { state.vanished || g_dbus_connection_is_closed(connection) != 0 }
+
+    init(connection: OpaquePointer, owner: String, path: String) {
+        g_object_ref(UnsafeMutableRawPointer(connection))
+        self.connection = connection
+        context = g_main_context_new()
+        g_main_context_push_thread_default(context)
+        defer { g_main_context_pop_thread_default(context) }
+        subscriptions.append(g_dbus_connection_signal_subscribe(
+            connection, owner, "org.freedesktop.Secret.Prompt", "Completed", path, nil, G_DBUS_SIGNAL_FLAGS_NONE,
+            { _, _, _, _, _, parameters, data in
+                guard let data else { return }
+                let state = Unmanaged<State>.fromOpaque(data).takeUnretainedValue()
+                state.completed = true
+                state.dismissed = true
+                guard let parameters, String(cString: g_variant_get_type_string(parameters)) == "(bv)" else { return }
+                let flag = g_variant_get_child_value(parameters, 0)
+                state.dismissed = g_variant_get_boolean(flag) != 0
+                g_variant_unref(flag)
+            }, Unmanaged.passRetained(state).toOpaque(), { Unmanaged<State>.fromOpaque($0!).release() }))
+        // NameOwnerChanged(owner, owner, "") when the provider's connection goes away.
+        subscriptions.append(g_dbus_connection_signal_subscribe(
+            connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
+            owner, G_DBUS_SIGNAL_FLAGS_NONE,
+            { _, _, _, _, _, _, data in
+                guard let data else { return }
+                Unmanaged<State>.fromOpaque(data).takeUnretainedValue().vanished = true
+            }, Unmanaged.passRetained(state).toOpaque(), { Unmanaged<State>.fromOpaque($0!).release() }))
+    }
+
+    /// Delivers whatever arrived meanwhile.
+    func poll() {
+        while g_main_context_iteration(context, 0) != 0 {}
+    }
+
+    /// Waits for the answer until `end` (monotonic microseconds).
+    func wait(until end: Int) throws(StorageFailure) -> UnlockPrompts.Outcome {
+        while true {
+            poll()
+            if state.completed { return state.dismissed ? .dismissed : .unlocked }
+            if vanished { throw .unavailable("the Secret Service provider went away during the unlock prompt") }
+            let now = g_get_monotonic_time()
+            if now >= end { return .timedOut }
+            // Wake up at least every 250 ms to notice a closed connection.
+            let slice = UInt32(clamping: min(end - now, 250_000) / 1000 + 1)
+            let timer = g_timeout_source_new(slice)!
+            g_source_set_callback(timer, { _ in 0 }, nil, nil)
+            g_source_attach(timer, context)
+            g_main_context_iteration(context, 1)
+            g_source_destroy(timer)
+            g_source_unref(timer)
+        }
+    }
+
+    /// Unsubscribes and releases everything (the subscriptions' data is released in `context`).
+    func close() {
+        for id in subscriptions { g_dbus_connection_signal_unsubscribe(connection, id) }
+        subscriptions = []
+        poll()
+        g_main_context_unref(context)
+        g_object_unref(UnsafeMutableRawPointer(connection))
+    }
+}
+
+/// One operation's deadline: a cancellable that the deadline thread cancels when the time is up.
+/// `paused` stops the clock while a person answers an unlock prompt (which has its own deadline).
+final class Deadline {
+    let cancellable: UnsafeMutablePointer<GCancellable>
+    private let context: OpaquePointer
+    private var source: UnsafeMutablePointer<GSource>?
+    /// Monotonic time (microseconds) at which the cancellable is cancelled.
+    private var end: Int
+
+    fileprivate init(milliseconds: UInt32, context: OpaquePointer) {
+        cancellable = g_cancellable_new()!
+        self.context = context
+        end = g_get_monotonic_time() + Int(milliseconds) * 1000
+        arm(milliseconds)
+    }
+
+    deinit {
+        disarm()
+        g_object_unref(cancellable)
+    }
+
+    /// Runs `body` with the deadline stopped; the time left before it is left afterwards.
+    func paused<T>(_ body: () throws(StorageFailure) -> T) throws(StorageFailure) -> T {
+        let remaining = max(end - g_get_monotonic_time(), 0)
+        disarm()
+        defer {
+            end = g_get_monotonic_time() + remaining
+            arm(UInt32(clamping: (remaining + 999) / 1000))
+        }
+        return try body()
+    }
+
+    private func arm(_ milliseconds: UInt32) {
+        let source = g_timeout_source_new(milliseconds)!
+        g_source_set_callback(source, { data in
+            g_cancellable_cancel(data?.assumingMemoryBound(to: GCancellable.self))
+            return 0 // G_SOURCE_REMOVE
+        }, g_object_ref(cancellable), { g_object_unref($0) })
+        g_source_attach(source, context)
+        self.source = source
+    }
+
+    private func disarm() {
+        guard let source else { return }
+        g_source_destroy(source)
+        g_source_unref(source)
+        self.source = nil
     }
 }
 
@@ -453,26 +871,16 @@ final class Deadlines: Sendable {
         self.context = Context(pointer: context)
     }
 
-    /// Runs `body` with a cancellable that is cancelled after `milliseconds`; a failure after
-    /// the deadline passed becomes `.timedOut`.
+    /// Runs `body` with a deadline whose cancellable is cancelled after `milliseconds`; a failure
+    /// after the deadline passed becomes `.timedOut`.
     func run<T>(operation: String, milliseconds: UInt32,
-                _ body: (UnsafeMutablePointer<GCancellable>) throws(StorageFailure) -> T) throws(StorageFailure) -> T {
-        let cancellable = g_cancellable_new()!
-        defer { g_object_unref(cancellable) }
-        let source = g_timeout_source_new(milliseconds)!
-        g_source_set_callback(source, { data in
-            g_cancellable_cancel(data?.assumingMemoryBound(to: GCancellable.self))
-            return 0 // G_SOURCE_REMOVE
-        }, g_object_ref(cancellable), { g_object_unref($0) })
-        g_source_attach(source, context.pointer)
-        defer {
-            g_source_destroy(source)
-            g_source_unref(source)
-        }
+                _ body: (Deadline) throws(StorageFailure) -> T) throws(StorageFailure) -> T {
+        let deadline = Deadline(milliseconds: milliseconds, context: context.pointer)
+        defer { withExtendedLifetime(deadline) {} }
         do {
-            return try body(cancellable)
+            return try body(deadline)
         } catch {
-            if g_cancellable_is_cancelled(cancellable) != 0, !error.isTimeout {
+            if g_cancellable_is_cancelled(deadline.cancellable) != 0, !error.isTimeout {
                 throw .timedOut(operation: operation, milliseconds: milliseconds)
             }
             throw error

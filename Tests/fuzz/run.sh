@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Tests/fuzz/run.sh — builds and runs the libFuzzer targets for a bounded time.
+#
+#   Tests/fuzz/run.sh [SECONDS]            (default 20 per target)
+#
+# Targets (each a Swift file here, compiled with the PortalKeyring sources as one module by
+# `swiftc -sanitize=fuzzer,address -parse-as-library`, so internal API is reachable; the Swift
+# package is not involved):
+#   session-document   SessionDocumentFuzz.swift: SessionDocument.decode, the stored-session
+#                      decoder (seed corpus: corpus/session-document/)
+# (The redirect-URL parser gets a target here once it exists: issue 4.)
+#
+# Each run first replays every committed seed (regression), then fuzzes for SECONDS with a
+# scratch corpus under build/fuzz (the committed corpus is never modified). A crash, trap, ASan
+# report or broken invariant exits non-zero; the reproducer is written to
+# build/fuzz/artifacts/<target>/ — copy it into corpus/<target>/ so it becomes a test.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+seconds=${1:-20}
+out=$repo/build/fuzz
+mkdir -p "$out"
+command -v swiftc >/dev/null || PATH=/opt/swift/usr/bin:$PATH
+
+status=0
+for target in session-document; do
+    case $target in
+    session-document) source_file=$here/SessionDocumentFuzz.swift ;;
+    esac
+    bin=$out/$target-fuzz
+    printf '== %s: build\n' "$target"
+    # shellcheck disable=SC2046
+    if ! swiftc -sanitize=fuzzer,address -parse-as-library -g -Onone -module-name PortalKeyring \
+        -I "$repo/Sources/CLibSecret" -I "$repo/Sources/CCurl" \
+        $(pkg-config --cflags libsecret-1 libcurl | tr " " "\n" | grep -E "^-I" | sed "s/^/-Xcc /") \
+        "$repo"/Sources/PortalKeyring/*.swift "$source_file" \
+        $(pkg-config --libs libsecret-1 libcurl | tr " " "\n" | grep -E "^-[lL]") -o "$bin" 2>"$out/$target-build.log"; then
+        grep -E 'error' "$out/$target-build.log" | head -n 20
+        echo "$target: build failed (log: $out/$target-build.log)"
+        status=1
+        continue
+    fi
+    seeds=$here/corpus/$target
+    scratch=$out/corpus/$target
+    artifacts=$out/artifacts/$target
+    mkdir -p "$scratch" "$artifacts"
+    printf '== %s: replay %d seeds\n' "$target" "$(find "$seeds" -type f | wc -l)"
+    if ! "$bin" -runs=0 "$seeds" >"$out/$target-replay.log" 2>&1; then
+        tail -n 30 "$out/$target-replay.log"
+        echo "$target: a committed seed fails"
+        status=1
+        continue
+    fi
+    printf '== %s: fuzz for %s s\n' "$target" "$seconds"
+    if "$bin" -max_total_time="$seconds" -max_len=70000 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+        -artifact_prefix="$artifacts/" "$scratch" "$seeds" >"$out/$target-fuzz.log" 2>&1; then
+        grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$out/$target-fuzz.log" | tail -n 2
+        echo "$target: no finding"
+    else
+        tail -n 40 "$out/$target-fuzz.log"
+        echo "$target: FINDING — reproducer in $artifacts/ (copy it into $seeds/ to make it a test)"
+        status=1
+    fi
+done
+exit $status
