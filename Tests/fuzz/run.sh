@@ -8,7 +8,8 @@
 # package is not involved):
 #   session-document   SessionDocumentFuzz.swift: SessionDocument.decode, the stored-session
 #                      decoder (seed corpus: corpus/session-document/)
-# (The redirect-URL parser gets a target here once it exists: issue 4.)
+#   redirect-url       RedirectURLFuzz.swift: RedirectQuery, the parser of redirect URLs the
+#                      desktop hands to handle-redirect (seed corpus: corpus/redirect-url/)
 #
 # Each run first replays every committed seed (regression), then fuzzes for SECONDS with a
 # scratch corpus under build/fuzz (the committed corpus is never modified). A crash, trap, ASan
@@ -23,9 +24,10 @@ mkdir -p "$out"
 command -v swiftc >/dev/null || PATH=/opt/swift/usr/bin:$PATH
 
 status=0
-for target in session-document; do
+for target in session-document redirect-url; do
     case $target in
     session-document) source_file=$here/SessionDocumentFuzz.swift ;;
+    redirect-url) source_file=$here/RedirectURLFuzz.swift ;;
     esac
     bin=$out/$target-fuzz
     printf '== %s: build\n' "$target"

@@ -1,0 +1,49 @@
+// RedirectURLFuzz.swift — libFuzzer target for the redirect-URL parser (`RedirectQuery`,
+// Sources/PortalKeyring/SignIn.swift), which reads URLs the desktop hands to
+// `portal-session handle-redirect %u` — input from outside the app.
+//
+// Built by Tests/fuzz/run.sh with the PortalKeyring sources as one module. The first input byte
+// picks one of a few configured redirect URLs; the rest is the URL. Checked for every input,
+// besides "no crash, no trap, no ASan report":
+//  - parsing is deterministic;
+//  - a URL accepted as ours has exactly our redirect URL's scheme (case-insensitively), host and
+//    path before its query: a look-alike is never treated as the app's redirect;
+//  - every decoded parameter value is valid UTF-8 (it is a Swift String) and percent-decoding
+//    never produces more bytes than the input.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private let redirects = ["portalkeyring://auth/callback", "https://app.example.com/portal/redirect",
+                         "myapp:/cb", "example-app://portal/redirect?fixed=1"]
+
+private func violation(_ what: String) -> Never {
+    fputs("RedirectURLFuzz: invariant violated: \(what)\n", stderr)
+    abort()
+}
+
+private func base(_ url: String) -> String {
+    let noFragment = url.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? url
+    return noFragment.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? noFragment
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func redirectURLFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data, size > 0 else { return 0 }
+    let redirect = redirects[Int(data[0]) % redirects.count]
+    let url = String(decoding: UnsafeBufferPointer(start: data + 1, count: size - 1), as: UTF8.self)
+    let first = RedirectQuery(url: url, redirectUrl: redirect)
+    let second = RedirectQuery(url: url, redirectUrl: redirect)
+    if (first == nil) != (second == nil) { violation("nondeterministic acceptance of \(url)") }
+    guard let query = first else { return 0 }
+    var ours = base(redirect), theirs = base(url)
+    while ours.hasSuffix("/") && ours.count > 3 { ours.removeLast() }
+    while theirs.hasSuffix("/") && theirs.count > 3 { theirs.removeLast() }
+    if ours.lowercased() != theirs.lowercased() || ours.drop(while: { $0 != ":" }) != theirs.drop(while: { $0 != ":" }) {
+        violation("accepted \(url) as \(redirect)")
+    }
+    for key in ["token", "error", "authMethod", "login_type"] {
+        if let value = query[key], value.utf8.count > url.utf8.count { violation("decoded \(key) longer than the URL") }
+    }
+    return 0
+}
