@@ -464,13 +464,16 @@ PORTAL_API portal_status portal_clear_session(portal *portal);
  * @param target            a path on the Portal API host, or an absolute https URL.
  * @param body              optional JSON body (NULL for none).
  * @param[out] status_out   receives the HTTP status.
- * @param[out] body_out     optional: receives the response body, NUL-terminated, owned by the
- *                          caller (portal_string_free()).
+ * @param[out] body_out     optional: receives the response body (at most 4 MiB), with a NUL
+ *                          after it, owned by the caller (portal_string_free()).
+ * @param[out] body_len_out optional: receives the body's length in bytes (the body may contain
+ *                          NUL bytes; then use this length, not strlen).
  * @return PORTAL_OK (whatever the HTTP status), PORTAL_ERR_SESSION_INVALIDATED,
  *         PORTAL_ERR_NETWORK or PORTAL_ERR_INVALID_ARGUMENT.
  */
 PORTAL_API portal_status portal_request(portal *portal, const char *method, const char *target,
-                                        const char *body, long *status_out, char **body_out);
+                                        const char *body, long *status_out, char **body_out,
+                                        size_t *body_len_out);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,9 @@
 #   2. swift build (library, tests), keyringctl (the test tool that locks/unlocks the keyring);
 #   3. Swift tests (swift-testing) inside scripts/with-keyring.sh + scripts/with-portal-api.sh;
 #   4. C tests and examples (Tests/c/run.sh) inside the same kind of environment;
-#   5. the portal-session command and the desktop redirect handler (Tests/cli/run.sh);
+#   5. the Python ctypes module (pytest, installed if missing), the C++ RAII wrapper and the
+#      Python/C++ examples, checked against the C example's output (Tests/bindings/run.sh);
+#      the portal-session command and the desktop redirect handler (Tests/cli/run.sh);
 #   6. the install test (Tests/install/run.sh: release build with the Swift runtime linked in,
 #      make install into a temporary prefix, exported symbols == header, versions, abidiff);
 #   7. the fault-injection suite (Tests/fault/run.sh: 14 conditions on real daemons it starts
@@ -36,6 +38,9 @@ scripts/with-keyring.sh scripts/with-portal-api.sh swift test --skip-build --no-
 
 step "C tests and examples (private keyring + loopback Portal API)"
 scripts/with-keyring.sh scripts/with-portal-api.sh Tests/c/run.sh build/c
+
+step "Python (ctypes) module, C++ wrapper and their examples (private keyring + loopback Portal API)"
+scripts/with-keyring.sh scripts/with-portal-api.sh Tests/bindings/run.sh build/bindings
 
 step "portal-session command and desktop handler (private keyring + loopback Portal API)"
 scripts/with-keyring.sh scripts/with-portal-api.sh Tests/cli/run.sh

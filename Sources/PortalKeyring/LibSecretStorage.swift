@@ -100,8 +100,13 @@ struct LibSecretStorage: SessionStorage {
         }
         if missing.isEmpty { return result }
         // GetSecrets silently skips items it cannot serve: deleted or locked meanwhile (another
-        // thread or process). Search again, which unlocks what is locked or throws `.locked`;
-        // when that keeps happening, the item is unreadable — never reported as absent.
+        // thread or process). Search again, which unlocks what is locked or throws `.locked`.
+        // Items that are gone were deleted: the rest is a consistent answer. Items still there
+        // are read again; when that keeps failing, they are unreadable — never reported as absent.
+        let again = try unlockedSearch(service, match, call)
+        defer { g_list_free_full(again, g_object_unref) }
+        let present = Set(GListItems(again).map { proxyPath($0) })
+        if !missing.contains(where: present.contains) { return result }
         if lastAttempt { throw .locked("the provider returned no secret for a stored session item") }
         return nil
     }

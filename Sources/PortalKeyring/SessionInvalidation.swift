@@ -75,13 +75,18 @@ final class ListenerRegistration: @unchecked Sendable {
 
         callback()
 
+        // Release before marking the delivery finished: a cancel() (or portal_free) waiting on
+        // another thread must not return while destroy-notify is still to run.
         pthread_mutex_lock(&mutex)
-        deliveringThread = nil
-        pthread_cond_broadcast(&condition)
         let runRelease = !released
         released = true
         pthread_mutex_unlock(&mutex)
         if runRelease { release?() }
+
+        pthread_mutex_lock(&mutex)
+        deliveringThread = nil
+        pthread_cond_broadcast(&condition)
+        pthread_mutex_unlock(&mutex)
     }
 
     /// Prevents future delivery; waits for a delivery running on another thread; releases once.

@@ -277,7 +277,8 @@ public func portal_clear_session(_ portal: OpaquePointer?) -> portal_status {
 @c @implementation
 public func portal_request(_ portal: OpaquePointer?, _ method: UnsafePointer<CChar>?, _ target: UnsafePointer<CChar>?,
                            _ body: UnsafePointer<CChar>?, _ statusOut: UnsafeMutablePointer<Int>?,
-                           _ bodyOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
+                           _ bodyOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                           _ bodyLenOut: UnsafeMutablePointer<Int>?) -> portal_status {
     exported { () throws(CFailure) in
         let portal = try borrowHandle(portal, as: Portal.self, "portal")
         let method = try stringArgument(method, "method", maxBytes: 16)
@@ -299,6 +300,7 @@ public func portal_request(_ portal: OpaquePointer?, _ method: UnsafePointer<CCh
             copy.storeBytes(of: 0, toByteOffset: response.body.count, as: UInt8.self)
             bodyOut.pointee = copy.assumingMemoryBound(to: CChar.self)
         }
+        bodyLenOut?.pointee = response.body.count
         statusOut.pointee = response.status
     }
 }

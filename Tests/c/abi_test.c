@@ -1140,7 +1140,7 @@ static void test_portal_arguments(void) {
     CHECK_STATUS(portal_report_unauthorized(NULL, "token-pa", NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_clear_session(NULL), PORTAL_ERR_INVALID_ARGUMENT);
     long status = -1;
-    CHECK_STATUS(portal_request(NULL, "GET", "/api/v3/clients/me", NULL, &status, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_request(NULL, "GET", "/api/v3/clients/me", NULL, &status, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_session_invalidate(NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_ERROR_MENTIONS("session");
 
@@ -1159,14 +1159,14 @@ static void test_portal_arguments(void) {
     CHECK(load(&ls.calls) == 0);
     const char *bad_methods[] = {NULL, "", "get", "TRACE", "G\xff"};
     for (size_t i = 0; i < sizeof bad_methods / sizeof bad_methods[0]; i++) {
-        CHECK_STATUS(portal_request(key_portal, bad_methods[i], "/x", NULL, &status, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(portal_request(key_portal, bad_methods[i], "/x", NULL, &status, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
         CHECK_ERROR_MENTIONS("method");
     }
-    CHECK_STATUS(portal_request(key_portal, "GET", NULL, NULL, &status, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_request(key_portal, "GET", NULL, NULL, &status, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_ERROR_MENTIONS("target");
-    CHECK_STATUS(portal_request(key_portal, "GET", "/x", NULL, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_request(key_portal, "GET", "/x", NULL, NULL, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_ERROR_MENTIONS("status_out");
-    CHECK_STATUS(portal_request(key_portal, "POST", "/x", "{\xff}", &status, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_request(key_portal, "POST", "/x", "{\xff}", &status, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_ERROR_MENTIONS("body");
     CHECK(status == -1);
     CHECK_STATUS(portal_report_unauthorized(key_portal, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
@@ -1285,20 +1285,22 @@ static void test_portal_requests(void) {
 
     long status = 0;
     char *body = NULL;
-    CHECK_OK(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, &body));
+    size_t body_len = 0;
+    CHECK_OK(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, &body, &body_len));
+    CHECK(body != NULL && body_len == strlen(body));
     CHECK_MSG(status == 200, "status %ld", status);
     CHECK(body != NULL && strstr(body, "client-abi") != NULL);
     portal_string_free(body);
     wait_for_request(base + 2, "GET /api/v3/clients/me ", "token-portal");
-    CHECK_OK(portal_request(p, "POST", "/api/v3/anything", "{\"a\":1}", &status, NULL));
+    CHECK_OK(portal_request(p, "POST", "/api/v3/anything", "{\"a\":1}", &status, NULL, NULL));
     wait_for_request(base + 3, "POST /api/v3/anything ", "token-portal");
 
     /* 500 and 403 never invalidate; neither does a report with another token. */
     http_set_status(500);
-    CHECK_OK(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, NULL));
+    CHECK_OK(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, NULL, NULL));
     CHECK(status == 500);
     http_set_status(403);
-    CHECK_OK(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, NULL));
+    CHECK_OK(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, NULL, NULL));
     CHECK(status == 403);
     bool invalidated = true;
     CHECK_OK(portal_report_unauthorized(p, "some-other-token", &invalidated));
@@ -1309,13 +1311,13 @@ static void test_portal_requests(void) {
 
     /* 401: invalidated once; the stored item is deleted; listeners fire once. */
     http_set_status(401);
-    CHECK_OK(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, NULL));
+    CHECK_OK(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, NULL, NULL));
     CHECK_MSG(status == 401, "status %ld", status);
     CHECK_MSG(wait_for(&a.calls, 1, 3000), "listener calls: %d", load(&a.calls));
     CHECK_MSG(wait_for(&a.destroys, 1, 3000), "listener destroys: %d", load(&a.destroys));
     CHECK(load(&cancelled.calls) == 0);
     CHECK(keyring_count(SCHEMA, id) == 0);
-    CHECK_STATUS(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, NULL), PORTAL_ERR_SESSION_INVALIDATED);
+    CHECK_STATUS(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, NULL, NULL), PORTAL_ERR_SESSION_INVALIDATED);
     CHECK_OK(portal_report_unauthorized(p, "token-portal", &invalidated));
     CHECK(!invalidated);
     /* A listener added afterwards gets exactly one replayed delivery. */
@@ -1402,7 +1404,7 @@ static void test_portal_clear_and_network(void) {
     CHECK_OK(portal_on_session_invalidated(p, on_invalidated, &net, on_destroy, &h));
     long status = 0;
     double t0 = now_ms();
-    CHECK_STATUS(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, NULL), PORTAL_ERR_NETWORK);
+    CHECK_STATUS(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, NULL, NULL), PORTAL_ERR_NETWORK);
     printf("    portal_request to a closed port: NETWORK after %.1f ms: %s\n", now_ms() - t0,
            portal_last_error_message());
     CHECK(portal_last_error_message()[0] != '\0');

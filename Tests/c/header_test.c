@@ -72,8 +72,8 @@ static portal_status (*const p_listener_cancel)(portal *, uint64_t) = portal_lis
 static portal_status (*const p_report_unauthorized)(portal *, const char *, bool *) =
     portal_report_unauthorized;
 static portal_status (*const p_clear_session)(portal *) = portal_clear_session;
-static portal_status (*const p_request)(portal *, const char *, const char *, const char *, long *,
-                                        char **) = portal_request;
+static portal_status (*const p_request)(portal *, const char *, const char *, const char *, long *, char **,
+                                        size_t *) = portal_request;
 static portal_status (*const p_auth_get_methods)(portal_auth *, char **, bool *) = portal_auth_get_methods;
 static portal_status (*const p_auth_send_magic_link)(portal_auth *, const char *) = portal_auth_send_magic_link;
 static portal_status (*const p_auth_login_with_google)(portal_auth *, char **) = portal_auth_login_with_google;

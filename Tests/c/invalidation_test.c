@@ -219,7 +219,7 @@ static void test_clear_session_and_api_key(void) {
     CHECK(portal_clear_session(NULL) == PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(portal_session_invalidate(NULL) == PORTAL_ERR_INVALID_ARGUMENT);
     long status = 0;
-    CHECK(portal_request(NULL, "GET", "/", NULL, &status, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(portal_request(NULL, "GET", "/", NULL, &status, NULL, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
     portal_free(NULL);
     portal_session_free(session);
     portal_auth_free(auth);
@@ -247,7 +247,7 @@ static void test_newer_sign_in_by_another_process_survives(void) {
 
     revoke_token(old_token);
     long http = 0;
-    portal_status st = portal_request(client, "GET", "/api/v3/clients/me", NULL, &http, NULL);
+    portal_status st = portal_request(client, "GET", "/api/v3/clients/me", NULL, &http, NULL, NULL);
     CHECK(st == PORTAL_OK || st == PORTAL_ERR_SESSION_INVALIDATED); /* the init request may win */
     char *copy = NULL;
     CHECK(portal_session_copy_token(old, &copy) == PORTAL_ERR_SESSION_INVALIDATED);

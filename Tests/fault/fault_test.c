@@ -251,7 +251,7 @@ static void test_locked_app(void) {
     /* The app's usual handling (README): report it, keep the current session, retry later. It
      * also keeps making requests; a network error never invalidates. */
     long http = 0;
-    st = portal_request(p, "GET", "/api/v3/clients/me", NULL, &http, NULL);
+    st = portal_request(p, "GET", "/api/v3/clients/me", NULL, &http, NULL, NULL);
     CHECK(st == PORTAL_ERR_NETWORK, "a request meanwhile fails with a network error (%d), not an invalidation", (int)st);
     char *token = NULL;
     CHECK(portal_session_copy_token(session, &token) == PORTAL_OK && strcmp(token, "token-6") == 0,
@@ -586,7 +586,7 @@ static void test_bad_input(void) {
     EXPECT_INVALID(portal_report_unauthorized(NULL, "t", NULL), "portal");
     EXPECT_INVALID(portal_clear_session(NULL), "portal");
     long status = 0;
-    EXPECT_INVALID(portal_request(NULL, "GET", "/x", NULL, &status, NULL), "portal");
+    EXPECT_INVALID(portal_request(NULL, "GET", "/x", NULL, &status, NULL, NULL), "portal");
 
     /* With real handles: the remaining string arguments. */
     portal_session *session = NULL;
@@ -604,14 +604,14 @@ static void test_bad_input(void) {
             EXPECT_INVALID(portal_on_session_invalidated(p, noop_cb, NULL, destroy_cb, NULL), "out");
             CHECK(destroyed == 2, "destroy_notify ran once per failed registration (%d)", destroyed);
             BAD_STRINGS(portal_report_unauthorized(p, S, NULL), "rejected_token");
-            BAD_STRINGS(portal_request(p, S, "/api/v3/clients/me", NULL, &status, NULL), "method");
-            EXPECT_INVALID(portal_request(p, "TRACE", "/x", NULL, &status, NULL), "method");
-            BAD_STRINGS(portal_request(p, "GET", S, NULL, &status, NULL), "target");
+            BAD_STRINGS(portal_request(p, S, "/api/v3/clients/me", NULL, &status, NULL, NULL), "method");
+            EXPECT_INVALID(portal_request(p, "TRACE", "/x", NULL, &status, NULL, NULL), "method");
+            BAD_STRINGS(portal_request(p, "GET", S, NULL, &status, NULL, NULL), "target");
             {
                 const char *bad_[] = {"\xff\xfe", mib_bad};
-                for (size_t i = 0; i < 2; i++) EXPECT_INVALID(portal_request(p, "POST", "/x", bad_[i], &status, NULL), "body");
+                for (size_t i = 0; i < 2; i++) EXPECT_INVALID(portal_request(p, "POST", "/x", bad_[i], &status, NULL, NULL), "body");
             }
-            EXPECT_INVALID(portal_request(p, "GET", "/x", NULL, NULL, NULL), "status_out");
+            EXPECT_INVALID(portal_request(p, "GET", "/x", NULL, NULL, NULL, NULL), "status_out");
             portal_free(p);
         } else {
             fail("portal_new for the handle cases");

@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
     if (status == PORTAL_OK)
         status = portal_on_session_invalidated(client, on_invalidated, NULL, NULL, &listener);
     if (status == PORTAL_OK) /* an app's own call through the authenticated path */
-        status = portal_request(client, "GET", "/api/v3/clients/me", NULL, &http_status, NULL);
+        status = portal_request(client, "GET", "/api/v3/clients/me", NULL, &http_status, NULL, NULL);
     if (status == PORTAL_ERR_SESSION_INVALIDATED) status = PORTAL_OK; /* the init request got there first */
     if (status != PORTAL_OK) { rc = fail(status); goto done; }
 
