@@ -216,3 +216,12 @@ clean:
 	rm -rf $(OUT) $(SCRATCH)
 
 FORCE:
+
+# Benchmarks (issue 7): the shipped build vs raw libsecret, secret-tool and PyPI keyring on a
+# private keyring; prints the table and writes bench/results.md. Never fails on timings.
+.PHONY: bench bench-smoke
+bench: lib bin
+	bench/run.sh
+
+bench-smoke: lib bin
+	bench/run.sh --smoke

@@ -51,6 +51,9 @@ Tests/install/run.sh
 step "fault injection on the real keyring daemon (SPEC §5; Tests/fault/README.md)"
 Tests/fault/run.sh
 
+step "benchmark smoke run (a few iterations; never fails on timings — make bench for figures)"
+bench/run.sh --smoke
+
 step "fake Portal API tests"
 python3 -m unittest discover -s Tests/portal-api
 

@@ -1,0 +1,114 @@
+/*
+ * loadprobe.c — load cost: dlopen() + the first call, in a fresh process, timed from inside.
+ *
+ *   loadprobe raw ENV_ID               dlopen("libsecret-1.so.0"), then one
+ *                                      secret_password_lookup_nonpageable_sync()
+ *   loadprobe portal LIBRARY ENV_ID    dlopen(LIBRARY), then portal_auth_new() +
+ *                                      portal_auth_restore_session() (+ copy token, frees)
+ *
+ * The probe itself links neither library (only libc), so each side pays for everything it loads
+ * (libsecret pulls in GLib/GIO and libgcrypt; libportal-keyring also the Swift runtime linked
+ * into it, libcurl and libstdc++). Prints "dlopen_ns first_call_ns peak_rss_kib" — the peak RSS
+ * of this process image (VmHWM, which starts afresh at exec; getrusage's ru_maxrss would carry
+ * over the RSS of a large parent such as the Python driver). Exit 0 when the session was found,
+ * 2 otherwise.
+ */
+#define _GNU_SOURCE
+#include "bench_common.h"
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+
+/* Only the types: libsecret is not linked (its functions are looked up with dlsym). */
+#include <libsecret/secret.h>
+
+static const SecretSchema schema = {
+    BENCH_SCHEMA_NAME,
+    SECRET_SCHEMA_NONE,
+    {
+        {"auth_environment_id", SECRET_SCHEMA_ATTRIBUTE_STRING},
+        {"session_generation", SECRET_SCHEMA_ATTRIBUTE_STRING},
+        {"persisted_at", SECRET_SCHEMA_ATTRIBUTE_STRING},
+        {NULL, 0},
+    },
+    0, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+};
+
+/* VmHWM from /proc/self/status, in KiB (-1 if unreadable). */
+static long peak_rss_kib(void) {
+    char line[256];
+    long kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "VmHWM:", 6) == 0) {
+            kib = strtol(line + 6, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kib;
+}
+
+static void *sym(void *lib, const char *name) {
+    void *p = dlsym(lib, name);
+    if (!p) fprintf(stderr, "loadprobe: %s: %s\n", name, dlerror());
+    return p;
+}
+
+int main(int argc, char **argv) {
+    bool raw = argc == 3 && strcmp(argv[1], "raw") == 0;
+    bool portal = argc == 4 && strcmp(argv[1], "portal") == 0;
+    if (!raw && !portal) {
+        fprintf(stderr, "usage: %s raw ENV_ID | portal LIBRARY ENV_ID\n", argv[0]);
+        return 2;
+    }
+    const char *env = argv[argc - 1];
+    bool found = false;
+    uint64_t t0 = bench_now_ns();
+    void *lib = dlopen(raw ? "libsecret-1.so.0" : argv[2], RTLD_NOW | RTLD_LOCAL);
+    uint64_t t1 = bench_now_ns();
+    if (!lib) {
+        fprintf(stderr, "loadprobe: dlopen: %s\n", dlerror());
+        return 2;
+    }
+    if (raw) {
+        gchar *(*lookup)(const SecretSchema *, GCancellable *, GError **, ...) =
+            (gchar * (*)(const SecretSchema *, GCancellable *, GError **, ...)) sym(lib, "secret_password_lookup_nonpageable_sync");
+        void (*pw_free)(gchar *) = (void (*)(gchar *))sym(lib, "secret_password_free");
+        if (!lookup || !pw_free) return 2;
+        GError *error = NULL;
+        gchar *doc = lookup(&schema, NULL, &error, "auth_environment_id", env, NULL);
+        found = doc != NULL && strstr(doc, "\"clientSessionToken\"") != NULL;
+        if (doc) pw_free(doc);
+        if (error) fprintf(stderr, "loadprobe: lookup: %s\n", error->message);
+    } else {
+        int (*auth_new)(void **, const char *, const char *, const char *) =
+            (int (*)(void **, const char *, const char *, const char *))sym(lib, "portal_auth_new");
+        int (*restore)(void *, void **) = (int (*)(void *, void **))sym(lib, "portal_auth_restore_session");
+        int (*copy_token)(const void *, char **) = (int (*)(const void *, char **))sym(lib, "portal_session_copy_token");
+        void (*string_free)(char *) = (void (*)(char *))sym(lib, "portal_string_free");
+        void (*session_free)(void *) = (void (*)(void *))sym(lib, "portal_session_free");
+        void (*auth_free)(void *) = (void (*)(void *))sym(lib, "portal_auth_free");
+        const char *(*last_error)(void) = (const char *(*)(void))sym(lib, "portal_last_error_message");
+        if (!auth_new || !restore || !copy_token || !string_free || !session_free || !auth_free || !last_error)
+            return 2;
+        void *auth = NULL, *session = NULL;
+        char *token = NULL;
+        if (auth_new(&auth, env, BENCH_REDIRECT_URL, NULL) == 0 && restore(auth, &session) == 0 && session &&
+            copy_token(session, &token) == 0) {
+            found = true;
+            string_free(token);
+        } else {
+            fprintf(stderr, "loadprobe: restore: %s\n", last_error());
+        }
+        session_free(session);
+        auth_free(auth);
+    }
+    uint64_t t2 = bench_now_ns();
+    printf("%llu %llu %ld\n", (unsigned long long)(t1 - t0), (unsigned long long)(t2 - t1), peak_rss_kib());
+    return found ? 0 : 2;
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# bench/run.sh — portal-keyring's benchmarks against raw libsecret, secret-tool and PyPI keyring.
+#
+#   bench/run.sh           full run (a few minutes): prints the table and writes bench/results.md
+#   bench/run.sh --smoke   every benchmark for a few iterations (well under a minute), for CI:
+#                          the table goes to stdout and build/bench/results-smoke.md
+#
+# Exit status: 0 when every benchmark program ran, whatever the timings (nothing here asserts
+# on time); non-zero when a program could not be built or run, or the invalidation listener ran
+# other than exactly once. If PyPI's keyring cannot be installed (no network), the two Python
+# rows say NOT RUN and the exit status is not affected. Everything runs on a private keyring (scripts/with-keyring.sh: a
+# throwaway dbus-daemon + gnome-keyring-daemon), never on yours.
+#
+# What is measured (bench/bench.py runs the figures; the C programs are in bench/):
+#   warm restore / persist   C ABI vs secret_password_lookup_nonpageable_sync / _store_sync,
+#                            one process, call by call alternating (bench/warm.c)
+#   cold restore             examples/c/restore_on_launch.c vs a raw libsecret C program
+#                            (bench/raw_secret.c); portal-session restore vs secret-tool lookup
+#                            (whole processes, alternating: bench/spawnbench.c)
+#   Python                   the ctypes module (examples/python/portal_keyring.py) vs
+#                            keyring.get_password with the SecretService backend (PyPI keyring,
+#                            installed into build/bench/venv)
+#   load cost                dlopen + first restore, and peak RSS, vs dlopen(libsecret) + first
+#                            lookup (bench/loadprobe.c)
+#   invalidation             1000 threads reporting the same 401 at once: the listener must run
+#                            exactly once; report→callback p50/p99 (bench/invalidate.c)
+#   RSS drift                100,000 restore cycles in one process (bench/rss_cycles.c)
+#
+# Which build is measured: $PORTAL_BENCH_LIBRARY / $PORTAL_BENCH_CLI when set; otherwise the
+# shipped build from the Makefile (build/make/lib/libportal-keyring.so, build/make/bin/
+# portal-session: -static-stdlib), else .build/release/, else (--smoke only) .build/debug/. When
+# none exists, the full run builds the shipped one (`make lib bin`, or `swift build -c release`
+# without a Makefile) and the smoke run builds debug (`swift build`). The files are copied to
+# build/bench/ first, so a rebuild during the run does not change what is measured.
+#
+# Environment: PYTHON (default python3) creates the venv; PORTAL_BENCH_KEYRING_REQ (default
+# keyring==25.7.0) is what pip installs into it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+smoke=0
+case "${1:-}" in
+    "") ;;
+    --smoke) smoke=1 ;;
+    -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+    *) echo "usage: bench/run.sh [--smoke]" >&2; exit 64 ;;
+esac
+
+note() { printf 'bench/run.sh: %s\n' "$*" >&2; }
+
+# Debian packages (libsecret-1-dev, gnome-keyring, dbus-daemon, libsecret-tools, gcc, …) and
+# swift on PATH, the same way the test command gets them.
+# shellcheck source=scripts/deps.sh
+source scripts/deps.sh
+
+out=build/bench
+mkdir -p "$out/lib" "$out/bin"
+
+# ------------------------------------------------------------------- the build to measure
+
+first_existing() {
+    local f
+    for f in "$@"; do
+        if [[ -e $f ]]; then
+            printf '%s\n' "$f"
+            return 0
+        fi
+    done
+    return 1
+}
+
+lib_candidates=(build/make/lib/libportal-keyring.so .build/release/libportal-keyring.so)
+cli_candidates=(build/make/bin/portal-session .build/release/portal-session)
+if ((smoke)); then
+    lib_candidates+=(.build/debug/libportal-keyring.so)
+    cli_candidates+=(.build/debug/portal-session)
+fi
+
+lib=${PORTAL_BENCH_LIBRARY:-$(first_existing "${lib_candidates[@]}" || true)}
+cli=${PORTAL_BENCH_CLI:-$(first_existing "${cli_candidates[@]}" || true)}
+if [[ -z $lib || -z $cli ]]; then
+    if ((smoke)); then
+        note "no library/CLI build found; building debug (swift build)"
+        swift build --product portal-keyring >&2
+        swift build --product portal-session >&2
+        lib=${lib:-.build/debug/libportal-keyring.so}
+        cli=${cli:-.build/debug/portal-session}
+    elif [[ -f Makefile ]] && grep -q '^lib:' Makefile; then
+        note "no release build found; building the shipped one (make lib bin)"
+        make lib bin >&2
+        lib=${lib:-build/make/lib/libportal-keyring.so}
+        cli=${cli:-build/make/bin/portal-session}
+    else
+        note "no release build found; building it (swift build -c release)"
+        swift build -c release --product portal-keyring >&2
+        swift build -c release --product portal-session >&2
+        lib=${lib:-.build/release/libportal-keyring.so}
+        cli=${cli:-.build/release/portal-session}
+    fi
+fi
+for f in "$lib" "$cli"; do
+    [[ -e $f ]] || { note "error: $f does not exist"; exit 2; }
+done
+newest_source=$(find Sources Include -type f -newer "$lib" -print -quit 2>/dev/null || true)
+if [[ -n $newest_source ]]; then
+    note "warning: $lib is older than $newest_source: the figures are of an older build"
+fi
+
+# Snapshot under its soname, so the programs below load exactly this file.
+soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
+soname=${soname:-libportal-keyring.so}
+rm -f "$out"/lib/libportal-keyring.so*
+cp "$(readlink -f "$lib")" "$out/lib/$soname"
+[[ $soname == libportal-keyring.so ]] || ln -s "$soname" "$out/lib/libportal-keyring.so"
+cp "$(readlink -f "$cli")" "$out/bin/portal-session"
+if ! "$out/bin/portal-session" --help >/dev/null 2>&1; then
+    note "note: a copy of $cli does not run on its own; measuring it in place"
+    bench_cli=$(readlink -f "$cli")
+else
+    bench_cli=$root/$out/bin/portal-session
+fi
+note "measuring $lib (as $out/lib/$soname) and $cli"
+
+# ------------------------------------------------------------------------ the C programs
+
+cflags=(-std=gnu11 -O2 -Wall -Wextra -Werror)
+read -r -a secret_cflags <<<"$(pkg-config --cflags libsecret-1)"
+read -r -a secret_libs <<<"$(pkg-config --libs libsecret-1)"
+portal_link=(-I Include -L "$out/lib" -lportal-keyring "-Wl,-rpath,$root/$out/lib")
+
+cc "${cflags[@]}" -o "$out/raw_secret" bench/raw_secret.c "${secret_cflags[@]}" "${secret_libs[@]}"
+cc "${cflags[@]}" -o "$out/spawnbench" bench/spawnbench.c
+cc "${cflags[@]}" -o "$out/loadprobe" bench/loadprobe.c "${secret_cflags[@]}" -ldl
+cc "${cflags[@]}" -o "$out/warm" bench/warm.c "${portal_link[@]}" "${secret_cflags[@]}" "${secret_libs[@]}"
+cc "${cflags[@]}" -pthread -o "$out/invalidate" bench/invalidate.c "${portal_link[@]}"
+cc "${cflags[@]}" -o "$out/rss_cycles" bench/rss_cycles.c "${portal_link[@]}" "${secret_cflags[@]}" "${secret_libs[@]}"
+cc "${cflags[@]}" -DBENCH_RAW_ONLY -o "$out/rss_cycles_raw" bench/rss_cycles.c "${secret_cflags[@]}" "${secret_libs[@]}"
+cc "${cflags[@]}" -o "$out/restore_on_launch" examples/c/restore_on_launch.c "${portal_link[@]}"
+
+# -------------------------------------------------------- PyPI keyring (the Python baseline)
+
+python=${PYTHON:-python3}
+venv=$out/venv
+req=${PORTAL_BENCH_KEYRING_REQ:-keyring==25.7.0}
+bench_python=""
+if [[ -x $venv/bin/python ]] && "$venv/bin/python" -c 'import keyring, secretstorage' 2>/dev/null; then
+    bench_python=$root/$venv/bin/python
+else
+    note "installing $req from PyPI into $venv"
+    rm -rf "$venv"
+    if "$python" -m venv "$venv" >&2 &&
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$req" >&2 &&
+        "$venv/bin/python" -c 'import keyring, secretstorage'; then
+        bench_python=$root/$venv/bin/python
+    else
+        note "warning: could not install $req into $venv; the Python figures are reported as not run"
+    fi
+fi
+
+# -------------------------------------------------------------------------------- run
+
+args=(--bin "$root/$out" --lib "$root/$out/lib/libportal-keyring.so" --cli "$bench_cli" --python "$bench_python"
+    --built-from "\`$lib\` and \`$cli\`")
+if ((smoke)); then
+    args+=(--smoke --out "$root/$out/results-smoke.md")
+else
+    args+=(--out "$root/bench/results.md")
+fi
+status=0
+scripts/with-keyring.sh "$python" bench/bench.py "${args[@]}" || status=$?
+if ((status != 0)); then
+    note "a benchmark program failed (exit $status); see above"
+fi
+exit "$status"
