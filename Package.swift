@@ -19,12 +19,10 @@ let package = Package(
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
         ),
-        // libcurl, the HTTP client (light to load: no Foundation/ICU in the host process).
-        .systemLibrary(
-            name: "CCurl",
-            pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]
-        ),
+        // libcurl's headers (Debian: libcurl4-openssl-dev). Not linked: the HTTP client loads
+        // libcurl.so.4 with dlopen on its first request, so restore-only hosts never pay for it
+        // and its ~30 dependencies (bench/results.md).
+        .systemLibrary(name: "CCurl"),
         // The public C header, imported so that `@c @implementation` checks every export against it.
         .systemLibrary(name: "CPortalKeyring", path: "Include"),
         .target(

@@ -1,6 +1,18 @@
+/* libcurl's declarations only: the library is loaded with dlopen on the first HTTP request
+ * (Sources/PortalKeyring/Curl.swift), so a host that only restores sessions never loads it. */
 #include <curl/curl.h>
-/* curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call: typed wrappers. */
-static inline CURLcode portal_curl_setopt_long(CURL *c, CURLoption o, long v) { return curl_easy_setopt(c, o, v); }
-static inline CURLcode portal_curl_setopt_ptr(CURL *c, CURLoption o, const void *v) { return curl_easy_setopt(c, o, v); }
-static inline CURLcode portal_curl_setopt_write(CURL *c, size_t (*f)(char *, size_t, size_t, void *)) { return curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, f); }
-static inline CURLcode portal_curl_getinfo_long(CURL *c, CURLINFO i, long *v) { return curl_easy_getinfo(c, i, v); }
+/* curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call: typed wrappers
+ * that call the dlsym'd function through its real (variadic) type. */
+typedef CURLcode (*portal_curl_variadic_fn)(CURL *, int, ...);
+static inline CURLcode portal_curl_setopt_long(void *fn, CURL *c, CURLoption o, long v) {
+    return ((portal_curl_variadic_fn)fn)(c, (int)o, v);
+}
+static inline CURLcode portal_curl_setopt_ptr(void *fn, CURL *c, CURLoption o, const void *v) {
+    return ((portal_curl_variadic_fn)fn)(c, (int)o, v);
+}
+static inline CURLcode portal_curl_setopt_write(void *fn, CURL *c, size_t (*f)(char *, size_t, size_t, void *)) {
+    return ((portal_curl_variadic_fn)fn)(c, (int)CURLOPT_WRITEFUNCTION, f);
+}
+static inline CURLcode portal_curl_getinfo_long(void *fn, CURL *c, CURLINFO i, long *v) {
+    return ((portal_curl_variadic_fn)fn)(c, (int)i, v);
+}

@@ -55,13 +55,13 @@ struct TargetURL: Equatable {
 
     /// Parses an absolute http(s) URL with libcurl's URL parser; nil when it is not one.
     init?(_ url: String) {
-        guard let handle = curl_url() else { return nil }
-        defer { curl_url_cleanup(handle) }
-        guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else { return nil }
+        guard case .success(let curl) = Curl.shared, let handle = curl.urlNew() else { return nil }
+        defer { curl.urlCleanup(handle) }
+        guard curl.urlSet(handle, CURLUPART_URL, url, 0) == CURLUE_OK else { return nil }
         func part(_ which: CURLUPart) -> String? {
             var out: UnsafeMutablePointer<CChar>?
-            guard curl_url_get(handle, which, &out, 0) == CURLUE_OK, let out else { return nil }
-            defer { curl_free(out) }
+            guard curl.urlGet(handle, which, &out, 0) == CURLUE_OK, let out else { return nil }
+            defer { curl.free(out) }
             return String(cString: out)
         }
         guard let scheme = part(CURLUPART_SCHEME)?.lowercased(), scheme == "https" || scheme == "http",
@@ -82,7 +82,8 @@ struct TargetURL: Equatable {
     }
 }
 
-/// The HTTP client: libcurl easy handles, one per request, HTTPS required except to loopback.
+/// The HTTP client: libcurl (loaded on first use, see `Curl`) easy handles, one per request,
+/// HTTPS required except to loopback.
 ///
 /// Timeouts (documented in the C header): 10 s to connect, 30 s for a whole request. Redirects
 /// are not followed (a bearer must not follow a redirect to another host). Thread-safe.
@@ -94,30 +95,30 @@ struct HTTPClient: Sendable {
     var connectTimeoutMilliseconds = HTTPClient.connectTimeoutMilliseconds
     var totalTimeoutMilliseconds = HTTPClient.totalTimeoutMilliseconds
 
-    /// libcurl's global state, initialized once before the first handle (curl_global_init is not
-    /// thread-safe, a Swift global initializer is).
-    private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-
     /// Sends `request` to `target`. `bearer`, when given, goes in the Authorization header; it is
     /// refused over plain HTTP unless the host is loopback.
     func send(_ request: PortalRequest, to target: TargetURL, bearer: SecretBytes?) throws(HTTPFailure) -> PortalResponse {
         if target.scheme != "https" && !target.isLoopback {
             throw .refused("plain HTTP to \(target.authority) is not allowed; use https")
         }
-        guard Self.globalInit == CURLE_OK, let easy = curl_easy_init() else {
-            throw .transport("could not initialize libcurl")
+        let curl: Curl
+        switch Curl.shared {
+        case .success(let loaded): curl = loaded
+        case .failure(let failure): throw failure
         }
-        defer { curl_easy_cleanup(easy) }
+        guard let easy = curl.easyInit() else { throw .transport("could not initialize libcurl") }
+        defer { curl.easyCleanup(easy) }
+        let setopt = curl.setopt
 
         var headers: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headers) }
+        defer { curl.slistFreeAll(headers) }
         var hasContentType = false
         for (name, value) in request.headers where name.lowercased() != "authorization" {
             if name.lowercased() == "content-type" { hasContentType = true }
-            headers = curl_slist_append(headers, "\(name): \(value)")
+            headers = curl.slistAppend(headers, "\(name): \(value)")
         }
-        if request.body != nil && !hasContentType { headers = curl_slist_append(headers, "Content-Type: application/json") }
-        headers = curl_slist_append(headers, "Accept: application/json")
+        if request.body != nil && !hasContentType { headers = curl.slistAppend(headers, "Content-Type: application/json") }
+        headers = curl.slistAppend(headers, "Accept: application/json")
         if let bearer {
             // Build the header line in wiped memory; libcurl copies it into the slist.
             let prefix = Array("Authorization: Bearer ".utf8)
@@ -133,21 +134,21 @@ struct HTTPClient: Sendable {
                 }
             }
             line[prefix.count + bearer.count] = 0
-            headers = curl_slist_append(headers, line)
+            headers = curl.slistAppend(headers, line)
         }
 
         let sink = ResponseSink()
         let sinkPointer = Unmanaged.passRetained(sink)
         defer { sinkPointer.release() }
 
-        portal_curl_setopt_ptr(easy, CURLOPT_URL, target.url)
-        portal_curl_setopt_ptr(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        portal_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        portal_curl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
-        portal_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMilliseconds)
-        portal_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, totalTimeoutMilliseconds)
-        portal_curl_setopt_ptr(easy, CURLOPT_HTTPHEADER, headers)
-        portal_curl_setopt_write(easy) { data, size, count, context in
+        portal_curl_setopt_ptr(setopt, easy, CURLOPT_URL, target.url)
+        portal_curl_setopt_ptr(setopt, easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        portal_curl_setopt_long(setopt, easy, CURLOPT_NOSIGNAL, 1)
+        portal_curl_setopt_long(setopt, easy, CURLOPT_FOLLOWLOCATION, 0)
+        portal_curl_setopt_long(setopt, easy, CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMilliseconds)
+        portal_curl_setopt_long(setopt, easy, CURLOPT_TIMEOUT_MS, totalTimeoutMilliseconds)
+        portal_curl_setopt_ptr(setopt, easy, CURLOPT_HTTPHEADER, headers)
+        portal_curl_setopt_write(setopt, easy) { data, size, count, context in
             guard let data, let context else { return 0 }
             let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
             let length = size * count
@@ -155,24 +156,24 @@ struct HTTPClient: Sendable {
             sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
             return length
         }
-        portal_curl_setopt_ptr(easy, CURLOPT_WRITEDATA, sinkPointer.toOpaque())
+        portal_curl_setopt_ptr(setopt, easy, CURLOPT_WRITEDATA, sinkPointer.toOpaque())
         let method = request.method.uppercased()
         if let body = request.body {
-            portal_curl_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
-            body.withUnsafeBytes { _ = portal_curl_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)) }
+            portal_curl_setopt_long(setopt, easy, CURLOPT_POSTFIELDSIZE, body.count)
+            body.withUnsafeBytes { _ = portal_curl_setopt_ptr(setopt, easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)) }
         }
         if method == "GET" && request.body == nil {
-            portal_curl_setopt_long(easy, CURLOPT_HTTPGET, 1)
+            portal_curl_setopt_long(setopt, easy, CURLOPT_HTTPGET, 1)
         } else if method != "POST" {
-            portal_curl_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, method)
+            portal_curl_setopt_ptr(setopt, easy, CURLOPT_CUSTOMREQUEST, method)
         }
 
-        let code = curl_easy_perform(easy)
+        let code = curl.easyPerform(easy)
         if code != CURLE_OK {
-            throw .transport(String(cString: curl_easy_strerror(code)))
+            throw .transport(curl.easyStrerror(code).map { String(cString: $0) } ?? "libcurl error \(code.rawValue)")
         }
         var status = 0
-        portal_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        portal_curl_getinfo_long(curl.getinfo, easy, CURLINFO_RESPONSE_CODE, &status)
         return PortalResponse(status: status, body: sink.bytes)
     }
 }

@@ -168,12 +168,28 @@ public final class PortalAuth: Sendable {
         }
     }
 
-    /// A Portal API host is a host name or IP literal, optionally with `:port`; nothing that
-    /// could move the request elsewhere (`/`, `@`, `?`, `#`, `\`, whitespace, control characters).
+    /// A Portal API host is a host name or IPv4 address, or a bracketed IPv6 literal, optionally
+    /// followed by `:port` (1–65535): nothing that could move the request elsewhere (`/`, `@`, `?`,
+    /// `#`, `\`, whitespace). Checked without libcurl, which is loaded only for requests.
     static func checkHost(_ host: String, name: String = "apiHost") throws(PortalAuthError) {
         try check(host, name: name)
-        if host.unicodeScalars.contains(where: { "/@?#\\".unicodeScalars.contains($0) || $0.value <= 0x20 || $0.value == 0x7F })
-            || TargetURL.forAPI(host: host, path: "/")?.authority != host.lowercased() {
+        var rest = Substring(host)
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]"), close > rest.index(after: rest.startIndex),
+                  rest[rest.index(after: rest.startIndex)..<close].allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." })
+            else { throw .invalidArgument(name: name) }
+            rest = rest[rest.index(after: close)...]
+        } else {
+            let end = rest.firstIndex(of: ":") ?? rest.endIndex
+            let hostname = rest[..<end]
+            guard !hostname.isEmpty, !hostname.hasPrefix("-"), !hostname.hasPrefix("."),
+                  hostname.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") })
+            else { throw .invalidArgument(name: name) }
+            rest = rest[end...]
+        }
+        if rest.isEmpty { return }
+        guard rest.first == ":", let port = Int(rest.dropFirst()), (1...65_535).contains(port),
+              rest.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) else {
             throw .invalidArgument(name: name)
         }
     }

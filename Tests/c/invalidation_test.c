@@ -323,6 +323,35 @@ static int persist_from_stdin(const char *env_id, const char *user) {
     return ok ? 0 : 1;
 }
 
+/* Whether libcurl is mapped into this process (it is loaded on the first HTTP request only). */
+static int curl_loaded(void) {
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[1024];
+    int found = 0;
+    while (maps && fgets(line, sizeof line, maps)) found |= strstr(line, "libcurl") != NULL;
+    if (maps) fclose(maps);
+    return found;
+}
+
+/* Restore-only hosts never load libcurl (and its ~30 dependencies); a Portal request does. */
+static void test_libcurl_is_loaded_lazily(void) {
+    CHECK(!curl_loaded());
+    portal_auth *auth = new_auth("lazy");
+    portal_session *session = NULL;
+    CHECK(portal_auth_persist_session(auth, "u-lazy", "token-lazy", NULL) == PORTAL_OK);
+    CHECK(portal_auth_restore_session(auth, &session) == PORTAL_OK && session != NULL);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    CHECK(!curl_loaded());
+    portal *client = NULL;
+    long http = 0;
+    CHECK(portal_new_with_api_key(&client, "static-key", api_host) == PORTAL_OK);
+    CHECK(portal_request(client, "GET", "/api/v3/auth/methods", NULL, &http, NULL, NULL) == PORTAL_OK);
+    CHECK(curl_loaded());
+    portal_free(client);
+    portal_session_free(session);
+    portal_auth_free(auth);
+}
+
 int main(int argc, char **argv) {
     self_path = argv[0];
     if (argc == 4 && strcmp(argv[1], "--persist") == 0) return persist_from_stdin(argv[2], argv[3]);
@@ -332,6 +361,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "invalidation_test: run inside scripts/with-keyring.sh scripts/with-portal-api.sh\n");
         return 2;
     }
+    test_libcurl_is_loaded_lazily(); /* first: nothing has made a request yet */
     test_replay_cancel_destroy();
     test_cancel_and_free_inside_callback();
     test_clear_session_and_api_key();
