@@ -116,7 +116,10 @@ def _candidates() -> List[str]:
     built = [p for p in glob.glob(os.path.join(repo, ".build", "*", _LIBRARY_NAME)) if os.path.isfile(p)]
     built.sort(key=os.path.getmtime, reverse=True)  # the most recent build wins
     paths.extend(built)
-    paths.append(_LIBRARY_NAME)  # the system loader path (ld.so.cache, LD_LIBRARY_PATH)
+    # The system loader path (ld.so.cache, LD_LIBRARY_PATH): the soname first, which runtime
+    # packages ship; the unversioned link normally comes only with development files.
+    paths.append(_LIBRARY_NAME + ".0")
+    paths.append(_LIBRARY_NAME)
     return paths
 
 
