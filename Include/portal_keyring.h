@@ -123,7 +123,8 @@ PORTAL_API const char *portal_status_str(portal_status status);
 
 /**
  * The detail of the last failure on the calling thread, or "" when the last call on this thread
- * succeeded. Never NULL. The string is owned by the library and valid until the next library call
+ * succeeded. portal_status_str(), portal_last_error_message() and the version functions never
+ * change it, so `portal_status_str(st), portal_last_error_message()` in one expression is fine. Never NULL. The string is owned by the library and valid until the next library call
  * on the same thread; copy it to keep it. Never contains a token.
  */
 PORTAL_API const char *portal_last_error_message(void);

@@ -55,7 +55,8 @@ readonly SETUP_FAILED=125
 # A closed stdin would be reused by the first file we open; give CMD /dev/null.
 [[ -e /dev/fd/0 ]] || exec </dev/null
 
-usage() {
+usage() { # --help: stdout, exit 0; no command: stderr, exit 2
+    if [[ ${1:-} == help ]]; then sed -n '2,/^$/{/^$/d;s/^# \{0,1\}//;p}' "$0"; exit 0; fi
     sed -n '2,/^$/{/^$/d;s/^# \{0,1\}//;p}' "$0" >&2
     exit 2
 }
@@ -70,7 +71,10 @@ fi
 if [[ $# -gt 0 && $1 == -- ]]; then
     shift
 fi
-if [[ $# -eq 0 || $1 == -h || $1 == --help ]]; then
+if [[ $# -gt 0 && ( $1 == -h || $1 == --help ) ]]; then
+    usage help
+fi
+if [[ $# -eq 0 ]]; then
     usage
 fi
 

@@ -9,6 +9,10 @@
 #   PORTAL_TEST_API_HOST  e.g. 127.0.0.1:40123 (what PortalAuth / Portal take as apiHost)
 # runs CMD, stops the server (SIGTERM) and exits with CMD's status (125 if it could not start).
 set -euo pipefail
+if [[ $# -eq 0 || $1 == -h || $1 == --help ]]; then
+    sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"
+    [[ $# -eq 0 ]] && exit 64 || exit 0
+fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 dir=$(mktemp -d "${TMPDIR:-/tmp}/portal-api.XXXXXX")
 server_pid=""

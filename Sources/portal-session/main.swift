@@ -16,7 +16,8 @@ enum Exit: Int32 {
 }
 
 let usage = """
-usage: portal-session [--env ID] [--api-host HOST] [--redirect-url URL] [--timeout-ms N] COMMAND [ARGS]
+usage: portal-session [--env ID] [--api-host HOST] [--redirect-url URL] [--timeout-ms N]
+                      [--prompt-timeout-ms N] COMMAND [ARGS]
 
 Keeps a Portal end user's session in the Secret Service keyring (GNOME Keyring …).
 
@@ -35,7 +36,10 @@ options (or environment variables):
   --env ID             auth environment id (PORTAL_AUTH_ENVIRONMENT_ID)
   --api-host HOST      Portal API host, host[:port] (PORTAL_API_HOST; default api.portalhq.io)
   --redirect-url URL   the app's sign-in redirect URL (PORTAL_REDIRECT_URL)
-  --timeout-ms N       keyring deadline per operation, milliseconds (default 5000)
+  --timeout-ms N       deadline for the keyring calls of one operation, ms (default 5000)
+  --prompt-timeout-ms N
+                       deadline for an unlock prompt, ms (default 30000; not counted in
+                       --timeout-ms; a prompt not answered in time stays open)
 
 exit status: 0 ok/restored, 1 signed out (or: not our redirect URL), 2 keyring unavailable,
 locked or timed out (NOT signed out), 3 sign-in or network failure, 64 usage error.
@@ -46,7 +50,8 @@ let commandHelp: [String: String] = [
     "restore": """
     usage: portal-session [--env ID] restore [--json] [--show-token]
     Restores the stored session without a network call and prints the end user id.
-    --json prints {"status":"restored"|"signedOut","endUserId":…,"authEnvironmentId":…}.
+    --json prints {"authEnvironmentId":…,"endUserId":…,"status":"restored"|"signedOut"|"unavailable"}
+    (keys sorted; "unavailable" also carries "message").
     --show-token also prints the Client Session Token (a credential: handle with care).
     exit: 0 restored, 1 signed out, 2 keyring unavailable/locked/timed out, 64 usage.
     """,
@@ -58,7 +63,7 @@ let commandHelp: [String: String] = [
     "persist": """
     usage: portal-session [--env ID] persist --end-user-id ID  < token
     Stores a session whose Client Session Token your backend issued. The token is read from
-    stdin (one trailing newline is removed); it is never accepted as an argument.
+    stdin (one trailing line end, LF or CRLF, is removed); it is never accepted as an argument.
     exit: 0 stored, 2 keyring failure (the previous session is intact), 64 usage or bad token.
     """,
     "send-magic-link": """
@@ -96,13 +101,34 @@ func printError(_ message: String) {
     _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
 }
 
-func environment(_ name: String) -> String? {
+/// An environment variable, which must be UTF-8 (never repaired: a repaired id would name
+/// another auth environment).
+func environment(_ name: String) throws(UsageError) -> String? {
     guard let value = getenv(name) else { return nil }
-    let string = String(cString: value)
+    let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self), count: strlen(value))
+    guard let string = String(validating: bytes, as: UTF8.self) else {
+        throw UsageError(message: "\(name) is not valid UTF-8")
+    }
     return string.isEmpty ? nil : string
 }
 
-/// Reads stdin (at most `limit` bytes) and removes one trailing newline.
+/// The command line, rejecting arguments that are not UTF-8 (Swift's `CommandLine.arguments`
+/// would silently replace the bad bytes).
+func commandLineArguments() throws(UsageError) -> [String] {
+    var result: [String] = []
+    for index in 1..<Int(CommandLine.argc) {
+        guard let pointer = CommandLine.unsafeArgv[index] else { continue }
+        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self),
+                                        count: strlen(pointer))
+        guard let argument = String(validating: bytes, as: UTF8.self) else {
+            throw UsageError(message: "argument \(index) is not valid UTF-8")
+        }
+        result.append(argument)
+    }
+    return result
+}
+
+/// Reads stdin (at most `limit` bytes) and removes one trailing line end (LF or CRLF).
 func readSecretFromStdin(limit: Int) throws(UsageError) -> String {
     var bytes: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
@@ -122,8 +148,27 @@ func readSecretFromStdin(limit: Int) throws(UsageError) -> String {
 
 func json(_ object: [String: String?]) -> String {
     let present = object.compactMapValues { $0 }
-    let data = (try? JSONEncoder().encode(present)) ?? Data("{}".utf8)
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    let data = (try? encoder.encode(present)) ?? Data("{}".utf8)
     return String(decoding: data, as: UTF8.self)
+}
+
+/// What was wrong with an argument, in the command's own terms.
+func usageMessage(for error: PortalAuthError) -> String {
+    guard case .invalidArgument(let name) = error else { return error.description }
+    let limit = "at most \(PortalAuth.maxIdentifierBytes) bytes, not blank, no NUL"
+    switch name {
+    case "authEnvironmentId": return "invalid --env: \(limit)"
+    case "redirectUrl": return "invalid --redirect-url: a URL with a scheme (myapp://…), \(limit)"
+    case "apiHost": return "invalid --api-host: a host name or IP address, optionally :port — no scheme or path"
+    case "endUserId": return "invalid --end-user-id: \(limit)"
+    case "clientSessionToken": return "invalid token on stdin: 1 … \(PortalAuth.maxTokenBytes) bytes of UTF-8, not blank, no NUL"
+    case "userJwt": return "invalid user JWT on stdin: not blank, no NUL, at most \(PortalAuth.maxTokenBytes) bytes"
+    case "code": return "invalid TOTP code: digits only"
+    case "email": return "invalid email address"
+    default: return "invalid \(name)"
+    }
 }
 
 func exitCode(for error: PortalAuthError) -> Exit {
@@ -141,14 +186,16 @@ struct Options {
     var apiHost: String?
     var redirectUrl: String?
     var timeoutMs: UInt32 = KeyringTimeouts.default.callMilliseconds
+    var promptTimeoutMs: UInt32 = KeyringTimeouts.default.promptMilliseconds
     var command: String?
     var arguments: [String] = []
     var flags: Set<String> = []
     var values: [String: String] = [:]
 
     static func parse(_ argv: [String]) throws(UsageError) -> Options {
-        var options = Options(env: environment("PORTAL_AUTH_ENVIRONMENT_ID"), apiHost: environment("PORTAL_API_HOST"),
-                              redirectUrl: environment("PORTAL_REDIRECT_URL"))
+        var options = Options(env: try environment("PORTAL_AUTH_ENVIRONMENT_ID"),
+                              apiHost: try environment("PORTAL_API_HOST"),
+                              redirectUrl: try environment("PORTAL_REDIRECT_URL"))
         var index = 0
         func value(_ name: String) throws(UsageError) -> String {
             index += 1
@@ -166,6 +213,11 @@ struct Options {
                     throw UsageError(message: "--timeout-ms needs a number of milliseconds, 1 … 600000")
                 }
                 options.timeoutMs = ms
+            case "--prompt-timeout-ms":
+                guard let ms = UInt32(try value(argument)), (1...600_000).contains(ms) else {
+                    throw UsageError(message: "--prompt-timeout-ms needs a number of milliseconds, 1 … 600000")
+                }
+                options.promptTimeoutMs = ms
             case "--end-user-id": options.values["end-user-id"] = try value(argument)
             case "--json", "--show-token", "--help", "-h":
                 options.flags.insert(argument == "-h" ? "--help" : argument)
@@ -190,14 +242,9 @@ struct Options {
         }
         do {
             return try PortalAuth(authEnvironmentId: env, redirectUrl: redirect, apiHost: apiHost ?? PortalAuth.defaultApiHost,
-                                  keyringTimeouts: KeyringTimeouts(callMilliseconds: timeoutMs,
-                                                                   promptMilliseconds: KeyringTimeouts.default.promptMilliseconds))
+                                  keyringTimeouts: KeyringTimeouts(callMilliseconds: timeoutMs, promptMilliseconds: promptTimeoutMs))
         } catch {
-            if case .invalidArgument(let name) = error {
-                let option = ["authEnvironmentId": "--env", "redirectUrl": "--redirect-url", "apiHost": "--api-host"][name] ?? name
-                throw UsageError(message: "invalid \(option)")
-            }
-            throw UsageError(message: error.description)
+            throw UsageError(message: usageMessage(for: error))
         }
     }
 
@@ -258,6 +305,7 @@ func run(_ options: Options) throws(UsageError) -> Exit {
             return .ok
         case "handle-redirect":
             try options.expectArguments(1, "one URL")
+            if options.arguments[0].allSatisfy({ $0.isWhitespace }) { throw UsageError(message: "handle-redirect: the URL is empty") }
             switch try options.auth(needsRedirect: true).handleRedirect(url: options.arguments[0]) {
             case .notHandled:
                 printError("not this app's redirect URL; nothing done")
@@ -315,7 +363,11 @@ func run(_ options: Options) throws(UsageError) -> Exit {
     } catch let error as UsageError {
         throw error
     } catch let error as PortalAuthError {
-        printError(error.description)
+        printError(usageMessage(for: error))
+        if command == "restore" && options.flags.contains("--json") {
+            print(json(["status": exitCode(for: error) == .storage ? "unavailable" : "error",
+                        "authEnvironmentId": options.env, "message": usageMessage(for: error)]))
+        }
         return exitCode(for: error)
     } catch {
         printError("\(error)")
@@ -324,7 +376,7 @@ func run(_ options: Options) throws(UsageError) -> Exit {
 }
 
 do {
-    let options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
+    let options = try Options.parse(try commandLineArguments())
     exit(try run(options).rawValue)
 } catch {
     printError("\(error.message)\nsee: portal-session --help")

@@ -56,6 +56,12 @@ expect 64 "token in argv is refused" -- "${cli[@]}" persist --end-user-id u --to
 expect 64 "persist without --end-user-id" -- "${cli[@]}" persist
 expect 64 "blank token on stdin" -- sh -c "printf '   \n' | \"\$@\" persist --end-user-id u" sh "${cli[@]}"
 expect 64 "invalid --api-host" -- "$ps_bin" --env "$env_id" --api-host "evil.test/x" restore
+grep -q "no scheme or path" <<<"$err" && ok "the --api-host message says why" || bad "api-host message: $err"
+expect 64 "invalid UTF-8 in --env is refused, not repaired" -- "$ps_bin" --env $'bad\xff' restore
+expect 64 "invalid UTF-8 in PORTAL_AUTH_ENVIRONMENT_ID" -- env PORTAL_AUTH_ENVIRONMENT_ID=$'bad\xff' "$ps_bin" restore
+expect 64 "an empty redirect URL" -- "${cli[@]}" handle-redirect ""
+expect 64 "an over-long --end-user-id" -- sh -c "printf 't\n' | \"\$@\" persist --end-user-id $(head -c 3000 /dev/zero | tr '\0' x)" sh "${cli[@]}"
+grep -q "at most 2048 bytes" <<<"$err" && ok "the message gives the limit" || bad "end-user-id message: $err"
 
 echo "== restore / persist / status / clear"
 expect 1 "restore when signed out" -- "${cli[@]}" restore
@@ -80,6 +86,8 @@ expect 0 "status --json" -- "${cli[@]}" status --json
 "$kctl" lock >/dev/null
 expect 2 "restore while the keyring is locked" -- "${cli[@]}" --timeout-ms 3000 restore
 grep -qi "locked" <<<"$err" && ok "the message says locked" || bad "locked message: $err"
+expect 2 "restore --json while locked still prints JSON" -- "${cli[@]}" --timeout-ms 3000 restore --json
+[[ $(field "$out" status) == unavailable ]] && ok "status unavailable in JSON" || bad "restore --json while locked: $out"
 expect 2 "status while locked" -- "${cli[@]}" status
 expect 2 "persist while locked" -- sh -c "printf 'other\n' | \"\$@\" persist --end-user-id eu-other" sh "${cli[@]}"
 "$kctl" unlock >/dev/null
