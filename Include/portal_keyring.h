@@ -401,11 +401,14 @@ PORTAL_API portal_status portal_new(portal **out, const portal_session *session,
 PORTAL_API portal_status portal_new_with_api_key(portal **out, const char *api_key, const char *api_host);
 
 /**
- * Frees a portal. Cancels every listener registration (each destroy_notify runs once, on the
- * calling thread unless it already ran). NULL is a no-op. May be called from inside a callback.
- * A validation request still in flight completes in the background and may still invalidate the
- * session, but no callback of this portal runs after portal_free() returns (except a callback
- * already running on another thread, which portal_free() waits for, unless called from it).
+ * Frees a portal. Aborts its requests in flight (the validation request sent by portal_new()
+ * included) and waits for them to return — at most about a second, libcurl's progress interval —
+ * then cancels every listener registration (each destroy_notify runs once, on the calling thread
+ * unless it already ran). No callback of this portal runs after portal_free() returns (a callback
+ * already running on another thread is waited for, unless portal_free() is called from it).
+ * NULL is a no-op. May be called from inside a callback. Free every portal before the process
+ * exits: a request still running on a library thread while the process tears down its TLS
+ * library at exit can crash the process.
  */
 PORTAL_API void portal_free(portal *portal);
 

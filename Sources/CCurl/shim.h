@@ -13,6 +13,10 @@ static inline CURLcode portal_curl_setopt_ptr(void *fn, CURL *c, CURLoption o, c
 static inline CURLcode portal_curl_setopt_write(void *fn, CURL *c, size_t (*f)(char *, size_t, size_t, void *)) {
     return ((portal_curl_variadic_fn)fn)(c, (int)CURLOPT_WRITEFUNCTION, f);
 }
+static inline CURLcode portal_curl_setopt_xferinfo(void *fn, CURL *c,
+                                                   int (*f)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t)) {
+    return ((portal_curl_variadic_fn)fn)(c, (int)CURLOPT_XFERINFOFUNCTION, f);
+}
 static inline CURLcode portal_curl_getinfo_long(void *fn, CURL *c, CURLINFO i, long *v) {
     return ((portal_curl_variadic_fn)fn)(c, (int)i, v);
 }

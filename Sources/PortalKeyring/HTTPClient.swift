@@ -1,4 +1,5 @@
 import CCurl
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,6 +44,14 @@ enum HTTPFailure: Error, Equatable {
         case .transport(let m): return "network error: \(m)"
         }
     }
+}
+
+/// Lets the owner of requests abort those in flight (libcurl checks it at least once a second
+/// while a transfer runs, and during connect). Thread-safe.
+final class RequestCancellation: Sendable {
+    private let cancelled = Atomic<Bool>(false)
+    func cancel() { cancelled.store(true, ordering: .releasing) }
+    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
 }
 
 /// A parsed target URL: scheme, host (without brackets) and whether the host is loopback.
@@ -97,7 +106,8 @@ struct HTTPClient: Sendable {
 
     /// Sends `request` to `target`. `bearer`, when given, goes in the Authorization header; it is
     /// refused over plain HTTP unless the host is loopback.
-    func send(_ request: PortalRequest, to target: TargetURL, bearer: SecretBytes?) throws(HTTPFailure) -> PortalResponse {
+    func send(_ request: PortalRequest, to target: TargetURL, bearer: SecretBytes?,
+              cancellation: RequestCancellation? = nil) throws(HTTPFailure) -> PortalResponse {
         if target.scheme != "https" && !target.isLoopback {
             throw .refused("plain HTTP to \(target.authority) is not allowed; use https")
         }
@@ -157,6 +167,15 @@ struct HTTPClient: Sendable {
             return length
         }
         portal_curl_setopt_ptr(setopt, easy, CURLOPT_WRITEDATA, sinkPointer.toOpaque())
+        if let cancellation {
+            if cancellation.isCancelled { throw .transport("cancelled") }
+            portal_curl_setopt_long(setopt, easy, CURLOPT_NOPROGRESS, 0)
+            portal_curl_setopt_xferinfo(setopt, easy) { context, _, _, _, _ in
+                guard let context else { return 0 }
+                return Unmanaged<RequestCancellation>.fromOpaque(context).takeUnretainedValue().isCancelled ? 1 : 0
+            }
+            portal_curl_setopt_ptr(setopt, easy, CURLOPT_XFERINFODATA, Unmanaged.passUnretained(cancellation).toOpaque())
+        }
         let method = request.method.uppercased()
         if let body = request.body {
             portal_curl_setopt_long(setopt, easy, CURLOPT_POSTFIELDSIZE, body.count)
@@ -168,7 +187,7 @@ struct HTTPClient: Sendable {
             portal_curl_setopt_ptr(setopt, easy, CURLOPT_CUSTOMREQUEST, method)
         }
 
-        let code = curl.easyPerform(easy)
+        let code = withExtendedLifetime(cancellation) { curl.easyPerform(easy) }
         if code != CURLE_OK {
             throw .transport(curl.easyStrerror(code).map { String(cString: $0) } ?? "libcurl error \(code.rawValue)")
         }

@@ -1,4 +1,8 @@
 import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The Portal client for one credential: PortalSwift's `Portal`, reduced to the session layer.
 ///
@@ -18,6 +22,9 @@ public final class Portal: Sendable {
     private let apiKey: SecretBytes?
     let invalidation: InvalidationCenter
     let http: HTTPClient
+    /// Requests in flight, and the switch `close()` uses to abort them.
+    private let cancellation = RequestCancellation()
+    private let inFlight = Mutex(0)
 
     /// Builds a Portal from a restored or signed-in session and validates it at once, without
     /// blocking the caller.
@@ -60,6 +67,17 @@ public final class Portal: Sendable {
     }
 
     deinit {
+        invalidation.cancelAll()
+    }
+
+    /// Stops this Portal: aborts requests in flight (including the validation request sent at
+    /// init) and waits for them to return — about a second at most, libcurl's progress interval —
+    /// then cancels every listener registration. Later requests fail with `networkFailure`.
+    /// Call it before the process exits: a request still running on a library thread while the
+    /// process tears down its TLS library can crash it. The C ABI's `portal_free` calls it.
+    public func close() {
+        cancellation.cancel()
+        for _ in 0..<400 where inFlight.withLock({ $0 }) > 0 { usleep(5_000) }
         invalidation.cancelAll()
     }
 
@@ -176,10 +194,12 @@ public final class Portal: Sendable {
             request.headers.append((name: "x-portal-auth-environment-id", value: credentials.authEnvironmentId))
         }
         let response: PortalResponse
+        inFlight.withLock { $0 += 1 }
+        defer { inFlight.withLock { $0 -= 1 } }
         do {
-            response = try http.send(request, to: target, bearer: bearer)
+            response = try http.send(request, to: target, bearer: bearer, cancellation: cancellation)
         } catch {
-            throw .networkFailure(message: error.message)
+            throw .networkFailure(message: cancellation.isCancelled ? "the portal was closed" : error.message)
         }
         if response.status == 401, isPortalAPI, let bearer, credentials != nil {
             _ = try? reportUnauthorized(bearer)

@@ -217,7 +217,7 @@ public func portal_new_with_api_key(_ out: UnsafeMutablePointer<OpaquePointer?>?
 @c @implementation
 public func portal_free(_ portal: OpaquePointer?) {
     guard let portal else { return }
-    Unmanaged<Portal>.fromOpaque(UnsafeRawPointer(portal)).takeUnretainedValue().cancelAllListeners()
+    Unmanaged<Portal>.fromOpaque(UnsafeRawPointer(portal)).takeUnretainedValue().close()
     releaseHandle(portal, as: Portal.self)
 }
 

@@ -323,6 +323,35 @@ static int persist_from_stdin(const char *env_id, const char *user) {
     return ok ? 0 : 1;
 }
 
+/* portal_free aborts the validation request still in flight and waits for it, so no library
+ * thread is inside libcurl/OpenSSL when the host process exits (which crashed at exit before). */
+static void test_free_aborts_requests_in_flight(void) {
+    char token[256];
+    portal_auth *auth = new_auth("abort");
+    portal_session *session = sign_in(auth, "u-abort", token, sizeof token);
+    char json[256];
+    snprintf(json, sizeof json, "{\"route\":\"/api/v3/clients/me\",\"delayMs\":8000,\"count\":1}");
+    CHECK(admin("faults", json, NULL, 0) == 0);
+    portal *client = NULL;
+    CHECK(portal_new(&client, session, NULL) == PORTAL_OK);
+    usleep(300000); /* the validation request is now waiting on the server */
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    portal_free(client);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+    printf("portal_free with a request in flight returned after %.0f ms\n", ms);
+    /* It waited for the request (which the server holds for 8 s) to be aborted: not instant, and
+     * within libcurl's progress interval. */
+    CHECK(ms > 20 && ms < 2500);
+    char *copy = NULL;
+    CHECK(portal_session_copy_token(session, &copy) == PORTAL_OK); /* an aborted request invalidates nothing */
+    portal_string_free(copy);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    portal_session_free(session);
+    portal_auth_free(auth);
+}
+
 /* Whether libcurl is mapped into this process (it is loaded on the first HTTP request only). */
 static int curl_loaded(void) {
     FILE *maps = fopen("/proc/self/maps", "r");
@@ -367,6 +396,7 @@ int main(int argc, char **argv) {
     test_clear_session_and_api_key();
     test_newer_sign_in_by_another_process_survives();
     test_sign_in_flow();
+    test_free_aborts_requests_in_flight(); /* last: it leaves nothing running at exit */
     printf("invalidation_test: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;
 }
