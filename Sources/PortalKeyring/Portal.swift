@@ -196,6 +196,9 @@ public final class Portal: Sendable {
         let response: PortalResponse
         inFlight.withLock { $0 += 1 }
         defer { inFlight.withLock { $0 -= 1 } }
+        // After close() nothing touches libcurl any more: close() may have returned already, and
+        // the process may be tearing down the TLS library.
+        if cancellation.isCancelled { throw .networkFailure(message: "the portal was closed") }
         do {
             response = try http.send(request, to: target, bearer: bearer, cancellation: cancellation)
         } catch {

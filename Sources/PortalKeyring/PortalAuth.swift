@@ -86,17 +86,67 @@ public final class PortalAuth: Sendable {
         let items = try storageCall { () throws(StorageFailure) in
             try storage.items(authEnvironmentId: authEnvironmentId, withSecrets: true)
         }
-        for item in items.sorted(by: Self.newestFirst) {
-            if let secret = item.secret,
-               let document = secret.withUnsafeBytes({ SessionDocument.decode($0) }) {
+        if items.isEmpty { return nil }
+        var candidates = items.map { Candidate(item: $0) }
+        // Which sign-in each item holds, and how new it is, come from its attributes or — when the
+        // storage did not read them — from the copies in its document. Attributes are read only
+        // when neither is at hand and it matters: to rank two or more items, or to name the one
+        // usable sign-in (for `PortalSession.invalidate()`) of a document written before `g`.
+        let needsAttributes = { (candidate: Candidate) -> Bool in
+            if candidate.item.attributesRead { return false }
+            return items.count > 1 ? !candidate.ranked : (candidate.document != nil && candidate.generation == nil)
+        }
+        if candidates.contains(where: needsAttributes) {
+            let listed = try storageCall { () throws(StorageFailure) in
+                try storage.items(authEnvironmentId: authEnvironmentId, withSecrets: false)
+            }
+            let byId = Dictionary(listed.map { ($0.itemId, $0) }, uniquingKeysWith: { first, _ in first })
+            // An item missing from the second listing was deleted meanwhile: it is not restored.
+            candidates = candidates.compactMap { needsAttributes($0) ? byId[$0.item.itemId].map($0.with) : $0 }
+        }
+        for candidate in candidates.sorted(by: { $0.rank > $1.rank }) {
+            if let document = candidate.document {
                 return PortalSession(authEnvironmentId: authEnvironmentId, endUserId: document.endUserId,
-                                     apiHost: apiHost, token: document.token, generation: item.generation,
-                                     itemId: item.itemId, storage: storage)
+                                     apiHost: apiHost, token: document.token, generation: candidate.generation,
+                                     itemId: candidate.item.itemId, storage: storage)
             }
             // Unusable: no caller action could make it readable, so it is removed (SPEC §2).
-            try storageCall { () throws(StorageFailure) in try storage.delete(itemId: item.itemId) }
+            try storageCall { () throws(StorageFailure) in try storage.delete(itemId: candidate.item.itemId) }
         }
         return nil
+    }
+
+    /// A stored item being restored: its decoded document (nil when unusable) and what names and
+    /// ranks its sign-in.
+    private struct Candidate {
+        let item: StoredSessionItem
+        let document: SessionDocument.Decoded?
+        /// Attributes read separately (`items(withSecrets: false)`), when the item came without.
+        var attributes: StoredSessionItem?
+
+        init(item: StoredSessionItem) {
+            self.item = item
+            document = item.secret.flatMap { secret in secret.withUnsafeBytes { SessionDocument.decode($0) } }
+        }
+
+        func with(_ attributes: StoredSessionItem) -> Candidate {
+            var copy = self
+            copy.attributes = attributes
+            return copy
+        }
+
+        /// The attributes, when read: authoritative, since invalidation deletes by them.
+        private var read: StoredSessionItem? { item.attributesRead ? item : attributes }
+
+        /// `session_generation`: the attribute when read, else the document's copy.
+        var generation: String? { read.map(\.generation) ?? document?.generation }
+        /// Whether `rank` is known (attributes read, or both copies in the document).
+        var ranked: Bool { read != nil || (document?.persistedAt != nil && document?.generation != nil) }
+        /// (`persisted_at`, `session_generation`): the newest sign-in wins. Unknown ranks lowest.
+        var rank: (UInt64, String) {
+            if let read { return (read.persistedAt, read.generation ?? "") }
+            return (document?.persistedAt ?? 0, document?.generation ?? "")
+        }
     }
 
     /// Deletes every stored session item for this auth environment. Succeeds when none is stored.
@@ -133,27 +183,22 @@ public final class PortalAuth: Sendable {
     }
 
     func persist(endUserId: String, token: SecretBytes) throws(PortalAuthError) -> PortalSession {
+        let generation = Self.newGeneration()
+        let persistedAt = Self.persistTimestamp()
         let document: SecretBytes
         do {
-            document = try SessionDocument.encode(endUserId: endUserId, token: token)
+            // The document carries copies of the generation and timestamp (SessionDocument).
+            document = try SessionDocument.encode(endUserId: endUserId, token: token, generation: generation,
+                                                  persistedAt: persistedAt)
         } catch {
             throw .sessionStorageFailure(message: "could not encode the session document")
         }
-        let generation = Self.newGeneration()
-        let persistedAt = Self.persistTimestamp()
+        // Stores the new item, then removes older sign-ins only (a newer one stored meanwhile by
+        // another process stays). A failed removal leaves an older item that restore ranks below
+        // ours and the next persist or clear removes, so it does not fail the call.
         try storageCall { () throws(StorageFailure) in
-            try storage.store(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
-                              label: "Portal session (auth environment \(authEnvironmentId))", secret: document)
-        }
-        // Remove older sign-ins only; a newer one stored meanwhile by another process stays.
-        // A failure here leaves an older item that restore ranks below ours and the next persist
-        // or clear removes, so it does not fail the call.
-        if let items = try? storage.items(authEnvironmentId: authEnvironmentId, withSecrets: false) {
-            let ours = (persistedAt, generation)
-            for item in items where item.generation != generation
-                && (item.persistedAt, item.generation ?? "") < ours {
-                try? storage.delete(itemId: item.itemId)
-            }
+            try storage.replace(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
+                                label: "Portal session (auth environment \(authEnvironmentId))", secret: document)
         }
         return PortalSession(authEnvironmentId: authEnvironmentId, endUserId: endUserId, apiHost: apiHost,
                              token: token, generation: generation, storage: storage)
@@ -200,10 +245,6 @@ public final class PortalAuth: Sendable {
                 && bytes.contains(where: { !($0 == 0x20 || (0x09...0x0D).contains($0)) })
         }
         if !ok { throw .invalidArgument(name: name) }
-    }
-
-    static func newestFirst(_ a: StoredSessionItem, _ b: StoredSessionItem) -> Bool {
-        (a.persistedAt, a.generation ?? "") > (b.persistedAt, b.generation ?? "")
     }
 
     /// A random 128-bit sign-in name, as 32 lower-case hex digits; not derived from the token.

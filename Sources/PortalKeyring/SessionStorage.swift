@@ -3,12 +3,26 @@
 struct StoredSessionItem: Sendable {
     /// Storage-specific identity of the item (a D-Bus object path for the Secret Service).
     let itemId: String
-    /// The `session_generation` attribute (128-bit hex), nil when the item lacks it.
+    /// The `session_generation` attribute (128-bit hex), nil when the item lacks it (or when
+    /// `attributesRead` is false).
     let generation: String?
-    /// The `persisted_at` attribute: microseconds since the Unix epoch, 0 when absent.
+    /// The `persisted_at` attribute: microseconds since the Unix epoch, 0 when absent (or when
+    /// `attributesRead` is false).
     let persistedAt: UInt64
     /// The stored secret, byte-exact; nil when it was not requested.
     let secret: SecretBytes?
+    /// Whether `generation` and `persistedAt` were read from the item. A storage may skip that
+    /// when secrets are requested (each attribute read can cost a round trip, and the session
+    /// document carries copies of both); `items(authEnvironmentId:withSecrets: false)` reads them.
+    var attributesRead = true
+
+    /// Whether this item holds an older sign-in than (`persistedAt`, `generation`): the order
+    /// restore ranks sign-ins by, and the only items a persist may remove. False when the
+    /// attributes were not read (an item of unknown age is never removed as "older").
+    func isOlder(than persistedAt: UInt64, _ generation: String) -> Bool {
+        attributesRead && self.generation != generation
+            && (self.persistedAt, self.generation ?? "") < (persistedAt, generation)
+    }
 }
 
 /// Why the keyring could not be used this time. Every case becomes
@@ -43,15 +57,26 @@ enum StorageFailure: Error, Equatable {
 /// Implementations are thread-safe and every call is bounded in time. No call returns a partial
 /// result: either all matching items are readable, or the call throws.
 protocol SessionStorage: Sendable {
-    /// Every item of the session schema whose `auth_environment_id` equals `authEnvironmentId`,
-    /// with secrets when `withSecrets`. Throws `StorageFailure` when any matching item cannot be read (for example
-    /// it is locked and stays locked), so a caller never mistakes "unreadable" for "absent".
+    /// Every item of the session schema whose `auth_environment_id` equals `authEnvironmentId`.
+    ///
+    /// With `withSecrets`, each item's secret; throws `StorageFailure` when any matching item's
+    /// secret cannot be read (for example it is locked and stays locked), so a caller never
+    /// mistakes "unreadable" for "absent". The attributes may then be left unread
+    /// (`attributesRead` false). Without `withSecrets`, the attributes, and no unlock is attempted.
     func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem]
 
     /// Stores a new item with these attributes in the default collection. Never replaces an
     /// existing item (generations are unique).
     func store(authEnvironmentId: String, generation: String, persistedAt: UInt64,
                label: String, secret: SecretBytes) throws(StorageFailure)
+
+    /// Persists a sign-in (SPEC §2): stores a new item like `store`, then removes this auth
+    /// environment's items that hold an older sign-in (`StoredSessionItem.isOlder`); a newer
+    /// one, stored meanwhile by any process, is kept. Throws only when the new item could not be
+    /// stored (then nothing was removed); a failed removal is left to the next persist or clear
+    /// (restore ranks the leftover below the new item). Returns once the removal is done.
+    func replace(authEnvironmentId: String, generation: String, persistedAt: UInt64,
+                 label: String, secret: SecretBytes) throws(StorageFailure)
 
     /// Deletes the item with this identity; an item that is already gone is not an error.
     func delete(itemId: String) throws(StorageFailure)
@@ -60,4 +85,17 @@ protocol SessionStorage: Sendable {
     /// `session_generation` when given. Returns how many were deleted.
     @discardableResult
     func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int
+}
+
+extension SessionStorage {
+    /// `store`, then `items` without secrets and `delete` for each older item.
+    func replace(authEnvironmentId: String, generation: String, persistedAt: UInt64,
+                 label: String, secret: SecretBytes) throws(StorageFailure) {
+        try store(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
+                  label: label, secret: secret)
+        guard let items = try? items(authEnvironmentId: authEnvironmentId, withSecrets: false) else { return }
+        for item in items where item.isOlder(than: persistedAt, generation) {
+            try? delete(itemId: item.itemId)
+        }
+    }
 }
