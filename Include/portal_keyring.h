@@ -38,7 +38,8 @@
  * Storage (SPEC §2): one item per auth environment in the default collection, schema
  * "io.portalhq.PortalKeyring.Session", attributes auth_environment_id, session_generation
  * (random 128-bit hex) and persisted_at (microseconds since the epoch); the secret is the JSON
- * document {"clientSessionToken":…,"endUserId":…,"v":1} (application/json). Nothing secret is
+ * document {"clientSessionToken":…,"endUserId":…,"g":…,"t":…,"v":1} (g/t: generation and
+ * persisted_at, optional when reading) (application/json). Nothing secret is
  * stored in attributes or the label.
  */
 #ifndef PORTAL_KEYRING_H

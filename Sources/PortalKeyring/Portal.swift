@@ -168,6 +168,11 @@ public final class Portal: Sendable {
     ///   `networkFailure(message:)` for connection errors, timeouts, TLS failures, a refused
     ///   plain-HTTP bearer; `invalidArgument(name: "target")` for a malformed target.
     public func send(_ request: PortalRequest) throws(PortalAuthError) -> PortalResponse {
+        // Counted from the start, and nothing after close(): parsing the target already loads
+        // and calls libcurl, and close() may have returned with the process exiting meanwhile.
+        inFlight.withLock { $0 += 1 }
+        defer { inFlight.withLock { $0 -= 1 } }
+        if cancellation.isCancelled { throw .networkFailure(message: "the portal was closed") }
         let target: TargetURL
         if request.target.hasPrefix("/") {
             guard let url = TargetURL.forAPI(host: apiHost, path: request.target) else {
@@ -194,11 +199,6 @@ public final class Portal: Sendable {
             request.headers.append((name: "x-portal-auth-environment-id", value: credentials.authEnvironmentId))
         }
         let response: PortalResponse
-        inFlight.withLock { $0 += 1 }
-        defer { inFlight.withLock { $0 -= 1 } }
-        // After close() nothing touches libcurl any more: close() may have returned already, and
-        // the process may be tearing down the TLS library.
-        if cancellation.isCancelled { throw .networkFailure(message: "the portal was closed") }
         do {
             response = try http.send(request, to: target, bearer: bearer, cancellation: cancellation)
         } catch {
