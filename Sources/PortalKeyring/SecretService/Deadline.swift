@@ -1,0 +1,94 @@
+import CLibSecret
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One operation's deadline: a cancellable that the deadline thread cancels when the time is up.
+/// `paused` stops the clock while a person answers an unlock prompt (which has its own deadline).
+final class Deadline {
+    let cancellable: UnsafeMutablePointer<GCancellable>
+    private let context: OpaquePointer
+    private var source: UnsafeMutablePointer<GSource>?
+    /// Monotonic time (microseconds) at which the cancellable is cancelled.
+    private var end: Int
+
+    fileprivate init(milliseconds: UInt32, context: OpaquePointer) {
+        cancellable = g_cancellable_new()!
+        self.context = context
+        end = g_get_monotonic_time() + Int(milliseconds) * 1000
+        arm(milliseconds)
+    }
+
+    deinit {
+        disarm()
+        g_object_unref(cancellable)
+    }
+
+    /// Runs `body` with the deadline stopped; the time left before it is left afterwards.
+    func paused<T>(_ body: () throws(StorageFailure) -> T) throws(StorageFailure) -> T {
+        let remaining = max(end - g_get_monotonic_time(), 0)
+        disarm()
+        defer {
+            end = g_get_monotonic_time() + remaining
+            arm(UInt32(clamping: (remaining + 999) / 1000))
+        }
+        return try body()
+    }
+
+    private func arm(_ milliseconds: UInt32) {
+        let source = g_timeout_source_new(milliseconds)!
+        g_source_set_callback(source, { data in
+            g_cancellable_cancel(data?.assumingMemoryBound(to: GCancellable.self))
+            return 0 // G_SOURCE_REMOVE
+        }, g_object_ref(cancellable), { g_object_unref($0) })
+        g_source_attach(source, context)
+        self.source = source
+    }
+
+    private func disarm() {
+        guard let source else { return }
+        g_source_destroy(source)
+        g_source_unref(source)
+        self.source = nil
+    }
+}
+
+/// Cancels keyring calls whose deadline passed. One GLib thread, started on first use, runs a
+/// private main context with one timeout source per pending operation.
+final class Deadlines: Sendable {
+    static let shared = Deadlines()
+
+    private struct Context: @unchecked Sendable { let pointer: OpaquePointer }
+    private let context: Context
+
+    private init() {
+        let context = g_main_context_new()!
+        let loop = g_main_loop_new(context, 0)
+        let thread = g_thread_new("portal-keyring-deadline", { loop in
+            g_main_loop_run(OpaquePointer(loop))
+            return nil
+        }, UnsafeMutableRawPointer(loop))
+        g_thread_unref(thread)
+        self.context = Context(pointer: context)
+    }
+
+    /// Runs `body` with a deadline whose cancellable is cancelled after `milliseconds`; a failure
+    /// after the deadline passed becomes `.timedOut`.
+    func run<T>(operation: String, milliseconds: UInt32,
+                _ body: (Deadline) throws(StorageFailure) -> T) throws(StorageFailure) -> T {
+        let deadline = Deadline(milliseconds: milliseconds, context: context.pointer)
+        defer { withExtendedLifetime(deadline) {} }
+        do {
+            return try body(deadline)
+        } catch {
+            if g_cancellable_is_cancelled(deadline.cancellable) != 0, !error.isTimeout {
+                throw .timedOut(operation: operation, milliseconds: milliseconds)
+            }
+            throw error
+        }
+    }
+}
+
+private extension StorageFailure {
+    var isTimeout: Bool { if case .timedOut = self { return true } else { return false } }
+}

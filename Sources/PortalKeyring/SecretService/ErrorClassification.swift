@@ -1,0 +1,65 @@
+import CLibSecret
+
+extension StorageFailure {
+    /// How a `GError` is classified before it becomes a `StorageFailure`.
+    enum Kind { case unavailable, locked, gone, cancelled, other }
+
+    struct Classified: Error {
+        let kind: Kind
+        let message: String
+        var storageFailure: StorageFailure {
+            switch kind {
+            case .unavailable: return .unavailable(message)
+            case .locked: return .locked(message)
+            case .gone, .cancelled, .other: return .failed(message)
+            }
+        }
+    }
+
+    /// Classifies and frees `error` (NULL gives `fallback`).
+    init(consuming error: UnsafeMutablePointer<GError>?, default fallback: String) {
+        self = StorageFailure.classify(error, fallback).storageFailure
+    }
+
+    static func classify(_ error: UnsafeMutablePointer<GError>?, _ fallback: String) -> Classified {
+        guard let error else { return Classified(kind: .other, message: fallback) }
+        defer { g_error_free(error) }
+        let domain = error.pointee.domain
+        let code = error.pointee.code
+        var message = error.pointee.message.map { String(cString: $0) } ?? fallback
+        if domain == g_dbus_error_quark() {
+            // Strip GDBus's "GDBus.Error:org.freedesktop…: " prefix from remote errors.
+            if let remote = g_dbus_error_get_remote_error(error) {
+                g_free(remote)
+                var copy = g_error_copy(error)
+                g_dbus_error_strip_remote_error(copy)
+                message = copy?.pointee.message.map { String(cString: $0) } ?? message
+                g_clear_error(&copy)
+            }
+        }
+        let kind: Kind
+        if domain == g_io_error_quark() && code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
+            kind = .cancelled
+        } else if domain == secret_error_get_quark() && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue) {
+            kind = .locked
+        } else if domain == secret_error_get_quark() && code == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue) {
+            kind = .gone
+        } else if domain == g_dbus_error_quark() {
+            switch GDBusError(rawValue: UInt32(code)) {
+            case G_DBUS_ERROR_UNKNOWN_OBJECT, G_DBUS_ERROR_UNKNOWN_METHOD:
+                kind = .gone
+            case G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER, G_DBUS_ERROR_NO_SERVER,
+                 G_DBUS_ERROR_DISCONNECTED, G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND, G_DBUS_ERROR_SPAWN_EXEC_FAILED,
+                 G_DBUS_ERROR_SPAWN_CHILD_EXITED, G_DBUS_ERROR_SPAWN_FAILED, G_DBUS_ERROR_NO_REPLY:
+                kind = .unavailable
+            default:
+                kind = .other
+            }
+        } else if domain == g_io_error_quark() && code == Int32(G_IO_ERROR_CLOSED.rawValue) {
+            kind = .unavailable
+        } else {
+            kind = .other
+        }
+        return Classified(kind: kind, message: message)
+    }
+}

@@ -1,0 +1,241 @@
+import CLibSecret
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Unlock prompts, at most one at a time per process, driven at the D-Bus level
+/// (`Service.Unlock`, `Prompt.Prompt`, the `Completed` signal) instead of through libsecret's
+/// prompt code, because of two faults the fault-injection suite (Tests/fault) found:
+///
+/// - On cancellation libsecret calls `Prompt.Dismiss`, and gnome-keyring-daemon 42 aborts
+///   (`perform_next_unlock: assertion failed: (!self->current)`) when an unlock prompt that is
+///   still waiting for its prompter is dismissed: a prompt deadline would crash the user's keyring.
+/// - After that, libsecret 0.20's `secret_service_unlock_sync` never returned (its task completes
+///   with a NULL error): an endless hang instead of a deadline.
+///
+/// So a prompt that is not answered within the prompt deadline is left open, never dismissed. The
+/// next unlock in this process, from any thread, waits for that same prompt instead of opening
+/// another (concurrent unlock prompts are another known gnome-keyring crash), and an answer given
+/// meanwhile counts. Every D-Bus call and the wait are bounded by the prompt deadline.
+final class UnlockPrompts: @unchecked Sendable {
+    enum Outcome: Equatable { case unlocked, dismissed, timedOut }
+
+    static let shared = UnlockPrompts()
+
+    private let mutex: UnsafeMutablePointer<GMutex>
+    private let condition: UnsafeMutablePointer<GCond>
+    /// Guarded by `mutex`: a thread is running or waiting for a prompt.
+    private var busy = false
+    /// A prompt left open by a call whose deadline passed. Only the thread that set `busy` uses it.
+    private var pending: PendingPrompt?
+
+    private init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: GMutex())
+        g_mutex_init(mutex)
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: GCond())
+        g_cond_init(condition)
+    }
+
+    /// Unlocks the objects at `paths` through the provider's prompt, waiting at most
+    /// `milliseconds` in all (for another thread's prompt, the D-Bus calls and the answer).
+    func unlock(_ paths: [String], connection: OpaquePointer, busName: String,
+                milliseconds: UInt32) throws(StorageFailure) -> Outcome {
+        let end = g_get_monotonic_time() + Int(milliseconds) * 1000
+        guard enter(until: end) else { return .timedOut }
+        defer { leave() }
+        if let prompt = pending {
+            prompt.poll()
+            if prompt.connection != connection || prompt.vanished || prompt.state.dismissed {
+                // Another connection or provider, gone, or dismissed: prompt again below.
+                pending = nil
+                prompt.close()
+            } else {
+                let outcome = try prompt.wait(until: end)
+                if outcome != .timedOut {
+                    pending = nil
+                    prompt.close()
+                }
+                if outcome != .dismissed { return outcome }
+                // Answered "dismissed" before this call asked: fall through to a prompt of its own.
+            }
+        }
+        let owner = try nameOwner(busName, connection, end)
+        var failure: StorageFailure?
+        let reply = call(connection, busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Unlock",
+                         Self.objectPaths(paths), end, &failure)
+        guard let reply else { throw failure ?? .failed("unlock failed") }
+        defer { g_variant_unref(reply) }
+        guard String(cString: g_variant_get_type_string(reply)) == "(aoo)" else { throw .failed("unexpected reply to Unlock") }
+        let unlocked = g_variant_get_child_value(reply, 0)
+        let unlockedCount = g_variant_n_children(unlocked)
+        g_variant_unref(unlocked)
+        let promptValue = g_variant_get_child_value(reply, 1)
+        let promptPath = String(cString: g_variant_get_string(promptValue, nil))
+        g_variant_unref(promptValue)
+        if promptPath == "/" { return unlockedCount >= paths.count ? .unlocked : .dismissed }
+
+        let prompt = PendingPrompt(connection: connection, owner: owner, path: promptPath)
+        var promptFailure: StorageFailure?
+        let window = g_variant_new_string("")
+        var arguments: [OpaquePointer?] = [window]
+        guard let promptReply = call(connection, busName, promptPath, "org.freedesktop.Secret.Prompt", "Prompt",
+                                     g_variant_new_tuple(&arguments, 1), end, &promptFailure) else {
+            prompt.close()
+            if case .timedOut = promptFailure { return .timedOut }
+            throw promptFailure ?? .failed("the unlock prompt failed")
+        }
+        g_variant_unref(promptReply)
+        let outcome = try prompt.wait(until: end)
+        if outcome == .timedOut {
+            pending = prompt
+        } else {
+            prompt.close()
+        }
+        return outcome
+    }
+
+    private func enter(until end: Int) -> Bool {
+        g_mutex_lock(mutex)
+        defer { g_mutex_unlock(mutex) }
+        while busy {
+            if g_cond_wait_until(condition, mutex, end) == 0 && busy { return false }
+        }
+        busy = true
+        return true
+    }
+
+    private func leave() {
+        g_mutex_lock(mutex)
+        busy = false
+        g_cond_broadcast(condition)
+        g_mutex_unlock(mutex)
+    }
+
+    /// The unique bus name that owns `busName` now (the prompt's Completed signal comes from it).
+    private func nameOwner(_ busName: String, _ connection: OpaquePointer,
+                           _ end: Int) throws(StorageFailure) -> String {
+        var failure: StorageFailure?
+        let name = g_variant_new_string(busName)
+        var arguments: [OpaquePointer?] = [name]
+        guard let reply = call(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetNameOwner", g_variant_new_tuple(&arguments, 1), end, &failure) else {
+            throw failure ?? .unavailable("the Secret Service provider has no owner")
+        }
+        defer { g_variant_unref(reply) }
+        guard String(cString: g_variant_get_type_string(reply)) == "(s)" else { throw .failed("unexpected reply to GetNameOwner") }
+        let owner = g_variant_get_child_value(reply, 0)
+        defer { g_variant_unref(owner) }
+        return String(cString: g_variant_get_string(owner, nil))
+    }
+
+    /// One method call bounded by `end`. On failure returns nil and sets `failure`
+    /// (`.timedOut` when the time ran out).
+    private func call(_ connection: OpaquePointer, _ destination: String, _ path: String,
+                      _ interface: String, _ method: String, _ parameters: OpaquePointer?, _ end: Int,
+                      _ failure: inout StorageFailure?) -> OpaquePointer? {
+        let remaining = max((end - g_get_monotonic_time()) / 1000, 1)
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(connection, destination, path, interface, method, parameters, nil,
+                                                G_DBUS_CALL_FLAGS_NO_AUTO_START, Int32(clamping: remaining), nil, &error)
+        if reply == nil {
+            if let error, error.pointee.domain == g_io_error_quark(),
+               error.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
+                g_error_free(error)
+                failure = .timedOut(operation: "the unlock prompt", milliseconds: UInt32(clamping: remaining))
+            } else {
+                failure = StorageFailure(consuming: error, default: "\(method) failed")
+            }
+        }
+        return reply
+    }
+
+    /// `(ao)` from object paths (as the provider gave them to us).
+    private static func objectPaths(_ paths: [String]) -> OpaquePointer? {
+        let copies = paths.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        var pointers: [UnsafePointer<gchar>?] = copies.map { UnsafePointer($0) }
+        let array = pointers.withUnsafeMutableBufferPointer { g_variant_new_objv($0.baseAddress, Int($0.count)) }
+        var arguments: [OpaquePointer?] = [array]
+        return g_variant_new_tuple(&arguments, 1)
+    }
+}
+
+/// One open unlock prompt: its Completed signal and the provider's disconnection, delivered to a
+/// private main context that the waiting thread runs.
+final class PendingPrompt {
+    final class State: @unchecked Sendable {
+        var completed = false
+        var dismissed = false
+        var vanished = false
+    }
+
+    let connection: OpaquePointer
+    let state = State()
+    private let context: OpaquePointer
+    private var subscriptions: [guint] = []
+
+    var vanished: Bool { state.vanished || g_dbus_connection_is_closed(connection) != 0 }
+
+    init(connection: OpaquePointer, owner: String, path: String) {
+        g_object_ref(UnsafeMutableRawPointer(connection))
+        self.connection = connection
+        context = g_main_context_new()
+        g_main_context_push_thread_default(context)
+        defer { g_main_context_pop_thread_default(context) }
+        subscriptions.append(g_dbus_connection_signal_subscribe(
+            connection, owner, "org.freedesktop.Secret.Prompt", "Completed", path, nil, G_DBUS_SIGNAL_FLAGS_NONE,
+            { _, _, _, _, _, parameters, data in
+                guard let data else { return }
+                let state = Unmanaged<State>.fromOpaque(data).takeUnretainedValue()
+                state.completed = true
+                state.dismissed = true
+                guard let parameters, String(cString: g_variant_get_type_string(parameters)) == "(bv)" else { return }
+                let flag = g_variant_get_child_value(parameters, 0)
+                state.dismissed = g_variant_get_boolean(flag) != 0
+                g_variant_unref(flag)
+            }, Unmanaged.passRetained(state).toOpaque(), { Unmanaged<State>.fromOpaque($0!).release() }))
+        // NameOwnerChanged(owner, owner, "") when the provider's connection goes away.
+        subscriptions.append(g_dbus_connection_signal_subscribe(
+            connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
+            owner, G_DBUS_SIGNAL_FLAGS_NONE,
+            { _, _, _, _, _, _, data in
+                guard let data else { return }
+                Unmanaged<State>.fromOpaque(data).takeUnretainedValue().vanished = true
+            }, Unmanaged.passRetained(state).toOpaque(), { Unmanaged<State>.fromOpaque($0!).release() }))
+    }
+
+    /// Delivers whatever arrived meanwhile.
+    func poll() {
+        while g_main_context_iteration(context, 0) != 0 {}
+    }
+
+    /// Waits for the answer until `end` (monotonic microseconds).
+    func wait(until end: Int) throws(StorageFailure) -> UnlockPrompts.Outcome {
+        while true {
+            poll()
+            if state.completed { return state.dismissed ? .dismissed : .unlocked }
+            if vanished { throw .unavailable("the Secret Service provider went away during the unlock prompt") }
+            let now = g_get_monotonic_time()
+            if now >= end { return .timedOut }
+            // Wake up at least every 250 ms to notice a closed connection.
+            let slice = UInt32(clamping: min(end - now, 250_000) / 1000 + 1)
+            let timer = g_timeout_source_new(slice)!
+            g_source_set_callback(timer, { _ in 0 }, nil, nil)
+            g_source_attach(timer, context)
+            g_main_context_iteration(context, 1)
+            g_source_destroy(timer)
+            g_source_unref(timer)
+        }
+    }
+
+    /// Unsubscribes and releases everything (the subscriptions' data is released in `context`).
+    func close() {
+        for id in subscriptions { g_dbus_connection_signal_unsubscribe(connection, id) }
+        subscriptions = []
+        poll()
+        g_main_context_unref(context)
+        g_object_unref(UnsafeMutableRawPointer(connection))
+    }
+}
