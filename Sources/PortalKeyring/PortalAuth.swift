@@ -87,21 +87,29 @@ public final class PortalAuth: Sendable {
             try storage.items(authEnvironmentId: authEnvironmentId, withSecrets: true)
         }
         if items.isEmpty { return nil }
-        var candidates = items.map { Candidate(item: $0) }
+        // Trust nothing the provider returns: a document that names another auth environment was
+        // over-matched by the provider's search, and is neither restored nor deleted.
+        var candidates = items.map { Candidate(item: $0) }.filter { $0.namesOtherEnvironment(authEnvironmentId) == false }
         // Which sign-in each item holds, and how new it is, come from its attributes or — when the
         // storage did not read them — from the copies in its document. Attributes are read only
-        // when neither is at hand and it matters: to rank two or more items, or to name the one
-        // usable sign-in (for `PortalSession.invalidate()`) of a document written before `g`.
+        // when they matter: to confirm that an item is ours before it is deleted as unusable or
+        // restored from a version-1 document (which names no auth environment), to rank two or
+        // more items, or to name the one usable sign-in (for `PortalSession.invalidate()`) of a
+        // document without `g`.
+        let count = candidates.count
         let needsAttributes = { (candidate: Candidate) -> Bool in
             if candidate.item.attributesRead { return false }
-            return items.count > 1 ? !candidate.ranked : (candidate.document != nil && candidate.generation == nil)
+            guard let document = candidate.document else { return true }
+            return document.version < 2 || (count > 1 && !candidate.ranked) || candidate.generation == nil
         }
         if candidates.contains(where: needsAttributes) {
+            // The storage lists only items whose attributes confirm the schema and auth environment.
             let listed = try storageCall { () throws(StorageFailure) in
                 try storage.items(authEnvironmentId: authEnvironmentId, withSecrets: false)
             }
             let byId = Dictionary(listed.map { ($0.itemId, $0) }, uniquingKeysWith: { first, _ in first })
-            // An item missing from the second listing was deleted meanwhile: it is not restored.
+            // An item missing from the second listing was deleted meanwhile, or is not ours: it is
+            // neither restored nor deleted.
             candidates = candidates.compactMap { needsAttributes($0) ? byId[$0.item.itemId].map($0.with) : $0 }
         }
         for candidate in candidates.sorted(by: { $0.rank > $1.rank }) {
@@ -110,7 +118,8 @@ public final class PortalAuth: Sendable {
                                      apiHost: apiHost, token: document.token, generation: candidate.generation,
                                      itemId: candidate.item.itemId, storage: storage)
             }
-            // Unusable: no caller action could make it readable, so it is removed (SPEC §2).
+            // Unusable and confirmed ours: no caller action could make it readable, so it is
+            // removed (SPEC §2).
             try storageCall { () throws(StorageFailure) in try storage.delete(itemId: candidate.item.itemId) }
         }
         return nil
@@ -127,6 +136,12 @@ public final class PortalAuth: Sendable {
         init(item: StoredSessionItem) {
             self.item = item
             document = item.secret.flatMap { secret in secret.withUnsafeBytes { SessionDocument.decode($0) } }
+        }
+
+        /// Whether the document names an auth environment other than `id` (version 2 only).
+        func namesOtherEnvironment(_ id: String) -> Bool {
+            guard let named = document?.authEnvironmentId else { return false }
+            return named != id
         }
 
         func with(_ attributes: StoredSessionItem) -> Candidate {
@@ -185,14 +200,9 @@ public final class PortalAuth: Sendable {
     func persist(endUserId: String, token: SecretBytes) throws(PortalAuthError) -> PortalSession {
         let generation = Self.newGeneration()
         let persistedAt = Self.persistTimestamp()
-        let document: SecretBytes
-        do {
-            // The document carries copies of the generation and timestamp (SessionDocument).
-            document = try SessionDocument.encode(endUserId: endUserId, token: token, generation: generation,
-                                                  persistedAt: persistedAt)
-        } catch {
-            throw .sessionStorageFailure(message: "could not encode the session document")
-        }
+        // The document carries copies of the generation and timestamp (SessionDocument).
+        let document = SessionDocument.encode(authEnvironmentId: authEnvironmentId, endUserId: endUserId, token: token,
+                                              generation: generation, persistedAt: persistedAt)
         // Stores the new item, then removes older sign-ins only (a newer one stored meanwhile by
         // another process stays). A failed removal leaves an older item that restore ranks below
         // ours and the next persist or clear removes, so it does not fail the call.

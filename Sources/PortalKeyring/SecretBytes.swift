@@ -20,6 +20,14 @@ final class SecretBytes: @unchecked Sendable {
         }
     }
 
+    /// `count` bytes written by `fill` (which must write all of them) straight into wiped memory.
+    init(count: Int, _ fill: (UnsafeMutableBufferPointer<UInt8>) -> Void) {
+        self.count = count
+        base = .allocate(capacity: max(count, 1))
+        base.initialize(repeating: 0, count: max(count, 1))
+        fill(UnsafeMutableBufferPointer(start: base, count: count))
+    }
+
     /// Copies the UTF-8 of `string`.
     static func copyingUTF8(of string: String) -> SecretBytes {
         var s = string

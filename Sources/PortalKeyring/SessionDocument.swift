@@ -1,44 +1,116 @@
 import FoundationEssentials
 
-/// The secret stored in each keyring item: a versioned JSON document (SPEC §2),
-/// `{"clientSessionToken":"…","endUserId":"…","g":"…","t":…,"v":1}`, content type
-/// `application/json`.
+/// The secret stored in each keyring item (SPEC §2), version 2:
 ///
-/// `g` and `t` are optional copies of the item's non-secret `session_generation` and
-/// `persisted_at` attributes (absent from documents stored by earlier versions). They let a restore
-/// learn which sign-in it read, and rank two stored sign-ins, from the one GetSecrets call that
-/// reads the secrets, without a D-Bus round trip per item for its attributes. A reader that does
-/// not know them ignores them (older versions of this library decode only `v`, `clientSessionToken`
-/// and `endUserId`). Both are written from the same values as the attributes, in the same
-/// CreateItem; invalidation still deletes by the attribute (`{id, generation}`), so a `g` that
-/// disagreed would make it delete nothing, never another sign-in. (Naming the sign-in by the
-/// item's object path instead, and reading its generation only at invalidation, would not be
-/// safe: gnome-keyring reuses item numbers after a restart, so a path can later name a newer
-/// sign-in.)
+///     portal-keyring-session/2 e=<auth environment> u=<end user id> g=<generation> t=<persisted_at> c=<CST>
 ///
-/// Decoding is total: anything that is not exactly a version-1 document with both fields
-/// non-empty (invalid UTF-8, invalid JSON, unknown `v`, a missing or empty field) is
-/// *unusable*, which `restoreSession()` answers by deleting the item and reporting signed out.
-/// `g` and `t` never make a document unusable: when missing, of the wrong type or malformed they
-/// are treated as absent (the caller then reads the item's attributes instead).
+/// One line of printable ASCII without a line end: `e`, `u` and `c` are base64url without padding
+/// (RFC 4648 §5) of the UTF-8 bytes, `g` is the item's `session_generation` (lower-case hex), `t`
+/// its `persisted_at` (decimal microseconds since the Unix epoch). Content type
+/// `application/octet-stream`.
+///
+/// Why this shape (issue 11): providers rewrite what they take for text. KeePassXC turns a secret
+/// whose content type is `text/*`, or derives from `text/plain` in shared-mime-info (as
+/// `application/json` does), into an entry password; gnome-keyring's passwordless keyring writes
+/// secrets raw into a key file and unescapes `\\`, `\n` and `\t` on load. A base64url document
+/// has no backslash, line end or tab, so every token of 1–65536 bytes comes back byte-exact.
+/// It names its auth environment, so a provider whose search over-matches cannot make a restore
+/// return another environment's session, and `g`/`t` let a restore name and rank the sign-in it
+/// read from the one GetSecrets call, without reading attributes.
+///
+/// Version 1 (`{"clientSessionToken":…,"endUserId":…,"g":…,"t":…,"v":1}`, `application/json`,
+/// written by 0.1.0) is still read; the next persist writes version 2. It does not name its auth
+/// environment, so the caller confirms that from the item's attributes.
+///
+/// Decoding is total: anything that is not exactly a version-2 or version-1 document with a
+/// non-empty end user id and token (valid UTF-8, passing the checks persist applies) is
+/// *unusable*, which `restoreSession()` answers by deleting the item (once its attributes show it
+/// is ours) and reporting signed out.
 enum SessionDocument {
-    static let version = 1
-    static let contentType = "application/json"
+    static let contentType = "application/octet-stream"
+    private static let magic = "portal-keyring-session/2"
 
-    private struct Wire: Codable {
+    struct Decoded {
+        /// 2, or 1 for a document written by 0.1.0.
+        let version: Int
+        /// The auth environment the document names; nil for version 1 (it names none).
+        let authEnvironmentId: String?
+        let endUserId: String
+        let token: SecretBytes
+        /// The sign-in's `session_generation`, nil when absent (version 1 may lack it).
+        var generation: String? = nil
+        /// The sign-in's `persisted_at` (microseconds since the Unix epoch), nil when absent.
+        var persistedAt: UInt64? = nil
+    }
+
+    /// Serializes a version-2 document. The returned bytes are wiped when released; no other
+    /// copy of the token is made.
+    static func encode(authEnvironmentId: String, endUserId: String, token: SecretBytes,
+                       generation: String, persistedAt: UInt64) -> SecretBytes {
+        var head = Array(magic.utf8)
+        head += Array(" e=".utf8) + Base64URL.encode(Array(authEnvironmentId.utf8))
+        head += Array(" u=".utf8) + Base64URL.encode(Array(endUserId.utf8))
+        head += Array(" g=".utf8) + Array(generation.utf8)
+        head += Array(" t=".utf8) + Array(String(persistedAt).utf8)
+        head += Array(" c=".utf8)
+        let total = head.count + Base64URL.encodedCount(token.count)
+        return SecretBytes(count: total) { out in
+            out.baseAddress!.initialize(from: head, count: head.count)
+            token.withUnsafeBytes { Base64URL.encode($0, into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: out[head.count...]))) }
+        }
+    }
+
+    /// Decodes a stored secret, or returns nil when it is unusable.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> Decoded? {
+        guard !bytes.isEmpty else { return nil }
+        if bytes.first == UInt8(ascii: "{") { return decodeVersion1(bytes) }
+        return decodeVersion2(bytes)
+    }
+
+    // MARK: - Version 2
+
+    private static func decodeVersion2(_ bytes: UnsafeRawBufferPointer) -> Decoded? {
+        // Fields are split on single spaces; base64url and the other fields contain none.
+        var fields: [UnsafeRawBufferPointer] = []
+        var start = 0
+        for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: " ") {
+            fields.append(UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
+            start = index + 1
+        }
+        guard fields.count == 6, equal(fields[0], magic) else { return nil }
+        func value(_ field: UnsafeRawBufferPointer, _ key: UInt8) -> UnsafeRawBufferPointer? {
+            guard field.count >= 2, field[0] == key, field[1] == UInt8(ascii: "=") else { return nil }
+            return UnsafeRawBufferPointer(rebasing: field[2...])
+        }
+        guard let e = value(fields[1], UInt8(ascii: "e")), let u = value(fields[2], UInt8(ascii: "u")),
+              let g = value(fields[3], UInt8(ascii: "g")), let t = value(fields[4], UInt8(ascii: "t")),
+              let c = value(fields[5], UInt8(ascii: "c")),
+              let environment = Base64URL.decodeString(e), let endUserId = Base64URL.decodeString(u),
+              !g.isEmpty, g.count <= 64, g.allSatisfy({ isLowerHex($0) }),
+              !t.isEmpty, t.count <= 20, t.allSatisfy({ (0x30...0x39).contains($0) }),
+              let persistedAt = UInt64(String(decoding: t, as: UTF8.self)),
+              let token = Base64URL.decode(c), isValidUTF8(token)
+        else { return nil }
+        return usable(Decoded(version: 2, authEnvironmentId: environment, endUserId: endUserId, token: token,
+                              generation: String(decoding: g, as: UTF8.self), persistedAt: persistedAt))
+    }
+
+    private static func isLowerHex(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte)
+    }
+
+    private static func equal(_ bytes: UnsafeRawBufferPointer, _ string: String) -> Bool {
+        bytes.elementsEqual(string.utf8)
+    }
+
+    // MARK: - Version 1 (0.1.0), read only
+
+    private struct Version1: Decodable {
         var v: Int
         var clientSessionToken: String?
         var endUserId: String?
         var g: String?
         var t: UInt64?
-
-        init(v: Int, clientSessionToken: String?, endUserId: String?, g: String?, t: UInt64?) {
-            self.v = v
-            self.clientSessionToken = clientSessionToken
-            self.endUserId = endUserId
-            self.g = g
-            self.t = t
-        }
 
         private enum CodingKeys: String, CodingKey { case v, clientSessionToken, endUserId, g, t }
 
@@ -53,55 +125,43 @@ enum SessionDocument {
         }
     }
 
-    struct Decoded {
-        let endUserId: String
-        let token: SecretBytes
-        /// The `g` field: the sign-in's `session_generation`, nil when absent or malformed.
-        var generation: String? = nil
-        /// The `t` field: the sign-in's `persisted_at` (microseconds since the Unix epoch), nil when absent.
-        var persistedAt: UInt64? = nil
-    }
-
-    /// Serializes a session; `generation` and `persistedAt` (the item's attributes) are included
-    /// as `g` and `t` when given. The returned bytes are wiped when released; the intermediate
-    /// encoder buffer is wiped before this returns.
-    static func encode(endUserId: String, token: SecretBytes, generation: String? = nil,
-                       persistedAt: UInt64? = nil) throws -> SecretBytes {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var data = try encoder.encode(Wire(v: version, clientSessionToken: token.string(), endUserId: endUserId,
-                                           g: generation, t: persistedAt))
-        defer { data.withUnsafeMutableBytes { SecretBytes.wipe($0.baseAddress, $0.count) } }
-        return data.withUnsafeBytes { SecretBytes(copying: $0) }
-    }
-
-    /// Decodes a stored secret, or returns nil when it is unusable.
-    static func decode(_ bytes: UnsafeRawBufferPointer) -> Decoded? {
-        guard !bytes.isEmpty, isValidUTF8(bytes) else { return nil }
+    private static func decodeVersion1(_ bytes: UnsafeRawBufferPointer) -> Decoded? {
+        guard isValidUTF8(bytes) else { return nil }
         var data = Data(bytes)
         defer { data.withUnsafeMutableBytes { SecretBytes.wipe($0.baseAddress, $0.count) } }
-        guard let wire = try? JSONDecoder().decode(Wire.self, from: data),
-              wire.v == version,
-              let token = wire.clientSessionToken,
-              let endUserId = wire.endUserId
+        guard let wire = try? JSONDecoder().decode(Version1.self, from: data), wire.v == 1,
+              let token = wire.clientSessionToken, let endUserId = wire.endUserId
         else { return nil }
-        // What restore hands out must pass the checks persist applies (no NUL, not blank, within
-        // the size limits): a C caller could not receive it whole, and truncating is not allowed.
-        let tokenBytes = SecretBytes.copyingUTF8(of: token)
+        return usable(Decoded(version: 1, authEnvironmentId: nil, endUserId: endUserId,
+                              token: SecretBytes.copyingUTF8(of: token),
+                              generation: wire.g.flatMap { isGeneration($0) ? $0 : nil }, persistedAt: wire.t))
+    }
+
+    /// What a version-1 `g` field must look like to be used: the attribute value a search by
+    /// `session_generation` would match (non-empty, at most 256 bytes, no control characters).
+    private static func isGeneration(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.count <= 256 && !value.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+    }
+
+    // MARK: - Shared checks
+
+    /// What restore hands out must pass the checks persist applies (no NUL, not blank, within the
+    /// size limits): a C caller could not receive it whole, and truncating is not allowed.
+    private static func usable(_ decoded: Decoded) -> Decoded? {
         do {
-            try PortalAuth.check(endUserId, name: "endUserId")
-            try PortalAuth.checkToken(tokenBytes, name: "clientSessionToken")
+            if let environment = decoded.authEnvironmentId { try PortalAuth.check(environment, name: "authEnvironmentId") }
+            try PortalAuth.check(decoded.endUserId, name: "endUserId")
+            try PortalAuth.checkToken(decoded.token, name: "clientSessionToken")
         } catch {
             return nil
         }
-        return Decoded(endUserId: endUserId, token: tokenBytes,
-                       generation: wire.g.flatMap { isGeneration($0) ? $0 : nil }, persistedAt: wire.t)
+        return decoded
     }
 
     /// Whether `bytes` are well-formed UTF-8 (no overlong forms, surrogates or values above
     /// U+10FFFF), checked in place: `String(validating:)` would leave a copy of the whole
     /// document, token included, in a freed heap block that is never wiped.
-    private static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var iterator = bytes.makeIterator()
         var parser = Unicode.UTF8.ForwardParser()
         while true {
@@ -113,9 +173,82 @@ enum SessionDocument {
         }
     }
 
-    /// What a `g` field must look like to be used: the attribute value a search by
-    /// `session_generation` would match (non-empty, at most 256 bytes, no control characters).
-    private static func isGeneration(_ value: String) -> Bool {
-        !value.isEmpty && value.utf8.count <= 256 && !value.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+    static func isValidUTF8(_ bytes: SecretBytes) -> Bool {
+        bytes.withUnsafeBytes { isValidUTF8($0) }
+    }
+}
+
+/// base64url without padding (RFC 4648 §5), for the session document: the token is decoded
+/// straight into wiped memory (`SecretBytes`), with no intermediate copy.
+enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    static func encodedCount(_ count: Int) -> Int { (count * 4 + 2) / 3 }
+
+    static func encode(_ bytes: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: encodedCount(bytes.count))
+        bytes.withUnsafeBytes { source in out.withUnsafeMutableBytes { encode(source, into: $0) } }
+        return out
+    }
+
+    /// Writes `encodedCount(source.count)` bytes to `out`.
+    static func encode(_ source: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        var o = 0
+        var i = 0
+        while i + 3 <= source.count {
+            let n = UInt32(source[i]) << 16 | UInt32(source[i + 1]) << 8 | UInt32(source[i + 2])
+            for shift in [18, 12, 6, 0] { out[o] = alphabet[Int(n >> UInt32(shift) & 63)]; o += 1 }
+            i += 3
+        }
+        let rest = source.count - i
+        if rest > 0 {
+            let n = UInt32(source[i]) << 16 | (rest == 2 ? UInt32(source[i + 1]) << 8 : 0)
+            for shift in [18, 12, 6].prefix(rest + 1) { out[o] = alphabet[Int(n >> UInt32(shift) & 63)]; o += 1 }
+        }
+    }
+
+    private static func value(_ byte: UInt8) -> UInt32? {
+        switch byte {
+        case 0x41...0x5A: return UInt32(byte - 0x41)
+        case 0x61...0x7A: return UInt32(byte - 0x61 + 26)
+        case 0x30...0x39: return UInt32(byte - 0x30 + 52)
+        case UInt8(ascii: "-"): return 62
+        case UInt8(ascii: "_"): return 63
+        default: return nil
+        }
+    }
+
+    /// Decodes into wiped memory; nil for anything but canonical unpadded base64url.
+    static func decode(_ text: UnsafeRawBufferPointer) -> SecretBytes? {
+        if text.count % 4 == 1 { return nil }
+        let count = text.count / 4 * 3 + max(text.count % 4 - 1, 0)
+        var ok = true
+        let result = SecretBytes(count: count) { out in
+            var o = 0
+            var i = 0
+            while i < text.count && ok {
+                let chunk = min(4, text.count - i)
+                var n: UInt32 = 0
+                for k in 0..<4 {
+                    guard k < chunk else { n <<= 6; continue }
+                    guard let v = value(text[i + k]) else { ok = false; break }
+                    n = n << 6 | v
+                }
+                if !ok { break }
+                let produced = chunk - 1
+                for k in 0..<produced { out[o + k] = UInt8(truncatingIfNeeded: n >> UInt32(16 - 8 * k)) }
+                // Canonical: the unused low bits of the last character are zero.
+                if chunk < 4, n & (chunk == 2 ? 0xFFFF : 0xFF) != 0 { ok = false }
+                o += produced
+                i += 4
+            }
+        }
+        return ok ? result : nil
+    }
+
+    /// Decodes a non-secret UTF-8 string.
+    static func decodeString(_ text: UnsafeRawBufferPointer) -> String? {
+        guard let bytes = decode(text), SessionDocument.isValidUTF8(bytes) else { return nil }
+        return bytes.string()
     }
 }

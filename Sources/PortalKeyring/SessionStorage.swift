@@ -32,6 +32,9 @@ enum StorageFailure: Error, Equatable {
     case unavailable(String)
     /// The collection or item is locked and the unlock was refused, dismissed or timed out.
     case locked(String)
+    /// The provider's confirmation prompt for storing or deleting an item was dismissed (by the
+    /// person, or because it could not be shown); the message names the refused operation.
+    case refused(String)
     /// There is no default collection (alias `default` unset) to store into.
     case noDefaultCollection
     /// The provider did not answer within the deadline (milliseconds).
@@ -43,6 +46,7 @@ enum StorageFailure: Error, Equatable {
         switch self {
         case .unavailable(let m): return "Secret Service unavailable: \(m)"
         case .locked(let m): return "keyring locked: \(m)"
+        case .refused(let m): return "keyring refused: \(m)"
         case .noDefaultCollection:
             return "no default keyring: the Secret Service has no collection with the alias 'default'"
         case .timedOut(let op, let ms): return "Secret Service did not answer \(op) within \(ms) ms"

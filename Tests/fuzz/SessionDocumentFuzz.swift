@@ -10,7 +10,7 @@
 //    `PortalAuth.check`, the token `PortalAuth.checkToken` (non-empty, no NUL, at most 64 KiB,
 //    not blank) — so the C ABI can always hand it out whole;
 //  - decoding is deterministic;
-//  - a decoded session survives encode → decode byte-exact.
+//  - a decoded session (either version) survives encode (version 2) → decode byte-exact.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,11 +40,13 @@ public func sessionDocumentFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> C
           same(again.token, decoded.token) else {
         violation("decode is not deterministic")
     }
-    guard let encoded = try? SessionDocument.encode(endUserId: decoded.endUserId, token: decoded.token) else {
-        violation("a decoded session cannot be encoded")
-    }
+    let encoded = SessionDocument.encode(authEnvironmentId: decoded.authEnvironmentId ?? "env",
+                                         endUserId: decoded.endUserId, token: decoded.token,
+                                         generation: decoded.generation.map { g in g.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) && g.utf8.count <= 64 ? g : "0" } ?? "0",
+                                         persistedAt: decoded.persistedAt ?? 0)
     guard let roundTrip = encoded.withUnsafeBytes({ SessionDocument.decode($0) }),
-          roundTrip.endUserId == decoded.endUserId, same(roundTrip.token, decoded.token) else {
+          roundTrip.endUserId == decoded.endUserId, same(roundTrip.token, decoded.token),
+          roundTrip.authEnvironmentId == (decoded.authEnvironmentId ?? "env") else {
         violation("encode → decode does not round-trip")
     }
     return 0

@@ -13,7 +13,8 @@ import Glibc
 /// for the process, on a private session-bus connection (`ServiceConnection`). When a call fails
 /// on the cached proxy, the proxy is dropped and the call retried once on a fresh one, so a
 /// provider restart between calls is survived; a closed connection (the bus restarted) is
-/// replaced at the start of the next call. Unlock prompts go through `UnlockPrompts`.
+/// replaced at the start of the next call. Prompts (unlock, and KeePassXC's for every create and
+/// delete) go through `Prompts`.
 ///
 /// Items and collections are addressed by object path through the Secret Service D-Bus API
 /// (`SecretBus`), never through libsecret's `SecretItem`/`SecretCollection` proxies: building one
@@ -27,10 +28,13 @@ import Glibc
 /// |---|---|
 /// | restore | SearchItems, GetSecrets (one call for all matches) |
 /// | … with ≥ 2 matches lacking `g`/`t` in their documents, or one usable document without `g` (stored by an earlier version) | + SearchItems, Get(Attributes) per match (`items(withSecrets: false)`) |
-/// | … with a locked match | + Unlock and the prompt (`UnlockPrompts`), SearchItems |
+/// | … with a locked match | + Unlock and the prompt (`Prompts`), SearchItems |
+/// | … with nothing found | + SearchItems without `xdg:schema`, ReadAlias, Get(Locked) (`locate`) |
+/// | … with a version-1 document (0.1.0) or an unusable one | + SearchItems, Get(Attributes) per match |
 /// | persist, nothing older stored | ReadAlias, CreateItem, SearchItems |
 /// | persist, replacing k older sign-ins | + Get(Attributes) and Delete per other item |
-/// | clear / invalidate | SearchItems, Delete per match |
+/// | clear / invalidate | SearchItems, Get(Attributes) and Delete per match |
+/// | … on KeePassXC | + Prompt and its Completed signal per CreateItem and Delete |
 /// | delete one unusable item | Delete |
 ///
 /// Persist removes older sign-ins before it returns, not in the background: the command-line tool
@@ -54,18 +58,17 @@ struct LibSecretStorage: SessionStorage {
     func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem] {
         try ServiceConnection.shared.run(operation: "restore", timeouts: timeouts) { service, call throws(StorageFailure) in
             let bus = try SecretBus(service, call)
-            let match = Self.match(authEnvironmentId)
             if !withSecrets {
                 // Attributes can be read while an item is locked: no unlock, no prompt.
-                let found = try bus.search(match)
-                return try attributes(bus, found.unlocked + found.locked)
+                let found = try bus.search(Self.match(authEnvironmentId))
+                return try confirmedAttributes(bus, found.unlocked + found.locked, authEnvironmentId)
             }
             // An item deleted or locked by another thread or process between the search and
             // GetSecrets is searched for again (a few times) rather than reported as unreadable.
             var attempt = 0
             while true {
                 attempt += 1
-                if let result = try readSecrets(bus, match, lastAttempt: attempt >= 5) {
+                if let result = try readSecrets(bus, authEnvironmentId, lastAttempt: attempt >= 5) {
                     return result
                 }
             }
@@ -74,10 +77,11 @@ struct LibSecretStorage: SessionStorage {
 
     /// One search (unlocking what is locked) plus one GetSecrets for every match. Returns nil when
     /// an item vanished in between and the caller should search again (never on `lastAttempt`).
-    /// The attributes are not read: the document carries the generation and timestamp.
-    private func readSecrets(_ bus: SecretBus, _ match: [(String, String)],
+    /// The attributes are not read: the document names its auth environment and carries the
+    /// generation and timestamp (`PortalAuth.restoreSession()` reads them when it must).
+    private func readSecrets(_ bus: SecretBus, _ authEnvironmentId: String,
                              lastAttempt: Bool) throws(StorageFailure) -> [StoredSessionItem]? {
-        let paths = try unlockedSearch(bus, match)
+        let paths = try locate(bus, authEnvironmentId)
         if paths.isEmpty { return [] }
         FaultInjectionSeam.beforeGetSecrets(bus.call.cancellable)
         let secrets: [String: SecretBytes]
@@ -98,19 +102,26 @@ struct LibSecretStorage: SessionStorage {
         // Items that are gone were deleted: the rest is a consistent answer. Items still there
         // are read again; when that keeps failing, they are unreadable — never reported as absent.
         let missing = paths.filter { secrets[$0] == nil }
-        let present = Set(try unlockedSearch(bus, match))
+        let present = Set(try locate(bus, authEnvironmentId))
         if !missing.contains(where: present.contains) { return result }
         if lastAttempt { throw .locked("the provider returned no secret for a stored session item") }
         return nil
     }
 
-    /// The attributes of the items at `paths`; items deleted meanwhile are left out, items whose
-    /// attributes the provider refuses while locked come back with `attributesRead` false.
-    private func attributes(_ bus: SecretBus, _ paths: [String]) throws(StorageFailure) -> [StoredSessionItem] {
+    /// The attributes of the items at `paths` whose `xdg:schema` and `auth_environment_id` (and
+    /// `session_generation`, when given) are ours: a provider whose search over-matches must not
+    /// make us read or delete another environment's or another application's item. Items deleted
+    /// meanwhile are left out, and so are items whose attributes cannot be read while locked
+    /// (they cannot be confirmed).
+    private func confirmedAttributes(_ bus: SecretBus, _ paths: [String], _ authEnvironmentId: String,
+                                     generation: String? = nil) throws(StorageFailure) -> [StoredSessionItem] {
         var result: [StoredSessionItem] = []
         for path in paths {
             do throws(StorageFailure.Classified) {
                 let attributes = try bus.attributes(path)
+                guard attributes["xdg:schema"] == Self.schemaName,
+                      attributes[Self.authEnvironmentAttribute] == authEnvironmentId,
+                      generation == nil || attributes[Self.generationAttribute] == generation else { continue }
                 result.append(StoredSessionItem(
                     itemId: path,
                     generation: attributes[Self.generationAttribute],
@@ -118,10 +129,7 @@ struct LibSecretStorage: SessionStorage {
                     secret: nil))
             } catch {
                 switch error.kind {
-                case .gone: continue
-                case .locked:
-                    result.append(StoredSessionItem(itemId: path, generation: nil, persistedAt: 0, secret: nil,
-                                                    attributesRead: false))
+                case .gone, .locked: continue
                 default: throw error.storageFailure
                 }
             }
@@ -142,8 +150,9 @@ struct LibSecretStorage: SessionStorage {
     /// removal of older sign-ins. The search runs after the new item exists, so a sign-in that
     /// another process stores concurrently is seen by at least one of the two persists and the
     /// older of the two is removed; the newer one is never touched (`isOlder` compares
-    /// `persisted_at`, then `session_generation`, read from each other item's attributes).
-    /// When the search finds only the new item, that is the whole cleanup: one round trip.
+    /// `persisted_at`, then `session_generation`, read from each other item's attributes, which
+    /// also confirm that the item is ours). When the search finds only the new item, that is the
+    /// whole cleanup: one round trip.
     func replace(authEnvironmentId: String, generation: String, persistedAt: UInt64,
                  label: String, secret: SecretBytes) throws(StorageFailure) {
         try ServiceConnection.shared.run(operation: "persist", timeouts: timeouts) { service, call throws(StorageFailure) in
@@ -153,15 +162,12 @@ struct LibSecretStorage: SessionStorage {
             // Stored. From here on nothing throws: a failed removal is left to the next persist or
             // clear (restore ranks the leftover below ours), and the call reports success.
             guard let found = try? bus.search(Self.match(authEnvironmentId)) else { return }
-            // Locked items cannot be deleted (and gnome-keyring never prompts for a delete).
-            for path in found.unlocked where path != ours {
-                guard let attributes = try? bus.attributes(path) else { continue }
-                let other = StoredSessionItem(
-                    itemId: path, generation: attributes[Self.generationAttribute],
-                    persistedAt: attributes[Self.persistedAtAttribute].flatMap { UInt64($0) } ?? 0, secret: nil)
-                if other.isOlder(than: persistedAt, generation) {
-                    _ = try? bus.deleteItem(path)
-                }
+            // Locked items are left alone: this persist is not worth an unlock prompt.
+            let others = found.unlocked.filter { $0 != ours }
+            if others.isEmpty { return }
+            guard let confirmed = try? confirmedAttributes(bus, others, authEnvironmentId) else { return }
+            for other in confirmed where other.isOlder(than: persistedAt, generation) {
+                _ = try? delete(bus, other.itemId)
             }
         }
     }
@@ -173,7 +179,11 @@ struct LibSecretStorage: SessionStorage {
     /// the provider is stopped, a queued CreateItem outlives the deadline and stores the item
     /// after the call has reported failure; the read times out instead, and nothing is sent.
     /// No collection behind the alias is `.noDefaultCollection` (never a prompt to create one).
-    /// A locked collection is unlocked through `UnlockPrompts` and the call repeated once.
+    ///
+    /// A locked collection (an `IsLocked` error — KWallet —, or a prompt while the collection's
+    /// `Locked` property is true — gnome-keyring) is unlocked through `Prompts` and the call
+    /// repeated once. A prompt for an unlocked collection (KeePassXC asks for every item) is run;
+    /// dismissed, it is `.refused`.
     private func createItem(_ bus: SecretBus, authEnvironmentId: String, generation: String, persistedAt: UInt64,
                             label: String, secret: SecretBytes) throws(StorageFailure) -> String {
         let attributes = Self.match(authEnvironmentId) + [
@@ -203,14 +213,22 @@ struct LibSecretStorage: SessionStorage {
                 }
             }
             if created.item != "/" { return created.item }
-            // A prompt instead of an item: the provider wants the collection unlocked first.
-            // That prompt itself is never run (nor dismissed): unlock, then ask once more.
-            if !unlocked {
+            if created.prompt == "/" { throw .failed("the provider stored no item and returned no prompt") }
+            if !unlocked, (try? bus.isLocked(collection: collection)) == true {
+                // gnome-keyring: the prompt would unlock the collection; unlock it the way every
+                // other unlock goes (one prompt at a time, never dismissed), then ask once more.
                 try unlock([collection], bus, what: "the default collection")
                 unlocked = true
                 continue
             }
-            throw .locked("the provider asked to confirm storing the item with a prompt, which is not shown")
+            let resultPath = try runPrompt(created.prompt, bus, refused: "the keyring refused to store the item")
+            if let resultPath, resultPath != "/" { return resultPath }
+            // The prompt named no item: find ours by its generation (unique).
+            let found = try bus.search(Self.match(authEnvironmentId) + [(Self.generationAttribute, generation)])
+            guard let path = found.unlocked.first ?? found.locked.first else {
+                throw .failed("the provider's prompt completed but the stored item cannot be found")
+            }
+            return path
         }
     }
 
@@ -229,11 +247,7 @@ struct LibSecretStorage: SessionStorage {
     func delete(itemId: String) throws(StorageFailure) {
         try ServiceConnection.shared.run(operation: "delete", timeouts: timeouts) { service, call throws(StorageFailure) in
             let bus = try SecretBus(service, call)
-            do throws(StorageFailure.Classified) {
-                _ = try bus.deleteItem(itemId)
-            } catch {
-                throw error.storageFailure
-            }
+            _ = try delete(bus, itemId)
         }
     }
 
@@ -241,15 +255,10 @@ struct LibSecretStorage: SessionStorage {
     func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int {
         try ServiceConnection.shared.run(operation: "clear", timeouts: timeouts) { service, call throws(StorageFailure) in
             let bus = try SecretBus(service, call)
-            var match = Self.match(authEnvironmentId)
-            if let generation { match.append((Self.generationAttribute, generation)) }
+            let paths = try locate(bus, authEnvironmentId, generation: generation)
             var deleted = 0
-            for path in try unlockedSearch(bus, match) {
-                do throws(StorageFailure.Classified) {
-                    if try bus.deleteItem(path) { deleted += 1 }
-                } catch {
-                    throw error.storageFailure
-                }
+            for item in try confirmedAttributes(bus, paths, authEnvironmentId, generation: generation) {
+                if try delete(bus, item.itemId) { deleted += 1 }
             }
             return deleted
         }
@@ -263,33 +272,98 @@ struct LibSecretStorage: SessionStorage {
         [("xdg:schema", schemaName), (authEnvironmentAttribute, authEnvironmentId)]
     }
 
-    /// Searches the items matching `attributes`, in every collection, locked or not. When some
-    /// are locked, asks the provider to unlock them (a prompt, under the prompt deadline) and
-    /// searches again; throws `.locked` when any match stays locked. Returns the (then unlocked)
-    /// paths. libsecret's password lookup returns NULL without an error in that case; this never does.
-    private func unlockedSearch(_ bus: SecretBus, _ attributes: [(String, String)]) throws(StorageFailure) -> [String] {
+    /// Item.Delete, running the provider's prompt when it returns one. True when deleted, false
+    /// when the item was already gone. A dismissed prompt is `.refused`.
+    private func delete(_ bus: SecretBus, _ path: String) throws(StorageFailure) -> Bool {
+        let prompt: String?
+        do throws(StorageFailure.Classified) {
+            prompt = try bus.deleteItem(path)
+        } catch {
+            throw error.storageFailure
+        }
+        guard let prompt else { return false }
+        if prompt != "/" { _ = try runPrompt(prompt, bus, refused: "the keyring refused to delete the item") }
+        return true
+    }
+
+    /// Runs a prompt the provider returned for CreateItem or Item.Delete, under the prompt
+    /// deadline (the call deadline paused meanwhile). Returns the object path its result names.
+    private func runPrompt(_ path: String, _ bus: SecretBus, refused: String) throws(StorageFailure) -> String? {
+        let milliseconds = timeouts.promptMilliseconds
+        let (outcome, resultPath) = try bus.call.paused { () throws(StorageFailure) -> (Prompts.Outcome, String?) in
+            try Prompts.shared.run(path, connection: bus.connection, busName: bus.name, milliseconds: milliseconds)
+        }
+        switch outcome {
+        case .unlocked: return resultPath
+        case .dismissed: throw .refused("\(refused): its confirmation prompt was dismissed or could not be shown")
+        case .timedOut:
+            throw .refused("\(refused): its confirmation prompt was not answered within \(milliseconds) ms")
+        }
+    }
+
+    /// The unlocked paths of this auth environment's items (restricted to one generation when
+    /// given), in every collection — never "none" while a collection that could hold one is
+    /// locked (SPEC §5: locked ≠ absent). Locked matches, and the locked places where a match
+    /// could hide, are unlocked through the prompt (under the prompt deadline) and searched again;
+    /// throws `.locked` when that fails. libsecret's password lookup returns NULL without an
+    /// error in that case; this never does.
+    ///
+    /// Where a match can hide while locked:
+    /// - gnome-keyring, keyring loaded locked from disk: a search that includes `xdg:schema`
+    ///   matches nothing (the schema is stored encrypted), while the same search without it lists
+    ///   the item as locked. So when nothing matches, the search is repeated without the schema;
+    ///   its locked results are unlocked (the schema is confirmed afterwards).
+    /// - KeePassXC, database locked: SearchItems skips locked databases and answers nothing. So
+    ///   when nothing matches at all, the default collection's `Locked` property is read.
+    private func locate(_ bus: SecretBus, _ authEnvironmentId: String,
+                        generation: String? = nil) throws(StorageFailure) -> [String] {
+        var match = Self.match(authEnvironmentId)
+        if let generation { match.append((Self.generationAttribute, generation)) }
         var unlockAttempted = false
         while true {
-            let found = try bus.search(attributes)
-            if found.locked.isEmpty { return found.unlocked }
-            if unlockAttempted {
-                throw .locked("the session item is still locked after the unlock request")
+            let found = try bus.search(match)
+            if !found.locked.isEmpty {
+                if unlockAttempted { throw .locked("the session item is still locked after the unlock request") }
+                unlockAttempted = true
+                try unlock(found.locked, bus, what: "the session item")
+                continue
             }
+            if !found.unlocked.isEmpty || unlockAttempted { return found.unlocked }
+            let hiding = try lockedHidingPlaces(bus, Array(match.dropFirst()))
+            if hiding.isEmpty { return [] }
             unlockAttempted = true
-            try unlock(found.locked, bus, what: "the session item")
+            try unlock(hiding, bus, what: "the keyring that may hold the session")
+        }
+    }
+
+    /// When a search finds nothing: the locked items that match `attributes` without the schema,
+    /// or else the default collection when it is locked. Empty when nothing locked could hide a
+    /// session item.
+    private func lockedHidingPlaces(_ bus: SecretBus, _ attributes: [(String, String)]) throws(StorageFailure) -> [String] {
+        let candidates = try bus.search(attributes).locked
+        if !candidates.isEmpty { return candidates }
+        let collection: String
+        do throws(StorageFailure.Classified) {
+            collection = try bus.readAlias("default")
+            if collection == "/" { return [] }
+            return try bus.isLocked(collection: collection) ? [collection] : []
+        } catch {
+            // The alias names a collection that is gone: nothing can hide there.
+            if case .gone = error.kind { return [] }
+            throw error.storageFailure
         }
     }
 
     /// Asks the provider to unlock the objects at `paths` (items or collections) through
-    /// `UnlockPrompts`, under the prompt deadline; the call deadline is paused meanwhile, so a
+    /// `Prompts`, under the prompt deadline; the call deadline is paused meanwhile, so a
     /// prompt answered in time does not make the rest of the operation time out. Throws
     /// `.locked` when the prompt is dismissed, cannot be shown or is not answered in time.
     private func unlock(_ paths: [String], _ bus: SecretBus, what: String) throws(StorageFailure) {
         if paths.isEmpty { return }
         let milliseconds = timeouts.promptMilliseconds
-        let outcome = try bus.call.paused { () throws(StorageFailure) -> UnlockPrompts.Outcome in
-            try UnlockPrompts.shared.unlock(paths, connection: bus.connection, busName: bus.name,
-                                            milliseconds: milliseconds)
+        let outcome = try bus.call.paused { () throws(StorageFailure) -> Prompts.Outcome in
+            try Prompts.shared.unlock(paths, connection: bus.connection, busName: bus.name,
+                                      milliseconds: milliseconds)
         }
         switch outcome {
         case .unlocked:

@@ -3,9 +3,11 @@ import CLibSecret
 import Glibc
 #endif
 
-/// Unlock prompts, at most one at a time per process, driven at the D-Bus level
+/// The provider's prompts, at most one at a time per process, driven at the D-Bus level
 /// (`Service.Unlock`, `Prompt.Prompt`, the `Completed` signal) instead of through libsecret's
-/// prompt code, because of two faults the fault-injection suite (Tests/fault) found:
+/// prompt code. Every prompt a provider returns is run: unlock prompts (all providers), and the
+/// ones KeePassXC returns for every CreateItem and Item.Delete. libsecret's prompt code is not
+/// used because of two faults the fault-injection suite (Tests/fault) found:
 ///
 /// - On cancellation libsecret calls `Prompt.Dismiss`, and gnome-keyring-daemon 42 aborts
 ///   (`perform_next_unlock: assertion failed: (!self->current)`) when an unlock prompt that is
@@ -17,10 +19,11 @@ import Glibc
 /// next unlock in this process, from any thread, waits for that same prompt instead of opening
 /// another (concurrent unlock prompts are another known gnome-keyring crash), and an answer given
 /// meanwhile counts. Every D-Bus call and the wait are bounded by the prompt deadline.
-final class UnlockPrompts: @unchecked Sendable {
+final class Prompts: @unchecked Sendable {
+    /// `unlocked`: the prompt completed and was not dismissed (for a create or delete prompt: done).
     enum Outcome: Equatable { case unlocked, dismissed, timedOut }
 
-    static let shared = UnlockPrompts()
+    static let shared = Prompts()
 
     private let mutex: UnsafeMutablePointer<GMutex>
     private let condition: UnsafeMutablePointer<GCond>
@@ -76,6 +79,39 @@ final class UnlockPrompts: @unchecked Sendable {
         g_variant_unref(promptValue)
         if promptPath == "/" { return unlockedCount >= paths.count ? .unlocked : .dismissed }
 
+        let (outcome, prompt) = try runPrompt(promptPath, owner: owner, connection: connection, busName: busName, end: end)
+        if outcome == .timedOut {
+            pending = prompt
+        } else {
+            prompt?.close()
+        }
+        return outcome
+    }
+
+    /// Runs a prompt that a provider returned for another call than Unlock (KeePassXC answers
+    /// every CreateItem and Item.Delete with one; with its confirmations off it completes without
+    /// a dialog in about 200 ms): `Prompt.Prompt` with an empty window id, then waits for
+    /// `Completed`, at most `milliseconds` in all. Returns the outcome and, when it completed, the
+    /// object path its result names (CreateItem's prompt: the new item), or nil.
+    ///
+    /// Serialized with unlock prompts. A prompt not answered in time is left open, never
+    /// dismissed (see the type's notes); it is not waited for again.
+    func run(_ promptPath: String, connection: OpaquePointer, busName: String,
+             milliseconds: UInt32) throws(StorageFailure) -> (Outcome, resultPath: String?) {
+        let end = g_get_monotonic_time() + Int(milliseconds) * 1000
+        guard enter(until: end) else { return (.timedOut, nil) }
+        defer { leave() }
+        let owner = try nameOwner(busName, connection, end)
+        let (outcome, prompt) = try runPrompt(promptPath, owner: owner, connection: connection, busName: busName, end: end)
+        let path = prompt?.state.resultPath
+        prompt?.close()
+        return (outcome, path)
+    }
+
+    /// `Prompt.Prompt("")` on `promptPath` and the wait for `Completed` until `end`. The caller
+    /// closes the returned prompt (nil when the Prompt call itself failed with a timeout).
+    private func runPrompt(_ promptPath: String, owner: String, connection: OpaquePointer, busName: String,
+                           end: Int) throws(StorageFailure) -> (Outcome, PendingPrompt?) {
         let prompt = PendingPrompt(connection: connection, owner: owner, path: promptPath)
         var promptFailure: StorageFailure?
         let window = g_variant_new_string("")
@@ -83,17 +119,16 @@ final class UnlockPrompts: @unchecked Sendable {
         guard let promptReply = call(connection, busName, promptPath, "org.freedesktop.Secret.Prompt", "Prompt",
                                      g_variant_new_tuple(&arguments, 1), end, &promptFailure) else {
             prompt.close()
-            if case .timedOut = promptFailure { return .timedOut }
-            throw promptFailure ?? .failed("the unlock prompt failed")
+            if case .timedOut = promptFailure { return (.timedOut, nil) }
+            throw promptFailure ?? .failed("the prompt failed")
         }
         g_variant_unref(promptReply)
-        let outcome = try prompt.wait(until: end)
-        if outcome == .timedOut {
-            pending = prompt
-        } else {
+        do {
+            return (try prompt.wait(until: end), prompt)
+        } catch {
             prompt.close()
+            throw error
         }
-        return outcome
     }
 
     private func enter(until end: Int) -> Bool {
@@ -162,13 +197,15 @@ final class UnlockPrompts: @unchecked Sendable {
     }
 }
 
-/// One open unlock prompt: its Completed signal and the provider's disconnection, delivered to a
+/// One open prompt: its Completed signal and the provider's disconnection, delivered to a
 /// private main context that the waiting thread runs.
 final class PendingPrompt {
     final class State: @unchecked Sendable {
         var completed = false
         var dismissed = false
         var vanished = false
+        /// The object path in the `Completed` result, when it holds one (`o`, or `ao` of one).
+        var resultPath: String?
     }
 
     let connection: OpaquePointer
@@ -195,6 +232,18 @@ final class PendingPrompt {
                 let flag = g_variant_get_child_value(parameters, 0)
                 state.dismissed = g_variant_get_boolean(flag) != 0
                 g_variant_unref(flag)
+                let boxed = g_variant_get_child_value(parameters, 1)!
+                defer { g_variant_unref(boxed) }
+                let result = g_variant_get_variant(boxed)!
+                defer { g_variant_unref(result) }
+                let type = String(cString: g_variant_get_type_string(result))
+                if type == "o" {
+                    state.resultPath = String(cString: g_variant_get_string(result, nil))
+                } else if type == "ao", g_variant_n_children(result) == 1 {
+                    let child = g_variant_get_child_value(result, 0)!
+                    state.resultPath = String(cString: g_variant_get_string(child, nil))
+                    g_variant_unref(child)
+                }
             }, Unmanaged.passRetained(state).toOpaque(), { Unmanaged<State>.fromOpaque($0!).release() }))
         // NameOwnerChanged(owner, owner, "") when the provider's connection goes away.
         subscriptions.append(g_dbus_connection_signal_subscribe(
@@ -212,7 +261,7 @@ final class PendingPrompt {
     }
 
     /// Waits for the answer until `end` (monotonic microseconds).
-    func wait(until end: Int) throws(StorageFailure) -> UnlockPrompts.Outcome {
+    func wait(until end: Int) throws(StorageFailure) -> Prompts.Outcome {
         while true {
             poll()
             if state.completed { return state.dismissed ? .dismissed : .unlocked }

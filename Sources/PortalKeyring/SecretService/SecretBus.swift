@@ -133,22 +133,35 @@ struct SecretBus {
         return (Variant.string(reply, 0), Variant.string(reply, 1))
     }
 
-    /// Item.Delete. True when deleted, false when it was already gone. A provider that answers
-    /// with a prompt (gnome-keyring never does) gets `.locked`: the prompt is not run.
-    func deleteItem(_ path: String) throws(StorageFailure.Classified) -> Bool {
+    /// Item.Delete. Returns the prompt's path when the provider wants one run first ("/" when
+    /// deleted at once; KeePassXC always returns a prompt), nil when the item was already gone.
+    func deleteItem(_ path: String) throws(StorageFailure.Classified) -> String? {
         let reply: OpaquePointer
         do throws(StorageFailure.Classified) {
             reply = try invoke(path, Self.itemInterface, "Delete", nil, "(o)", "could not delete the item")
         } catch {
-            if case .gone = error.kind { return false }
+            if case .gone = error.kind { return nil }
             throw error
         }
         defer { g_variant_unref(reply) }
-        if Variant.string(reply, 0) != "/" {
-            throw StorageFailure.Classified(
-                kind: .locked, message: "the provider asked to confirm deleting the item with a prompt, which is not shown")
+        return Variant.string(reply, 0)
+    }
+
+    /// Properties.Get(Collection.Locked) of the collection at `path`.
+    func isLocked(collection path: String) throws(StorageFailure.Classified) -> Bool {
+        let reply = try invoke(path, "org.freedesktop.DBus.Properties", "Get",
+                               Variant.tuple([g_variant_new_string("org.freedesktop.Secret.Collection"),
+                                              g_variant_new_string("Locked")]),
+                               "(v)", "could not read whether the collection is locked")
+        defer { g_variant_unref(reply) }
+        let boxed = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(boxed) }
+        let value = g_variant_get_variant(boxed)!
+        defer { g_variant_unref(value) }
+        guard String(cString: g_variant_get_type_string(value)) == "b" else {
+            throw StorageFailure.Classified(kind: .other, message: "unexpected Locked property of the collection")
         }
-        return true
+        return g_variant_get_boolean(value) != 0
     }
 
     /// Service.ReadAlias.

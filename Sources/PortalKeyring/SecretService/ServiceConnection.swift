@@ -37,7 +37,7 @@ final class ServiceConnection: Sendable {
                     let retriable: Bool
                     switch error {
                     case .failed, .unavailable: retriable = true
-                    case .locked, .noDefaultCollection, .timedOut: retriable = false
+                    case .locked, .refused, .noDefaultCollection, .timedOut: retriable = false
                     }
                     if retriable && fromCache && !retried && g_cancellable_is_cancelled(call.cancellable) == 0 {
                         retried = true
