@@ -647,11 +647,12 @@ static void test_round_trip(void) {
     CHECK_MSG(strspn(p, "0123456789abcdef") == 32 && strcmp(p + 32, " xdg:schema=" SCHEMA "\n") == 0,
               "session_generation (128-bit hex) / schema in: %s", attrs);
     CHECK(strstr(attrs, "token-no-out") == NULL && strstr(attrs, "user-no-out") == NULL);
-    /* The secret is the documented JSON document. */
+    /* The secret is the documented version-2 document: base64url fields, no token in clear. */
     char secret[4096];
     CHECK(keyringctl_io(NULL, 0, secret, sizeof secret, "get --schema %s auth_environment_id=%s", SCHEMA, id) == 0);
-    CHECK_MSG(strstr(secret, "\"clientSessionToken\":\"token-no-out\"") && strstr(secret, "\"endUserId\":\"user-no-out\"") &&
-                  strstr(secret, "\"v\":1"),
+    CHECK_MSG(strncmp(secret, "portal-keyring-session/2 e=", 27) == 0 && strstr(secret, " u=dXNlci1uby1vdXQ ") &&
+                  strstr(secret, " c=dG9rZW4tbm8tb3V0") && !strstr(secret, "token-no-out") &&
+                  !strpbrk(secret, "\\\t\n"),
               "stored secret: %s", secret);
 
     CHECK_OK(portal_auth_clear_persisted_session(auth));

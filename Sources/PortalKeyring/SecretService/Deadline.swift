@@ -56,7 +56,9 @@ final class Deadline {
 /// Cancels keyring calls whose deadline passed. One GLib thread, started on first use, runs a
 /// private main context with one timeout source per pending operation.
 final class Deadlines: Sendable {
-    static let shared = Deadlines()
+    /// This process's instance (a fork child gets its own: `ForkSafety`).
+    static var shared: Deadlines { slot.get }
+    private static let slot = ProcessLocal { Deadlines() }
 
     private struct Context: @unchecked Sendable { let pointer: OpaquePointer }
     private let context: Context

@@ -23,7 +23,9 @@ final class Prompts: @unchecked Sendable {
     /// `unlocked`: the prompt completed and was not dismissed (for a create or delete prompt: done).
     enum Outcome: Equatable { case unlocked, dismissed, timedOut }
 
-    static let shared = Prompts()
+    /// This process's instance (a fork child gets its own: `ForkSafety`).
+    static var shared: Prompts { slot.get }
+    private static let slot = ProcessLocal { Prompts() }
 
     private let mutex: UnsafeMutablePointer<GMutex>
     private let condition: UnsafeMutablePointer<GCond>

@@ -13,7 +13,9 @@ import Glibc
 /// connection is detected at the start of the next call and replaced; a provider restart on a
 /// live bus is handled by the one retry on a fresh proxy.
 final class ServiceConnection: Sendable {
-    static let shared = ServiceConnection()
+    /// This process's instance (a fork child gets its own: `ForkSafety`).
+    static var shared: ServiceConnection { slot.get }
+    private static let slot = ProcessLocal { ServiceConnection() }
 
     private struct Cache: @unchecked Sendable {
         var connection: OpaquePointer?
@@ -26,7 +28,9 @@ final class ServiceConnection: Sendable {
     func run<T>(operation: String, timeouts: KeyringTimeouts,
                 _ body: (UnsafeMutablePointer<SecretService>, Deadline) throws(StorageFailure) -> T)
         throws(StorageFailure) -> T {
-        try Deadlines.shared.run(operation: operation, milliseconds: timeouts.callMilliseconds) { call throws(StorageFailure) -> T in
+        ForkSafety.install()
+        if ForkSafety.dbusUnusable { throw ForkSafety.childFailure }
+        return try Deadlines.shared.run(operation: operation, milliseconds: timeouts.callMilliseconds) { call throws(StorageFailure) -> T in
             var retried = false
             while true {
                 let (service, fromCache) = try acquire(call.cancellable)

@@ -1,0 +1,154 @@
+/*
+ * fork_test — the library in a fork() child (issue 11: "a child after fork either works or fails
+ * cleanly within the deadline; never hangs"). Runs inside scripts/with-keyring.sh.
+ *
+ *   1. A process that has not used the library forks; the child restores a session stored by the
+ *      parent's sibling process: it works (new connection, new deadline thread).
+ *   2. A process that has used the library (its D-Bus connection and GLib's D-Bus worker thread
+ *      exist) forks; the child's restore, persist and clear fail at once with
+ *      PORTAL_ERR_SESSION_STORAGE naming fork(), and delete nothing. Its grandchild too.
+ *   3. The parent keeps working after its children ran.
+ * Each child is bounded by alarm(): a hang fails the test with a message, never hangs the suite.
+ *
+ * Exit 0 when every check passed; prints one line per failed check.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <portal_keyring.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failed;
+static int checks;
+
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        checks++;                                                          \
+        if (!(cond)) {                                                     \
+            failed++;                                                      \
+            fprintf(stderr, "fork_test:%d: FAILED: ", __LINE__);           \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fputc('\n', stderr);                                           \
+        }                                                                  \
+    } while (0)
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* Runs `body` in a child bounded by `seconds`; returns its exit status (124 on a hang). */
+static int in_child(int (*body)(const char *), const char *env, unsigned seconds) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGALRM, SIG_DFL);
+        alarm(seconds);
+        _exit(body(env));
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return 125;
+    if (WIFSIGNALED(status)) return WTERMSIG(status) == SIGALRM ? 124 : 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+/* 0 = restored "eu-fork"; 1 = signed out; 2 = storage failure naming fork(); 3 = anything else. */
+static int child_restore(const char *env) {
+    portal_auth *auth = NULL;
+    portal_session *session = NULL;
+    if (portal_auth_new(&auth, env, "forktest://cb", NULL) != PORTAL_OK) return 3;
+    portal_auth_set_keyring_timeouts(auth, 2000, 2000);
+    double start = now_ms();
+    portal_status st = portal_auth_restore_session(auth, &session);
+    double took = now_ms() - start;
+    int rc = 3;
+    if (st == PORTAL_OK && session && strcmp(portal_session_get_end_user_id(session), "eu-fork") == 0) rc = 0;
+    else if (st == PORTAL_OK && !session) rc = 1;
+    else if (st == PORTAL_ERR_SESSION_STORAGE && strstr(portal_last_error_message(), "fork()") && took < 1000) rc = 2;
+    else fprintf(stderr, "  child restore: %s: %s (%.1f ms)\n", portal_status_str(st), portal_last_error_message(), took);
+    portal_session_free(session);
+    portal_auth_free(auth);
+    return rc;
+}
+
+/* Persist and clear in a child that cannot use D-Bus: both fail at once, naming fork(). */
+static int child_writes(const char *env) {
+    portal_auth *auth = NULL;
+    portal_session *session = NULL;
+    if (portal_auth_new(&auth, env, "forktest://cb", NULL) != PORTAL_OK) return 3;
+    portal_status p = portal_auth_persist_session(auth, "eu-other", "token-from-child", &session);
+    int persist_ok = p == PORTAL_ERR_SESSION_STORAGE && strstr(portal_last_error_message(), "fork()");
+    portal_status c = portal_auth_clear_persisted_session(auth);
+    int clear_ok = c == PORTAL_ERR_SESSION_STORAGE && strstr(portal_last_error_message(), "fork()");
+    portal_session_free(session);
+    portal_auth_free(auth);
+    return persist_ok && clear_ok ? 2 : 3;
+}
+
+/* The grandchild of a process that used D-Bus fails the same way. */
+static int child_forks_again(const char *env) {
+    return in_child(child_restore, env, 10);
+}
+
+int main(void) {
+    char env[64];
+    snprintf(env, sizeof env, "fork-test-%ld", (long)getpid());
+
+    /* A sibling process stores the session, so this process has not used the library yet. */
+    {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(20);
+            portal_auth *auth = NULL;
+            portal_session *session = NULL;
+            if (portal_auth_new(&auth, env, "forktest://cb", NULL) != PORTAL_OK) _exit(3);
+            portal_status p = portal_auth_persist_session(auth, "eu-fork", "token-fork", &session);
+            portal_session_free(session);
+            portal_auth_free(auth);
+            _exit(p == PORTAL_OK ? 0 : 3);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a fresh process stores the session (status %d)", status);
+    }
+
+    /* 1. Fork before any use: the child works. */
+    int rc = in_child(child_restore, env, 20);
+    CHECK(rc == 0, "a child of a process that never used D-Bus restores the session (got %d)", rc);
+
+    /* Now this process uses the library. */
+    rc = child_restore(env);
+    CHECK(rc == 0, "the parent restores the session (got %d)", rc);
+
+    /* 2. Fork after use: restore, persist and clear fail at once, naming fork(). */
+    rc = in_child(child_restore, env, 10);
+    CHECK(rc == 2, "a child of a process that used D-Bus fails its restore at once, naming fork() (got %d%s)", rc,
+          rc == 124 ? ": HUNG" : "");
+    rc = in_child(child_writes, env, 10);
+    CHECK(rc == 2, "the child's persist and clear fail at once, naming fork() (got %d%s)", rc, rc == 124 ? ": HUNG" : "");
+    rc = in_child(child_forks_again, env, 20);
+    CHECK(rc == 2, "the grandchild fails the same way (got %d)", rc);
+
+    /* 3. The parent still works, and nothing was deleted or replaced by the children. */
+    rc = child_restore(env);
+    CHECK(rc == 0, "the parent still restores eu-fork after its children ran (got %d)", rc);
+
+    portal_auth *auth = NULL;
+    if (portal_auth_new(&auth, env, "forktest://cb", NULL) == PORTAL_OK) {
+        CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clean-up clear: %s", portal_last_error_message());
+        portal_auth_free(auth);
+    }
+    if (failed) {
+        printf("fork_test: %d of %d checks FAILED\n", failed, checks);
+        return 1;
+    }
+    printf("fork_test: %d checks passed (child of a fresh process works; child after D-Bus use fails at once)\n", checks);
+    return 0;
+}
