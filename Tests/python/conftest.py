@@ -13,6 +13,7 @@ build/keyringctl); PORTAL_KEYRING_LIBRARY (optional, see examples/python/portal_
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import os
@@ -90,7 +91,17 @@ class Keyring:
         return int(self.run("count", "--schema", SCHEMA, f"auth_environment_id={env_id}").stdout)
 
     def get(self, env_id: str) -> Dict[str, Any]:
-        return json.loads(self.run("get", "--schema", SCHEMA, f"auth_environment_id={env_id}").stdout)
+        """The stored version-2 document (SessionDocument.swift), decoded into its fields."""
+        raw = self.run("get", "--schema", SCHEMA, f"auth_environment_id={env_id}").stdout.decode().rstrip("\n")
+        magic, *fields = raw.split(" ")
+        assert magic == "portal-keyring-session/2", raw
+        values = dict(field.split("=", 1) for field in fields)
+
+        def text(value: str) -> str:
+            return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode()
+
+        return {"authEnvironmentId": text(values["e"]), "endUserId": text(values["u"]),
+                "clientSessionToken": text(values["c"]), "g": values["g"], "t": int(values["t"])}
 
     def store_raw(self, env_id: str, secret: bytes, *attrs: str) -> None:
         self.run("store", "--schema", SCHEMA, "--content-type", "application/json",

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from typing import Any, List
 
@@ -581,3 +582,44 @@ def test_interpreter_exit_with_live_registrations(env_id: str, api: Any) -> None
         assert out.returncode == 0, out.stderr
         assert out.stdout == "exiting\n"
         assert "Fatal" not in out.stderr and "Exception" not in out.stderr, out.stderr
+
+
+def _restore_in_child(env_id: str, queue: Any) -> None:
+    import portal_keyring as child_pk
+    try:
+        with child_pk.PortalAuth(env_id, "py-test://fork") as child_auth:
+            session = child_auth.restore_session()
+            queue.put(("restored", session.end_user_id if session else None))
+    except child_pk.SessionStorageFailure as error:
+        queue.put(("storage failure", str(error)))
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_multiprocessing_child_works_or_fails_at_once(pk: Any, auth: Any, env_id: str, method: str) -> None:
+    """Issue 11: a child after fork() never hangs. `fork` after this process used D-Bus fails at
+    once naming fork(); `spawn` works."""
+    import multiprocessing
+    auth.persist_session("user-mp", "token-mp").close()
+    assert auth.restore_session() is not None  # this process has used D-Bus
+    context = multiprocessing.get_context(method)
+    queue = context.Queue()
+    started = time.monotonic()
+    child = context.Process(target=_restore_in_child, args=(env_id, queue))
+    child.start()
+    child.join(30)
+    took = time.monotonic() - started
+    if child.is_alive():
+        child.kill()
+        pytest.fail(f"the {method} child hung")
+    kind, detail = queue.get(timeout=5)
+    if method == "fork":
+        assert kind == "storage failure" and "fork()" in detail, (kind, detail)
+        assert took < 5, took
+    else:
+        assert (kind, detail) == ("restored", "user-mp")
+    assert keyring_count_after(auth) == 1
+
+
+def keyring_count_after(auth: Any) -> int:
+    session = auth.restore_session()
+    return 0 if session is None else 1
