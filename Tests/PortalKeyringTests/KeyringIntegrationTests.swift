@@ -101,8 +101,12 @@ private extension String {
         try auth(id).clearPersistedSession()
     }
 
+    /// Every kind of byte a provider might rewrite (issue 11): backslash escapes, line ends and tabs
+    /// (gnome-keyring's passwordless key file unescapes them), JSON-looking text (KeePassXC), the
+    /// shortest and the longest token.
     static let tokens = ["line\nbreak", "quotes \" ' \\ /", "non-ASCII ünï ✓ 🔑", String(repeating: "Z", count: 16_384),
-                         String(repeating: "y", count: PortalAuth.maxTokenBytes)]
+                         String(repeating: "y", count: PortalAuth.maxTokenBytes), "a\\b", "tab\there", "cr\r\nlf\n",
+                         "\\n\\t\\\\", "x", #"{"v":1,"clientSessionToken":"t","endUserId":"u"}"#, "=+/-_ base64 look"]
 
     @Test(arguments: tokens.indices)
     func tokensRoundTripByteExact(_ index: Int) throws {
@@ -111,6 +115,68 @@ private extension String {
         try auth(id).persistSession(endUserId: "u", clientSessionToken: token)
         #expect(try auth(id).restoreSession()?.getToken() == token)
         try auth(id).clearPersistedSession()
+    }
+
+    @Test func storedDocumentIsVersion2WithoutEscapesOrLineEnds() throws {
+        let id = unique
+        try auth(id).persistSession(endUserId: "u\\1", clientSessionToken: "a\\b\tc\nd")
+        let stored = try KeyringControl.run(["get", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)"])
+        #expect(stored.output.hasPrefix("portal-keyring-session/2 e="))
+        let forbidden: Set<Character> = ["\\", "\t", "\n", "\r", "\r\n"]
+        let body = stored.output.dropLast()
+        #expect(!body.contains(where: forbidden.contains))
+        let type = try KeyringControl.run(["content-type", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)"])
+        // gnome-keyring stores no content type (it answers text/plain for every secret); every
+        // provider that stores one must have ours.
+        let provider = getenv("PORTAL_TEST_PROVIDER").map { String(cString: $0) } ?? "gnome-keyring"
+        if provider.hasPrefix("gnome-keyring") {
+            #expect(type.output.hasPrefix("text/plain"))
+        } else {
+            #expect(type.output.hasPrefix("application/octet-stream"))
+        }
+        try auth(id).clearPersistedSession()
+    }
+
+    /// A document stored by 0.1.0 (version 1, JSON) still restores; the next persist writes version 2.
+    @Test func version1DocumentsRestoreAndAreRewrittenAsVersion2() throws {
+        let id = unique
+        let v1 = Array(#"{"clientSessionToken":"old-\\token","endUserId":"eu-old","g":"0123abcd","t":5,"v":1}"#.utf8)
+        #expect(try KeyringControl.run(["store", "--schema", LibSecretStorage.schemaName, "--content-type", "application/json",
+                                        "auth_environment_id=\(id)", "session_generation=0123abcd", "persisted_at=5"],
+                                       input: v1).status == 0)
+        let restored = try #require(try auth(id).restoreSession())
+        #expect(restored.endUserId == "eu-old")
+        #expect(try restored.getToken() == #"old-\token"#)
+        try auth(id).persistSession(endUserId: "eu-new", clientSessionToken: "new")
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
+        let stored = try KeyringControl.run(["get", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)"])
+        #expect(stored.output.hasPrefix("portal-keyring-session/2 "))
+        try auth(id).clearPersistedSession()
+    }
+
+    /// Trust nothing a provider returns: a document naming another auth environment (as an
+    /// over-matching search would return) is neither restored nor deleted.
+    @Test func documentNamingAnotherEnvironmentIsNeitherRestoredNorDeleted() throws {
+        let id = unique
+        let document = SessionDocument.encode(authEnvironmentId: id + "-other", endUserId: "them",
+                                              token: SecretBytes.copyingUTF8(of: "theirs"), generation: "ab", persistedAt: 1)
+        let bytes = document.withUnsafeBytes { Array($0) }
+        #expect(try KeyringControl.run(["store", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)",
+                                        "session_generation=ab", "persisted_at=1"], input: bytes).status == 0)
+        #expect(try auth(id).restoreSession() == nil)
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
+        try KeyringControl.run(["delete-all", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)"])
+    }
+
+    /// Locked ≠ absent even when nothing is stored: restore and clear on a locked keyring throw.
+    @Test func lockedKeyringWithNothingStoredIsNotSignedOut() throws {
+        let id = unique
+        try KeyringControl.lock()
+        defer { try? KeyringControl.unlock() }
+        #expect(throws: PortalAuthError.self) { _ = try auth(id).restoreSession() }
+        #expect(throws: PortalAuthError.self) { try auth(id).clearPersistedSession() }
+        try KeyringControl.unlock()
+        #expect(try auth(id).restoreSession() == nil)
     }
 
     @Test(arguments: [
