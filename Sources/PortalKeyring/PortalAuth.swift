@@ -74,6 +74,15 @@ public final class PortalAuth: Sendable {
         PortalAuth(copying: self, keyringTimeouts: timeouts)
     }
 
+    /// The keyring as `portal-session status` shows it: provider process, transfer algorithm,
+    /// default collection and whether it is locked, as (name, value) pairs. Empty for a storage
+    /// other than the Secret Service (tests).
+    @_spi(PortalKeyringCLI)
+    public func describeKeyring() throws(PortalAuthError) -> [(String, String)] {
+        guard let storage = storage as? LibSecretStorage else { return [] }
+        return try storageCall { () throws(StorageFailure) in try storage.describe() }
+    }
+
     /// Rebuilds the persisted session, without a network call.
     ///
     /// - Returns: the session when a usable item is stored; nil when none is stored, or when the

@@ -1,7 +1,7 @@
 // portal-session: the Portal session layer for shell scripts and desktop integration.
 // Built on the Swift core; never prints a token unless --show-token is given, never logs one.
 import FoundationEssentials
-import PortalKeyring
+@_spi(PortalKeyringCLI) import PortalKeyring
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -89,7 +89,8 @@ let commandHelp: [String: String] = [
     """,
     "status": """
     usage: portal-session [--env ID] status [--json]
-    Prints the configuration and whether a session is stored (no network, no token).
+    Prints the configuration, whether a session is stored (no network, no token), the Secret Service
+    provider, the transfer algorithm protecting secrets on the bus, and the default collection.
     exit: 0 a session is stored, 1 signed out, 2 keyring unavailable/locked/timed out, 64 usage.
     """,
 ]
@@ -349,10 +350,17 @@ func run(_ options: Options) throws(UsageError) -> Exit {
                 fields["keyring"] = "unavailable: \(error)"
                 exit = .storage
             }
+            var keyringKeys: [String] = []
+            if let description = try? auth.describeKeyring() {
+                for (key, value) in description {
+                    fields[key] = value
+                    keyringKeys.append(key)
+                }
+            }
             if options.flags.contains("--json") {
                 print(json(fields))
             } else {
-                for key in ["authEnvironmentId", "apiHost", "redirectUrl", "keyring", "endUserId"] {
+                for key in ["authEnvironmentId", "apiHost", "redirectUrl", "keyring", "endUserId"] + keyringKeys {
                     if let value = fields[key] ?? nil { print("\(key): \(value)") }
                 }
             }

@@ -264,6 +264,27 @@ struct LibSecretStorage: SessionStorage {
         }
     }
 
+    /// What `portal-session status` shows about the keyring, as (name, value) pairs: the provider
+    /// process, the transfer algorithm that protects secrets on the bus, the default collection and
+    /// whether it is locked. No unlock, no secret read.
+    func describe() throws(StorageFailure) -> [(String, String)] {
+        try ServiceConnection.shared.run(operation: "status", timeouts: timeouts) { service, call throws(StorageFailure) in
+            let bus = try SecretBus(service, call)
+            do throws(StorageFailure.Classified) {
+                let provider = try bus.provider()
+                var result = [("provider", "\(provider.name) (pid \(provider.pid))"), ("transfer", bus.transferAlgorithm)]
+                let collection = try bus.readAlias("default")
+                result.append(("defaultCollection", collection))
+                if collection != "/" {
+                    result.append(("defaultCollectionLocked", try bus.isLocked(collection: collection) ? "yes" : "no"))
+                }
+                return result
+            } catch {
+                throw error.storageFailure
+            }
+        }
+    }
+
     // MARK: - Helpers
 
     /// The search attributes for this schema's items of one auth environment: `xdg:schema` first

@@ -164,6 +164,29 @@ struct SecretBus {
         return g_variant_get_boolean(value) != 0
     }
 
+    /// The provider: its process name (`/proc/PID/comm`) and pid, from the bus daemon.
+    func provider() throws(StorageFailure.Classified) -> (name: String, pid: UInt32) {
+        let reply = try invoke("/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+                               Variant.tuple([g_variant_new_string(name)]), "(u)", "could not identify the provider",
+                               destination: "org.freedesktop.DBus")
+        defer { g_variant_unref(reply) }
+        let child = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(child) }
+        let pid = g_variant_get_uint32(child)
+        var comm = [UInt8](repeating: 0, count: 64)
+        let fd = open("/proc/\(pid)/comm", O_RDONLY | O_CLOEXEC)
+        let count = fd < 0 ? 0 : max(read(fd, &comm, comm.count), 0)
+        if fd >= 0 { close(fd) }
+        let processName = String(decoding: comm[0..<count], as: UTF8.self).trimmingSuffix("\n")
+        return (processName.isEmpty ? "unknown" : processName, pid)
+    }
+
+    /// The transfer session's algorithm (`dh-ietf1024-sha256-aes128-cbc-pkcs7`, or `plain` when the
+    /// provider offers no encryption).
+    var transferAlgorithm: String {
+        secret_service_get_session_algorithms(service).map { String(cString: $0) } ?? "none"
+    }
+
     /// Service.ReadAlias.
     func readAlias(_ alias: String) throws(StorageFailure.Classified) -> String {
         let reply = try invoke(Self.servicePath, Self.serviceInterface, "ReadAlias",
@@ -181,13 +204,14 @@ struct SecretBus {
     /// trip (about 25 µs of about 350 µs with gnome-keyring). GDBus calls the callback exactly
     /// once, also on cancellation, so the wait always ends.
     private func invoke(_ path: String, _ interface: String, _ method: String, _ parameters: OpaquePointer?,
-                        _ replyType: StaticString, _ fallback: String) throws(StorageFailure.Classified) -> OpaquePointer {
+                        _ replyType: StaticString, _ fallback: String,
+                        destination: String? = nil) throws(StorageFailure.Classified) -> OpaquePointer {
         let context = CallContext.current
         var outcome = CallOutcome()
         withUnsafeMutablePointer(to: &outcome) { outcome in
             g_main_context_push_thread_default(context)
             defer { g_main_context_pop_thread_default(context) }
-            g_dbus_connection_call(connection, name, path, interface, method, parameters, Variant.type(replyType),
+            g_dbus_connection_call(connection, destination ?? name, path, interface, method, parameters, Variant.type(replyType),
                                    G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, call.cancellable, { source, result, data in
                 guard let outcome = data?.assumingMemoryBound(to: CallOutcome.self) else { return }
                 var error: UnsafeMutablePointer<GError>?
@@ -226,5 +250,11 @@ enum CallContext {
         let context = g_main_context_new()!
         pthread_setspecific(key.key, UnsafeRawPointer(context))
         return context
+    }
+}
+
+private extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
     }
 }

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Tests/providers/run.sh — the keyring contract on one Secret Service provider and state (issue 11).
+#
+#   scripts/with-keyring.sh --provider P Tests/providers/run.sh
+#
+# Run by scripts/test-matrix.sh for every provider of the matrix. Through the portal-session
+# command (a separate process per call, as desktop integration uses it), checks:
+#   - status names the provider and an encrypted transfer algorithm, and a capture of the bus
+#     (dbus-monitor) during persist and restore never holds the token, its base64url form or the
+#     stored document: the token never crosses the bus in clear;
+#   - tokens with backslashes, tabs, JSON and base64 look-alikes round-trip byte-exact, also
+#     after the provider reloads its keyring from disk (gnome-keyring's passwordless key file);
+#   - locked ≠ absent: with the keyring locked, restore and clear exit 2 "keyring locked" (never
+#     1 "signed out" / "cleared"), for a stored session and for none, and nothing is deleted; after
+#     unlocking, the session is still there;
+#   - gnome-keyring restarted over a login keyring on disk (loaded locked): the same;
+#   - clear and persist's removal of the older sign-in work (KeePassXC runs a prompt for each);
+#   - an unusable item of ours is deleted; a foreign item matching our attributes is not.
+# Exits 1 if any check failed; every step is bounded in time.
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+ps_bin=${PORTAL_SESSION_BIN:-$repo/.build/debug/portal-session}
+kctl=${PORTAL_TEST_KEYRINGCTL:-$repo/build/keyringctl}
+provider=${PORTAL_TEST_PROVIDER:-gnome-keyring}
+schema=io.portalhq.PortalKeyring.Session
+for var in PORTAL_TEST_KEYRING_DIR DBUS_SESSION_BUS_ADDRESS; do
+    [[ -n ${!var:-} ]] || { echo "providers/run.sh: $var unset: run inside scripts/with-keyring.sh" >&2; exit 2; }
+done
+[[ -x $ps_bin ]] || { echo "providers/run.sh: $ps_bin not built (swift build)" >&2; exit 2; }
+[[ -x $kctl ]] || { echo "providers/run.sh: keyringctl not built at $kctl" >&2; exit 2; }
+
+passed=0 failed=0
+ok() { passed=$((passed + 1)); printf '  ok    [%s] %s\n' "$provider" "$*"; }
+bad() { failed=$((failed + 1)); printf '  FAIL  [%s] %s\n' "$provider" "$*"; }
+note() { printf '  note  [%s] %s\n' "$provider" "$*"; }
+tmp=$PORTAL_TEST_KEYRING_DIR/providers-test
+mkdir -p "$tmp"
+
+env_id="prov-$$"
+cli=("$ps_bin" --env "$env_id" --redirect-url "portalkeyring://auth/callback" --timeout-ms 5000 --prompt-timeout-ms 3000)
+# ps EXPECTED DESCRIPTION [stdin-file] -- ARGS...: runs portal-session (bounded), output in $out/$err.
+ps() {
+    local want=$1 what=$2 input=/dev/null
+    shift 2
+    if [[ $1 != -- ]]; then input=$1; shift; fi
+    shift
+    local start=$SECONDS
+    out=$(timeout 60 "${cli[@]}" "$@" <"$input" 2>"$tmp/err") && got=0 || got=$?
+    err=$(cat "$tmp/err")
+    if [[ $got == "$want" ]]; then
+        ok "$what (exit $got, $((SECONDS - start)) s)"
+    else
+        bad "$what: exit $got, wanted $want; stdout: ${out:0:300}; stderr: ${err:0:300}"
+    fi
+}
+count() { timeout 30 "$kctl" count --schema "$schema" "auth_environment_id=$1" 2>/dev/null || echo "?"; }
+b64url() { printf '%s' "$1" | basenc --base64url | tr -d '=\n'; }
+
+# Restarts gnome-keyring-daemon WITHOUT --unlock over the keyrings on disk (as after a reboot
+# without PAM unlocking): a password-protected login keyring loads locked, a passwordless one
+# unlocked. Returns 1 when the provider cannot be restarted this way.
+restart_gnome_keyring() {
+    [[ $provider == gnome-keyring* && -n ${PORTAL_TEST_KEYRING_PID:-} ]] || return 1
+    local pid
+    pid=$(timeout 5 gdbus call --session -d org.freedesktop.DBus -o /org/freedesktop/DBus \
+        -m org.freedesktop.DBus.GetConnectionUnixProcessID org.freedesktop.secrets 2>/dev/null | sed -n 's/.*uint32 \([0-9]*\).*/\1/p')
+    [[ -n $pid ]] || return 1
+    kill "$pid" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    gnome-keyring-daemon --foreground --components=secrets </dev/null >/dev/null 2>>"$tmp/gnome-keyring-restart.log" &
+    for _ in $(seq 100); do
+        if timeout 5 gdbus call --session -d org.freedesktop.secrets -o /org/freedesktop/secrets \
+            -m org.freedesktop.Secret.Service.ReadAlias default 2>/dev/null | grep -q "collection/"; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+echo "== [$provider] status: provider and transfer algorithm"
+ps 1 "status on an empty environment says signed out" -- status
+grep -q '^transfer: dh-ietf1024-sha256-aes128-cbc-pkcs7$' <<<"$out" &&
+    ok "secrets cross the bus encrypted (transfer: dh-ietf1024-sha256-aes128-cbc-pkcs7)" ||
+    bad "transfer algorithm: $(grep '^transfer' <<<"$out")"
+grep -q '^provider: ' <<<"$out" && ok "status names the provider: $(grep '^provider' <<<"$out" | cut -d' ' -f2-)" ||
+    bad "status names no provider: $out"
+
+echo "== [$provider] the token never crosses the bus in clear"
+marker="clear-marker-$$-$RANDOM$RANDOM"
+if command -v dbus-monitor >/dev/null; then
+    timeout 60 dbus-monitor --session --binary >"$tmp/capture.bin" 2>"$tmp/monitor.err" &
+    monitor=$!
+    sleep 0.5
+    printf '%s' "$marker" >"$tmp/marker"
+    ps 0 "persist a marker token" "$tmp/marker" -- persist --end-user-id eu-marker
+    ps 0 "restore it" -- restore --show-token
+    [[ $out == *"$marker"* ]] && ok "restore returned the marker" || bad "restore did not return the marker: $out"
+    sleep 0.3
+    kill "$monitor" 2>/dev/null
+    wait "$monitor" 2>/dev/null
+    size=$(stat -c %s "$tmp/capture.bin")
+    if ((size < 1000)); then
+        bad "the bus capture is empty ($size bytes): $(head -c 300 "$tmp/monitor.err")"
+    elif grep -qaF -e "$marker" -e "$(b64url "$marker")" -e "portal-keyring-session/2" "$tmp/capture.bin"; then
+        bad "the token or the stored document crossed the bus in clear"
+    else
+        ok "a $size-byte capture of the bus holds neither the token, its base64url form nor the document"
+    fi
+    grep -qaF "OpenSession" "$tmp/capture.bin" || grep -qaF "dh-ietf1024" "$tmp/capture.bin" ||
+        note "the capture shows no OpenSession (the session was opened before the capture began)"
+else
+    bad "dbus-monitor is not installed (Debian package dbus-bin)"
+fi
+ps 0 "clear" -- clear
+
+echo "== [$provider] tokens round-trip byte-exact"
+tokens=('a\b' $'tab\there' '\n\t\\' '{"v":1,"clientSessionToken":"t","endUserId":"u"}' '=+/-_ base64 look' 'x'
+    "$(head -c 48000 /dev/zero | tr '\0' 'k')")
+for i in "${!tokens[@]}"; do
+    printf '%s' "${tokens[$i]}" >"$tmp/token.$i"
+    ps 0 "persist token $i (${#tokens[$i]} bytes)" "$tmp/token.$i" -- persist --end-user-id "eu-$i"
+    out=$(timeout 60 "${cli[@]}" restore --show-token --json 2>"$tmp/err")
+    got=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.read()).get("clientSessionToken",""), end="")' <<<"$out" 2>/dev/null)
+    [[ $got == "${tokens[$i]}" ]] && ok "token $i comes back byte-exact" || bad "token $i came back as '${got:0:80}'"
+done
+(( $(count "$env_id") == 1 )) && ok "each persist removed the older sign-in (one item left)" ||
+    bad "$(count "$env_id") items stored after 7 persists (the older sign-ins were not removed)"
+if [[ $provider == gnome-keyring-passwordless ]]; then
+    printf '%s' 'a\b' >"$tmp/token.back"
+    ps 0 "persist 'a\\b' before a restart" "$tmp/token.back" -- persist --end-user-id eu-back
+    restart_gnome_keyring || bad "gnome-keyring did not restart"
+    out=$(timeout 60 "${cli[@]}" restore --show-token --json 2>"$tmp/err")
+    got=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.read()).get("clientSessionToken",""), end="")' <<<"$out" 2>/dev/null)
+    [[ $got == 'a\b' ]] && ok "'a\\b' survives gnome-keyring reloading the passwordless key file" ||
+        bad "after the reload the token is '$got' ($out; $(cat "$tmp/err"))"
+fi
+ps 0 "clear" -- clear
+(( $(count "$env_id") == 0 )) && ok "clear deleted the item" || bad "clear left $(count "$env_id") items"
+
+echo "== [$provider] locked is not signed out"
+locked_checks() { # $1 = what is stored ("session" or "nothing")
+    ps 2 "restore while locked ($1 stored) is 'keyring locked', not signed out" -- restore
+    grep -q "keyring locked" <<<"$err" && ok "the message says 'keyring locked'" || bad "message: $err"
+    ps 2 "clear while locked ($1 stored) fails, nothing cleared" -- clear
+    ps 2 "status while locked ($1 stored) is unavailable" -- status
+}
+if timeout 30 "$kctl" lock 2>"$tmp/err"; then
+    printf 'tok-locked' >"$tmp/t"
+    timeout 30 "$kctl" unlock
+    ps 0 "persist before locking" "$tmp/t" -- persist --end-user-id eu-locked
+    timeout 30 "$kctl" lock || bad "keyringctl lock failed"
+    locked_checks session
+    timeout 30 "$kctl" unlock || bad "keyringctl unlock failed"
+    ps 0 "after unlocking, the session is still there" -- restore
+    ps 0 "clear" -- clear
+    timeout 30 "$kctl" lock || bad "keyringctl lock failed"
+    locked_checks nothing
+    timeout 30 "$kctl" unlock || bad "keyringctl unlock failed"
+    ps 1 "after unlocking, signed out" -- restore
+else
+    bad "keyringctl lock is not supported on $provider: $(cat "$tmp/err")"
+fi
+
+if [[ $provider == gnome-keyring || $provider == gnome-keyring-locked ]]; then
+    echo "== [$provider] gnome-keyring restarted over the login keyring on disk (loaded locked)"
+    timeout 30 "$kctl" unlock 2>/dev/null
+    printf 'tok-disk' >"$tmp/t"
+    ps 0 "persist" "$tmp/t" -- persist --end-user-id eu-disk
+    if restart_gnome_keyring; then
+        timeout 30 "$kctl" is-locked && ok "the login keyring loaded locked" || bad "the login keyring loaded unlocked"
+        locked_checks session
+        timeout 30 "$kctl" unlock || bad "keyringctl unlock after the restart failed"
+        ps 0 "after unlocking, the session is still there" -- restore
+        [[ $out == *eu-disk* ]] && ok "restored eu-disk" || bad "restored: $out"
+        ps 0 "clear" -- clear
+    else
+        bad "could not restart gnome-keyring-daemon"
+    fi
+fi
+
+echo "== [$provider] unusable and foreign items"
+timeout 30 "$kctl" unlock 2>/dev/null
+printf 'garbage' | timeout 30 "$kctl" store --schema "$schema" "auth_environment_id=$env_id" session_generation=00 >/dev/null ||
+    bad "keyringctl store failed"
+printf 'garbage' | timeout 30 "$kctl" store --schema org.example.LookAlike "auth_environment_id=$env_id" >/dev/null ||
+    bad "keyringctl store (foreign) failed"
+ps 1 "restore with an unusable item of ours says signed out" -- restore
+(( $(count "$env_id") == 0 )) && ok "the unusable item was deleted" || bad "the unusable item is still there"
+foreign=$(timeout 30 "$kctl" count --schema org.example.LookAlike "auth_environment_id=$env_id")
+[[ $foreign == 1 ]] && ok "the foreign item was not deleted" || bad "foreign items left: $foreign"
+ps 0 "clear leaves the foreign item alone" -- clear
+foreign=$(timeout 30 "$kctl" count --schema org.example.LookAlike "auth_environment_id=$env_id")
+[[ $foreign == 1 ]] && ok "the foreign item survived clear" || bad "foreign items after clear: $foreign"
+timeout 30 "$kctl" delete-all --schema org.example.LookAlike "auth_environment_id=$env_id" >/dev/null
+
+printf '\nproviders/run.sh [%s]: %d passed, %d failed\n' "$provider" "$passed" "$failed"
+((failed == 0))
