@@ -9,6 +9,15 @@ final class InMemoryStorage: SessionStorage, @unchecked Sendable {
 
     func fail(with failure: StorageFailure?) { state.withLock { $0.failure = failure } }
 
+    /// Makes reads (`items`) fail after `after` successful ones, while stores and deletes keep
+    /// working: a restore must still delete nothing when its read fails.
+    func failReads(with failure: StorageFailure, after: Int = 0) { readFailure.withLock { $0 = (failure, after) } }
+    private let readFailure = Mutex<(StorageFailure, Int)?>(nil)
+
+    /// Like the Secret Service adapter: a read with secrets leaves the attributes unread, so the
+    /// core must read them separately (`items(withSecrets: false)`) when it needs them.
+    var secretsWithoutAttributes = false
+
     @discardableResult
     func add(_ authEnvironmentId: String, secret: [UInt8], generation: String? = nil, persistedAt: UInt64 = 0) -> String {
         state.withLock { s in
@@ -25,11 +34,20 @@ final class InMemoryStorage: SessionStorage, @unchecked Sendable {
     var deleteCalls: Int { deletes.withLock { $0 } }
 
     func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem] {
+        let readFails: StorageFailure? = readFailure.withLock { slot in
+            guard let (failure, after) = slot else { return nil }
+            if after > 0 { slot = (failure, after - 1); return nil }
+            return failure
+        }
+        if let readFails { throw readFails }
         let result: Result<[StoredSessionItem], StorageFailure> = state.withLock { s in
             if let failure = s.failure { return .failure(failure) }
             return .success(s.items.filter { $0.value.authEnvironmentId == authEnvironmentId }.map { id, item in
-                StoredSessionItem(itemId: id, generation: item.generation, persistedAt: item.persistedAt,
-                                  secret: withSecrets ? item.secret.withUnsafeBytes { SecretBytes(copying: $0) } : nil)
+                withSecrets && secretsWithoutAttributes
+                    ? StoredSessionItem(itemId: id, generation: nil, persistedAt: 0,
+                                        secret: item.secret.withUnsafeBytes { SecretBytes(copying: $0) }, attributesRead: false)
+                    : StoredSessionItem(itemId: id, generation: item.generation, persistedAt: item.persistedAt,
+                                        secret: withSecrets ? item.secret.withUnsafeBytes { SecretBytes(copying: $0) } : nil)
             })
         }
         return try result.get()
