@@ -85,6 +85,8 @@ compile abi_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests
     -o "$build/abi_test" -pthread "${link[@]}"
 compile invalidation_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/invalidation_test.c" \
     -o "$build/invalidation_test" -pthread "${link[@]}"
+compile persist_order_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/persist_order_test.c" \
+    -o "$build/persist_order_test" -rdynamic "${link[@]}"
 compile fork_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/fork_test.c" \
     -o "$build/fork_test" "${link[@]}"
 for example in restore_on_launch persist_session; do
@@ -163,6 +165,14 @@ else
     fail "abi_test exited $abi_rc${summary:+: $summary} (full output: $abi_log)"
 fi
 grep -E 'after [0-9.]+ ms' "$abi_log" | sed 's/^ */  time  /' || true
+
+section "persist_order_test (create before removal; a newer sign-in survives)"
+if out=$(PORTAL_TEST_KEYRINGCTL=$kctl PORTAL_SESSION_BIN=${PORTAL_SESSION_BIN:-$repo/.build/debug/portal-session} \
+    timeout 120 "$build/persist_order_test" 2>&1); then
+    pass "$out"
+else
+    fail "persist_order_test: $out"
+fi
 
 section "fork_test (a fork() child works, or fails at once; never hangs)"
 if out=$(timeout 120 "$build/fork_test" 2>&1); then

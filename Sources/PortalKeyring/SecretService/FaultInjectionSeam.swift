@@ -3,26 +3,41 @@ import CLibSecret
 import Glibc
 #endif
 
-/// A no-op call of `secret_item_load_secrets_sync` (an empty list: no D-Bus traffic) right
-/// before GetSecrets, made only when that symbol is interposed: the fault-injection suite
-/// (`Tests/fault/fault_test.c`, condition 5) defines it in the test program to lock or delete
-/// items exactly between the search and GetSecrets. Production processes never pay for it.
+/// Two points where a test program can act in the middle of an operation, made only when the
+/// test program interposes the libsecret symbol named (ELF interposition: a test program that
+/// defines the function, linked with -rdynamic, takes precedence for the library). The library
+/// never calls either function otherwise, so production processes never pay for them.
+///
+/// - `secret_item_load_secrets_sync(NULL, …)` right before GetSecrets: the fault-injection suite
+///   (`Tests/fault/fault_test.c`, condition 5) locks or deletes items exactly between the search
+///   and GetSecrets.
+/// - `secret_item_set_secret_sync(NULL, NULL, …)` right before CreateItem: `Tests/c/persist_order_test.c`
+///   locks the collection (the create fails while the older item is deletable), or stores a newer
+///   sign-in from another process (which persist must not remove).
 enum FaultInjectionSeam {
     private struct Flag: @unchecked Sendable { let interposed: Bool }
-    private static let flag: Flag = {
-        let name = "secret_item_load_secrets_sync"
+    private static func interposed(_ name: String) -> Flag {
         // RTLD_DEFAULT (NULL) finds the first definition in the process, an interposer first;
         // libsecret's handle finds its own.
         guard let global = dlsym(nil, name),
               let library = dlopen("libsecret-1.so.0", RTLD_LAZY | RTLD_NOLOAD) else { return Flag(interposed: false) }
         defer { dlclose(library) }
         return Flag(interposed: dlsym(library, name) != global)
-    }()
+    }
+    private static let getSecrets = interposed("secret_item_load_secrets_sync")
+    private static let createItem = interposed("secret_item_set_secret_sync")
 
     static func beforeGetSecrets(_ cancellable: UnsafeMutablePointer<GCancellable>) {
-        guard flag.interposed else { return }
+        guard getSecrets.interposed else { return }
         var error: UnsafeMutablePointer<GError>?
         _ = secret_item_load_secrets_sync(nil, cancellable, &error)
+        if let error { g_error_free(error) }
+    }
+
+    static func beforeCreateItem(_ cancellable: UnsafeMutablePointer<GCancellable>) {
+        guard createItem.interposed else { return }
+        var error: UnsafeMutablePointer<GError>?
+        _ = secret_item_set_secret_sync(nil, nil, cancellable, &error)
         if let error { g_error_free(error) }
     }
 }

@@ -195,6 +195,7 @@ struct LibSecretStorage: SessionStorage {
         var resolvedAgain = false
         while true {
             let created: (item: String, prompt: String)
+            FaultInjectionSeam.beforeCreateItem(bus.call.cancellable)
             do throws(StorageFailure.Classified) {
                 created = try bus.createItem(in: collection, label: label, attributes: attributes, secret: secret)
             } catch {

@@ -1,0 +1,115 @@
+/*
+ * persist_order_test — persist's order on the real keyring (SPEC §2; issue 18 "persist order"):
+ *
+ *   1. The new item is stored BEFORE older ones are removed: when CreateItem fails while the
+ *      older item is still deletable (the collection is locked right before CreateItem and no
+ *      unlock prompt can be shown), persist fails and the older session is still there.
+ *   2. A newer sign-in stored by another process during this persist (right before its
+ *      CreateItem, so this persist's sign-in is the older one) survives, and restore returns it.
+ *
+ * The library calls secret_item_set_secret_sync(NULL, NULL, …) right before CreateItem only when
+ * a program interposes that symbol (FaultInjectionSeam.swift); this program does (linked with
+ * -rdynamic) and acts there. Runs inside scripts/with-keyring.sh; needs PORTAL_TEST_KEYRINGCTL
+ * and the portal-session command (PORTAL_SESSION_BIN). Exit 0 when every check passed.
+ */
+#define _GNU_SOURCE
+#include <portal_keyring.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failed, checks;
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        checks++;                                                          \
+        if (!(cond)) {                                                     \
+            failed++;                                                      \
+            fprintf(stderr, "persist_order_test:%d: FAILED: ", __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fputc('\n', stderr);                                           \
+        }                                                                  \
+    } while (0)
+
+static volatile int inject; /* 0 nothing, 1 lock the collection, 2 persist a newer sign-in elsewhere */
+static char env[64];
+
+static int sh(const char *fmt, const char *arg) {
+    char command[1024];
+    snprintf(command, sizeof command, fmt, arg);
+    return system(command);
+}
+
+/* The seam (FaultInjectionSeam.beforeCreateItem). */
+int secret_item_set_secret_sync(void *item, void *value, void *cancellable, void **error);
+int secret_item_set_secret_sync(void *item, void *value, void *cancellable, void **error) {
+    (void)item, (void)value, (void)cancellable, (void)error;
+    int what = inject;
+    inject = 0;
+    if (what == 1) CHECK(sh("'%s' lock", getenv("PORTAL_TEST_KEYRINGCTL")) == 0, "keyringctl lock");
+    if (what == 2) {
+        char command[1024];
+        snprintf(command, sizeof command,
+                 "printf token-newer | '%s' --env '%s' --redirect-url order://cb persist --end-user-id eu-newer >/dev/null",
+                 getenv("PORTAL_SESSION_BIN"), env);
+        CHECK(system(command) == 0, "another process persists a newer sign-in");
+    }
+    return 1;
+}
+
+static const char *restored_user(portal_auth *auth, portal_status *st) {
+    static char user[64];
+    portal_session *session = NULL;
+    *st = portal_auth_restore_session(auth, &session);
+    snprintf(user, sizeof user, "%s", session ? portal_session_get_end_user_id(session) : "(none)");
+    portal_session_free(session);
+    return user;
+}
+
+int main(void) {
+    alarm(120);
+    if (!getenv("PORTAL_TEST_KEYRINGCTL") || !getenv("PORTAL_SESSION_BIN")) {
+        fprintf(stderr, "persist_order_test: set PORTAL_TEST_KEYRINGCTL and PORTAL_SESSION_BIN\n");
+        return 2;
+    }
+    snprintf(env, sizeof env, "order-%ld", (long)getpid());
+    portal_auth *auth = NULL;
+    portal_status st;
+    CHECK(portal_auth_new(&auth, env, "order://cb", NULL) == PORTAL_OK, "portal_auth_new");
+    portal_auth_set_keyring_timeouts(auth, 5000, 2000);
+
+    /* 1. CreateItem fails while the older item is deletable. */
+    CHECK(portal_auth_persist_session(auth, "eu-old", "token-old", NULL) == PORTAL_OK, "persist eu-old: %s",
+          portal_last_error_message());
+    inject = 1;
+    st = portal_auth_persist_session(auth, "eu-new", "token-new", NULL);
+    CHECK(st == PORTAL_ERR_SESSION_STORAGE, "persist into a collection locked before CreateItem fails (got %s: %s)",
+          portal_status_str(st), portal_last_error_message());
+    CHECK(sh("'%s' unlock", getenv("PORTAL_TEST_KEYRINGCTL")) == 0, "keyringctl unlock");
+    const char *user = restored_user(auth, &st);
+    CHECK(st == PORTAL_OK && strcmp(user, "eu-old") == 0,
+          "the older session survives a failed persist (restored %s, %s)", user, portal_status_str(st));
+
+    /* 2. A newer sign-in by another process, stored during this persist, survives it. */
+    inject = 2;
+    CHECK(portal_auth_persist_session(auth, "eu-mine", "token-mine", NULL) == PORTAL_OK, "persist eu-mine: %s",
+          portal_last_error_message());
+    user = restored_user(auth, &st);
+    CHECK(st == PORTAL_OK && strcmp(user, "eu-newer") == 0,
+          "the newer sign-in stored by another process survives and wins (restored %s)", user);
+    /* The next persist removes both older ones. */
+    CHECK(portal_auth_persist_session(auth, "eu-last", "token-last", NULL) == PORTAL_OK, "persist eu-last");
+    user = restored_user(auth, &st);
+    CHECK(st == PORTAL_OK && strcmp(user, "eu-last") == 0, "restored %s after the last persist", user);
+
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    portal_auth_free(auth);
+    if (failed) {
+        printf("persist_order_test: %d of %d checks FAILED\n", failed, checks);
+        return 1;
+    }
+    printf("persist_order_test: %d checks passed (create before removal; a newer sign-in survives)\n", checks);
+    return 0;
+}
