@@ -78,6 +78,31 @@ restart_gnome_keyring() {
     return 1
 }
 
+locked_checks() { # $1 = what is stored ("session" or "nothing")
+    if [[ $provider == gnome-keyring-passwordless ]]; then
+        # A passwordless keyring is unlocked by the provider without a prompt: the library's
+        # Unlock call succeeds, and the answer is the truth.
+        local want=0
+        [[ $1 == session ]] || want=1
+        ps "$want" "restore while 'locked' ($1 stored): the provider unlocks a passwordless keyring silently" -- restore
+        ps "$want" "status while 'locked' ($1 stored)" -- status
+        return
+    fi
+    ps 2 "restore while locked ($1 stored) is 'keyring locked', not signed out" -- restore
+    grep -q "keyring locked" <<<"$err" && ok "the message says 'keyring locked'" || bad "message: $err"
+    ps 2 "clear while locked ($1 stored) fails, nothing cleared" -- clear
+    ps 2 "status while locked ($1 stored) is unavailable" -- status
+}
+
+if [[ $provider == gnome-keyring-locked ]]; then
+    echo "== [$provider] the login keyring as loaded from disk: locked"
+    timeout 30 "$kctl" is-locked && ok "the default collection is locked" || bad "the default collection is not locked"
+    locked_checks nothing
+    printf 'tok-x' >"$tmp/t"
+    ps 2 "persist while locked fails (no prompter to unlock)" "$tmp/t" -- persist --end-user-id eu-x
+    timeout 30 "$kctl" unlock || bad "keyringctl unlock failed"
+fi
+
 echo "== [$provider] status: provider and transfer algorithm"
 ps 1 "status on an empty environment says signed out" -- status
 grep -q '^transfer: dh-ietf1024-sha256-aes128-cbc-pkcs7$' <<<"$out" &&
@@ -139,12 +164,6 @@ ps 0 "clear" -- clear
 (( $(count "$env_id") == 0 )) && ok "clear deleted the item" || bad "clear left $(count "$env_id") items"
 
 echo "== [$provider] locked is not signed out"
-locked_checks() { # $1 = what is stored ("session" or "nothing")
-    ps 2 "restore while locked ($1 stored) is 'keyring locked', not signed out" -- restore
-    grep -q "keyring locked" <<<"$err" && ok "the message says 'keyring locked'" || bad "message: $err"
-    ps 2 "clear while locked ($1 stored) fails, nothing cleared" -- clear
-    ps 2 "status while locked ($1 stored) is unavailable" -- status
-}
 if timeout 30 "$kctl" lock 2>"$tmp/err"; then
     printf 'tok-locked' >"$tmp/t"
     timeout 30 "$kctl" unlock
@@ -154,7 +173,13 @@ if timeout 30 "$kctl" lock 2>"$tmp/err"; then
     timeout 30 "$kctl" unlock || bad "keyringctl unlock failed"
     ps 0 "after unlocking, the session is still there" -- restore
     ps 0 "clear" -- clear
-    timeout 30 "$kctl" lock || bad "keyringctl lock failed"
+    if [[ $provider == keepassxc* ]]; then
+        # KeePassXC 2.7.4 cannot be locked again over D-Bus while the unlock dialog that the
+        # library's prompt opened (headless: never answered) is still open; restart it locked.
+        timeout 60 "$repo/scripts/keyring-restart.sh" --locked || bad "could not restart KeePassXC locked"
+    else
+        timeout 30 "$kctl" lock || bad "keyringctl lock failed"
+    fi
     locked_checks nothing
     timeout 30 "$kctl" unlock || bad "keyringctl unlock failed"
     ps 1 "after unlocking, signed out" -- restore
