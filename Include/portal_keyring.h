@@ -32,15 +32,27 @@
  *  - PORTAL_ERR_SESSION_STORAGE messages start with one of: "Secret Service unavailable: no
  *    session bus: …", "Secret Service unavailable: …" (no provider), "Secret Service did not
  *    answer <operation> within N ms", "keyring locked: …" (dismissed, could not be shown, or not
- *    answered within N ms), "no default keyring: …", "Secret Service error: …".
+ *    answered within N ms), "keyring refused: …" (the provider's confirmation prompt for storing
+ *    or deleting the item was dismissed or not answered; KeePassXC asks for every store and
+ *    delete), "no default keyring: …", "Secret Service error: …". None of them deletes anything
+ *    or means signed out; a locked keyring is never reported as "nothing stored".
+ *  - Prompts: every prompt a provider returns (unlock, and KeePassXC's for each store and delete)
+ *    is run with an empty window id, under the prompt deadline.
+ *  - fork(): a child of a process that has used the library (or any GLib D-Bus connection) cannot
+ *    use D-Bus; its keyring calls fail at once with PORTAL_ERR_SESSION_STORAGE naming fork().
+ *    A child of a process that has not works normally. Call the library after exec instead.
  *  - Nothing aborts, traps or unwinds across this boundary.
  *
  * Storage (SPEC §2): one item per auth environment in the default collection, schema
  * "io.portalhq.PortalKeyring.Session", attributes auth_environment_id, session_generation
- * (random 128-bit hex) and persisted_at (microseconds since the epoch); the secret is the JSON
- * document {"clientSessionToken":…,"endUserId":…,"g":…,"t":…,"v":1} (g/t: generation and
- * persisted_at, optional when reading) (application/json). Nothing secret is
- * stored in attributes or the label.
+ * (random 128-bit hex) and persisted_at (microseconds since the epoch); the secret is one line of
+ * printable ASCII, "portal-keyring-session/2 e=<auth environment> u=<end user id> g=<generation>
+ * t=<persisted_at> c=<CST>" (e, u, c in base64url without padding), content type
+ * application/octet-stream, so no provider rewrites it (no backslash, tab or line end; not a
+ * text/plain subtype). The JSON document of 0.1.0 ({"clientSessionToken":…,"endUserId":…,"v":1})
+ * is still read and rewritten at the next persist. Before an item is deleted or restored, its
+ * xdg:schema and auth_environment_id are confirmed (a version-2 document names its auth
+ * environment). Nothing secret is stored in attributes or the label.
  */
 #ifndef PORTAL_KEYRING_H
 #define PORTAL_KEYRING_H
