@@ -30,6 +30,8 @@ step() { printf '\n=== %s\n' "$*"; }
 step "build"
 swift build --build-tests 2>&1 | grep -v "prohibited flag" | tail -n 3
 mkdir -p build
+# The libsecret functions the adapter relies on beyond libsecret's stable API (SUBJECT_TO_CHANGE).
+gcc -Wall -Wextra -Werror -o build/secret-paths-check build-support/secret-paths-check.c $(pkg-config --cflags --libs libsecret-1)
 gcc -O1 -Wall -Wextra -Werror -o build/keyringctl Tests/tools/keyringctl.c $(pkg-config --cflags --libs libsecret-1)
 export PORTAL_TEST_KEYRINGCTL=$PWD/build/keyringctl
 
