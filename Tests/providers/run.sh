@@ -104,6 +104,41 @@ if [[ $provider == gnome-keyring-locked ]]; then
     timeout 30 "$kctl" unlock || bad "keyringctl unlock failed"
 fi
 
+if [[ $provider == keepassxc-confirm ]]; then
+    # ConfirmAccessItem / ConfirmDeleteItem / UnlockBeforeSearch on: KeePassXC trusts the process
+    # that created an item; to any other process the item is locked, and unlocking it opens an
+    # access dialog (headless: never answered). So another process's restore and clear must end
+    # in "keyring locked" within the prompt deadline, deleting nothing — never "signed out".
+    echo "== [$provider] items of another process need the person's confirmation"
+    printf 'tok-confirm' >"$tmp/t"
+    ps 0 "persist" "$tmp/t" -- persist --end-user-id eu-confirm
+    ps 2 "restore from another process waits for the access dialog, then 'keyring locked'" -- restore
+    grep -q "keyring locked" <<<"$err" && ok "the message says 'keyring locked'" || bad "message: $err"
+    ps 2 "clear from another process fails the same way" -- clear
+    [[ $(count "$env_id") == 1 ]] && ok "nothing was deleted" || bad "$(count "$env_id") items left"
+    printf 'garbage' | timeout 30 "$kctl" store --schema "$schema" "auth_environment_id=$env_id-u" session_generation=00 >/dev/null
+    timeout 60 "${cli[@]/$env_id/$env_id-u}" restore >/dev/null 2>&1
+    [[ $(count "$env_id-u") == 1 ]] && ok "an unusable item that cannot be read is not deleted" || bad "the unreadable item was deleted"
+    echo "== [$provider] in one process, the creating client is trusted"
+    out=$(PYTHONPATH=$repo/examples/python timeout 120 python3 - "$env_id-py" <<'PY' 2>&1
+import sys, portal_keyring as pk
+with pk.PortalAuth(sys.argv[1], "portalkeyring://auth/callback") as auth:
+    auth.persist_session("eu-py", "tok-py").close()
+    session = auth.restore_session()
+    print("restored", session.end_user_id if session else None)
+    auth.clear_persisted_session()
+    print("after clear", auth.restore_session())
+PY
+    )
+    [[ $out == $'restored eu-py
+after clear None' ]] && ok "persist, restore and clear in one process" || bad "one process: $out"
+    printf '
+providers/run.sh [%s]: %d passed, %d failed
+' "$provider" "$passed" "$failed"
+    ((failed == 0))
+    exit
+fi
+
 echo "== [$provider] status: provider and transfer algorithm"
 ps 1 "status on an empty environment says signed out" -- status
 grep -q '^transfer: dh-ietf1024-sha256-aes128-cbc-pkcs7$' <<<"$out" &&
