@@ -45,6 +45,7 @@
 # Exported to CMD:
 #   DBUS_SESSION_BUS_ADDRESS      the private bus
 #   PORTAL_TEST_PROVIDER          the provider's NAME
+#   PORTAL_TEST_KEYRING_RESTART   path of scripts/keyring-restart.sh
 #   PORTAL_TEST_KEYRING_PASSWORD  the login keyring's (random) password; for
 #                                 KeePassXC the database password; empty for
 #                                 gnome-keyring-passwordless
@@ -271,6 +272,7 @@ export GIO_USE_VFS=local
 export GSETTINGS_BACKEND=memory
 export PORTAL_TEST_KEYRING_DIR="$dir"
 export PORTAL_TEST_PROVIDER="$provider"
+export PORTAL_TEST_KEYRING_RESTART="$here/keyring-restart.sh"
 if ((!unlock)); then
     export PORTAL_TEST_KEYRING_MODE=no-unlock
 elif [[ $provider == gnome-keyring-locked ]]; then
