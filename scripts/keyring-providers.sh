@@ -20,12 +20,15 @@
 #                               confirmations
 #   keepassxc-confirm           same, ConfirmDeleteItem, ConfirmAccessItem and
 #                               UnlockBeforeSearch on
-#   kwallet                     (not provided: see docs/providers.md)
+#   kwallet                     kwalletd5 headless with an empty-password wallet
+#                               "kdewallet" created through pamOpen; loads
+#                               locked, Service.Unlock's prompt completes by
+#                               itself
 
 # shellcheck shell=bash
 # shellcheck disable=SC2317
 
-KP_PROVIDERS=(gnome-keyring gnome-keyring-locked gnome-keyring-passwordless keepassxc keepassxc-confirm)
+KP_PROVIDERS=(gnome-keyring gnome-keyring-locked gnome-keyring-passwordless keepassxc keepassxc-confirm kwallet)
 
 kp_error=""
 kp_pid=""
@@ -301,6 +304,74 @@ kp_keepassxc_lock_all() {
         --method org.keepassxc.KeePassXC.MainWindow.lockAllDatabases >/dev/null
 }
 
+# ------------------------------------------------------------------ KWallet
+
+# Service.Unlock of the default collection and, if it returns a prompt,
+# Prompt("") and a wait (polling Locked) until the collection is unlocked.
+kp_unlock_with_prompt() {
+    local coll reply prompt timeout=$1
+    coll=$(kp_default_collection) || { kp_error="ReadAlias(\"default\") gave no answer"; return 1; }
+    reply=$(bus_call --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \
+        --method org.freedesktop.Secret.Service.Unlock "['$coll']") || {
+        kp_error="Service.Unlock($coll) failed"
+        return 1
+    }
+    prompt=$(grep -o "/org/freedesktop/secrets/prompt/[^']*" <<<"$reply" || true)
+    if [[ -n $prompt ]]; then
+        bus_call --dest org.freedesktop.secrets --object-path "$prompt" \
+            --method org.freedesktop.Secret.Prompt.Prompt "" >/dev/null || {
+            kp_error="Prompt.Prompt($prompt) failed"
+            return 1
+        }
+    fi
+    kp_wait_ready "$kp_pid" unlocked "$timeout"
+}
+
+kp_start_kwalletd() {
+    QT_QPA_PLATFORM=offscreen kwalletd5 </dev/null >>"$dir/log/kwalletd5.out" 2>>"$dir/log/kwalletd5.log" &
+    kp_pid=$!
+}
+
+# kp_make_kwallet TIMEOUT — the empty-password wallet "kdewallet": a salt
+# file, the key PBKDF2-HMAC-SHA512(empty password, salt, 50000 rounds, 56
+# bytes) handed to kwalletd5's pamOpen, which creates the wallet; kwalletd5
+# is then stopped (the caller starts it again, and only then does it serve
+# the wallet over the Secret Service).
+kp_make_kwallet() {
+    local timeout=$1 key i
+    mkdir -p -m 700 "$XDG_DATA_HOME/kwalletd"
+    head -c 56 /dev/urandom >"$XDG_DATA_HOME/kwalletd/kdewallet.salt"
+    key=$(python3 -c '
+import hashlib, sys
+salt = open(sys.argv[1], "rb").read()
+key = hashlib.pbkdf2_hmac("sha512", b"", salt, 50000, 56)
+print("[" + ", ".join("byte 0x%02x" % b for b in key) + "]")' "$XDG_DATA_HOME/kwalletd/kdewallet.salt") || {
+        kp_error="could not derive the wallet key with python3"
+        return 1
+    }
+    kp_start_kwalletd
+    for ((i = 0; i < timeout * 20; i++)); do
+        kp_name_owned org.kde.kwalletd5 && break
+        alive "$kp_pid" || { kp_error="kwalletd5 exited during start-up"; return 1; }
+        sleep 0.05
+    done
+    if ! gdbus call --address "$address" --timeout 5 --dest org.kde.kwalletd5 --object-path /modules/kwalletd5 \
+        --method org.kde.KWallet.pamOpen kdewallet "$key" 0 >/dev/null 2>>"$dir/log/kwalletd5.log"; then
+        kp_error="org.kde.KWallet.pamOpen failed"
+        return 1
+    fi
+    for ((i = 0; i < timeout * 20; i++)); do
+        [[ -s $XDG_DATA_HOME/kwalletd/kdewallet.kwl ]] && break
+        sleep 0.05
+    done
+    [[ -s $XDG_DATA_HOME/kwalletd/kdewallet.kwl ]] || { kp_error="pamOpen created no kdewallet.kwl"; return 1; }
+    stop_pid "$kp_pid"
+    for ((i = 0; i < 100; i++)); do
+        kp_name_owned org.freedesktop.secrets || break
+        sleep 0.05
+    done
+}
+
 # ------------------------------------------------------------ start / restart
 
 # kp_start PROVIDER FIRST TIMEOUT — start the provider's daemon (FIRST=1: the
@@ -348,6 +419,14 @@ kp_start() {
         kp_start_keepassxc
         kp_wait_ready "$kp_pid" unlocked "$timeout"
         ;;
+    kwallet)
+        if ((first)); then
+            kp_make_kwallet "$timeout" || return 1
+        fi
+        kp_start_kwalletd
+        kp_wait_ready "$kp_pid" locked "$timeout" || return 1
+        kp_unlock_with_prompt "$timeout"
+        ;;
     *)
         kp_error="unknown provider '$provider'"
         return 1
@@ -358,7 +437,7 @@ kp_start() {
 # The log files worth showing when a provider failed to start.
 kp_logs() {
     local f
-    for f in "$dir"/log/gnome-keyring.log "$dir"/log/keepassxc.log "$dir"/log/keepassxc-cli.log; do
+    for f in "$dir"/log/gnome-keyring.log "$dir"/log/keepassxc.log "$dir"/log/keepassxc-cli.log "$dir"/log/kwalletd5.log; do
         [[ -e $f ]] && printf '%s\n' "$f"
     done
     return 0

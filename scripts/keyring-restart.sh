@@ -18,6 +18,8 @@
 #               gnome-keyring-passwordless: as --locked, then a prompt-less
 #               Service.Unlock (the default for this provider). keepassxc*:
 #               start with the database password (their default).
+#               kwallet: start kwalletd5 (the wallet loads locked), then
+#               Service.Unlock, whose prompt completes by itself (default).
 # Prints the new daemon's pid. Exit 0 when ready, 1 if the provider did not
 # come back as asked (its log is printed), 2 on a usage error. The new daemon
 # belongs to the environment: with-keyring.sh stops it at teardown.
@@ -67,6 +69,16 @@ if [[ -n $old ]]; then
         note "pid $old is not a daemon of this environment: refusing to stop it"
         exit 2
     fi
+    if [[ $provider == kwallet ]] && alive "$old"; then
+        # kwalletd5 writes the wallet file only when the wallet is closed; on
+        # SIGTERM it loses what was stored since (observed with 5.103). Close
+        # it first, as a logout would.
+        coll=$(kp_default_collection) || coll=""
+        if [[ -n $coll && $coll != / && $(kp_collection_locked "$coll") == false ]]; then
+            bus_call --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \
+                --method org.freedesktop.Secret.Service.Lock "['$coll']" >/dev/null || true
+        fi
+    fi
     stop_pid "$old"
 fi
 # The bus name must be free before the new daemon asks for it.
@@ -107,6 +119,14 @@ keepassxc | keepassxc-confirm)
     if [[ $want == locked ]]; then
         kp_keepassxc_lock_all || { kp_error="lockAllDatabases failed"; failed; }
         kp_wait_ready "$kp_pid" locked "$timeout" || failed
+    fi
+    ;;
+kwallet)
+    kp_start_kwalletd
+    printf '%s\n' "$kp_pid" >"$dir/keyring.pid"
+    kp_wait_ready "$kp_pid" locked "$timeout" || failed
+    if [[ $want == unlocked ]]; then
+        kp_unlock_with_prompt "$timeout" || failed
     fi
     ;;
 *)

@@ -35,6 +35,12 @@
 #                               collection is unlocked.
 #   keepassxc-confirm           the same with ConfirmDeleteItem,
 #                               ConfirmAccessItem and UnlockBeforeSearch on.
+#   kwallet                     kwalletd5 with an empty-password wallet
+#                               "kdewallet" (created through pamOpen, then
+#                               kwalletd5 restarted); it loads locked and is
+#                               unlocked by Service.Unlock, whose prompt needs
+#                               no user; ready when unlocked.
+#                               PORTAL_TEST_KEYRING_PASSWORD is empty.
 # --no-unlock  (gnome-keyring only) start gnome-keyring-daemon WITHOUT
 #              --unlock: no login keyring, no default collection
 #              (ReadAlias("default") = "/"); only waits for the bus name.
@@ -144,6 +150,7 @@ tools=(dbus-daemon gdbus mktemp od)
 case $provider in
 gnome-keyring*) tools+=(gnome-keyring-daemon) ;;
 keepassxc*) tools+=(keepassxc keepassxc-cli python3) ;;
+kwallet) tools+=(kwalletd5 python3) ;;
 esac
 for tool in "${tools[@]}"; do
     if ! command -v "$tool" >/dev/null 2>&1; then
@@ -343,7 +350,7 @@ export PORTAL_TEST_DBUS_PID="$dbus_pid"
 
 # ------------------------------------------------------- the provider
 
-if [[ $provider == gnome-keyring-passwordless ]]; then
+if [[ $provider == gnome-keyring-passwordless || $provider == kwallet ]]; then
     PORTAL_TEST_KEYRING_PASSWORD=""
 else
     PORTAL_TEST_KEYRING_PASSWORD=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')

@@ -19,11 +19,12 @@ enum KeyringControl {
     /// The provider scripts/with-keyring.sh started (--provider); gnome-keyring by default.
     static var provider: String { getenv("PORTAL_TEST_PROVIDER").map { String(cString: $0) } ?? "gnome-keyring" }
 
-    /// On a passwordless keyring a lock is undone by any reader without a prompt (libsecret does that
-    /// itself), so the library cannot observe "locked" there: the locked-collection tests are skipped.
-    static var lockIsUndoneByReads: Bool { provider == "gnome-keyring-passwordless" }
+    /// Where the unlock needs no user (a passwordless gnome-keyring; KWallet's empty-password wallet,
+    /// whose prompt completes by itself) a lock is undone by any reader (libsecret unlocks on its
+    /// own), so the library cannot observe "locked" there: the locked-collection tests are skipped.
+    static var lockIsUndoneByReads: Bool { ["gnome-keyring-passwordless", "kwallet"].contains(provider) }
     static let passwordlessReason: Comment =
-        "gnome-keyring-passwordless: it unlocks without a prompt, so a lock is undone by the library's own read"
+        "gnome-keyring-passwordless and kwallet unlock without a user, so a lock is undone by the library's own read"
 
     /// gnome-keyring-locked starts with the keyring locked since login (Tests/c/run.sh and
     /// Tests/cli/run.sh check how that is reported); these tests want it unlocked, once.
@@ -226,7 +227,8 @@ private extension String {
 
     /// A passwordless keyring is a plain key file re-read when the daemon starts: every token must
     /// come back byte-exact after that (the key file unescapes \\, \\n, \\t on load).
-    @Test(.enabled(if: KeyringControl.lockIsUndoneByReads, "only gnome-keyring-passwordless stores a plain key file"),
+    @Test(.enabled(if: KeyringControl.provider == "gnome-keyring-passwordless",
+                   "only gnome-keyring-passwordless stores a plain key file"),
           arguments: tokens.indices)
     func passwordlessKeyFileKeepsTokensByteExact(_ index: Int) throws {
         let token = Self.tokens[index]

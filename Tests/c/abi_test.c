@@ -196,12 +196,18 @@ static const char *provider(void) {
 
 static int provider_is(const char *name) { return strcmp(provider(), name) == 0; }
 
-/* On a passwordless keyring a lock is undone by any reader without a prompt (libsecret does
- * that itself), so "locked" is not a state the library can observe there. */
+/* Providers whose unlock needs no user: a passwordless gnome-keyring (no prompt at all) and
+ * KWallet's empty-password wallet (its prompt completes by itself). */
+static int unlocks_without_user(void) {
+    return provider_is("gnome-keyring-passwordless") || provider_is("kwallet");
+}
+
+/* Where the unlock needs no user a lock is undone by any reader (libsecret unlocks on its own),
+ * so "locked" is not a state the library can observe there. */
 static int lock_observable(const char *what) {
-    if (provider_is("gnome-keyring-passwordless")) {
-        printf("    SKIP %s on gnome-keyring-passwordless: it unlocks without a prompt, so a lock "
-               "is undone by the library's own read\n", what);
+    if (unlocks_without_user()) {
+        printf("    SKIP %s on %s: it unlocks without a user, so a lock is undone by the "
+               "library's own read\n", what, provider());
         return 0;
     }
     return 1;
@@ -955,7 +961,7 @@ static void test_restart(void) {
     const char *token = "restart-token \\ \"q\" \t \xc3\xa9 \n end";
     CHECK_OK(portal_auth_persist_session(auth, "restart-user", token, NULL));
     portal_auth_free(auth);
-    if (provider_is("gnome-keyring-passwordless")) {
+    if (unlocks_without_user()) {
         keyring_restart("--locked"); /* as after a login: Locked=true until someone unlocks */
         auth = new_auth(id);
         check_restore(auth, id, "restart-user", token);

@@ -367,8 +367,8 @@ flag_c=$state_c/portal-keyring-example/$env_id.launched
 lock_keyring() {
     if [[ $provider == gnome-keyring-locked ]]; then "$restart" --locked >/dev/null; else "$kctl" lock; fi
 }
-if [[ $provider == gnome-keyring-passwordless ]]; then
-    printf '  skip  first launch / restore while locked: gnome-keyring-passwordless unlocks without a prompt, so a lock is undone by the library'"'"'s own read\n'
+if [[ $provider == gnome-keyring-passwordless || $provider == kwallet ]]; then
+    printf '  skip  first launch / restore while locked: %s unlocks without a user, so a lock is undone by the library'"'"'s own read\n' "$provider"
 elif lock_keyring; then
     locked=1
     restore "$state_c" 2 "first launch while locked: the clear fails" --

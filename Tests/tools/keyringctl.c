@@ -559,6 +559,8 @@ static int
 cmd_lock(void)
 {
     char *coll = default_collection();
+    if (collection_locked(coll))
+        return 0; /* KWallet answers InvalidArgs to Service.Lock of a locked wallet */
     if (is_keepassxc()) {
         g_variant_unref(call_keepassxc("lockAllDatabases", NULL));
         /* Observed with 2.7.4 headless: once a prompt has opened an unlock
