@@ -225,16 +225,17 @@ private extension String {
         try auth(id).clearPersistedSession()
     }
 
-    /// A passwordless keyring is a plain key file re-read when the daemon starts: every token must
-    /// come back byte-exact after that (the key file unescapes \\, \\n, \\t on load).
-    @Test(.enabled(if: KeyringControl.provider == "gnome-keyring-passwordless",
-                   "only gnome-keyring-passwordless stores a plain key file"),
+    /// Where the unlock needs no user, the provider restarted (as after a login: the collection loads
+    /// locked) must still give every token back byte-exact: the passwordless keyring is a plain key
+    /// file re-read on start (it unescapes \\, \\n, \\t on load); KWallet re-reads its wallet file.
+    @Test(.enabled(if: KeyringControl.lockIsUndoneByReads,
+                   "the providers whose unlock needs no user are gnome-keyring-passwordless and kwallet"),
           arguments: tokens.indices)
-    func passwordlessKeyFileKeepsTokensByteExact(_ index: Int) throws {
+    func restartedProviderWithoutUserUnlockKeepsTokensByteExact(_ index: Int) throws {
         let token = Self.tokens[index]
         let id = unique
         try auth(id).persistSession(endUserId: "u", clientSessionToken: token)
-        try KeyringControl.restart("--unlocked")
+        try KeyringControl.restart("--locked")
         #expect(try auth(id).restoreSession()?.getToken() == token)
         try auth(id).clearPersistedSession()
     }

@@ -648,6 +648,7 @@ static void test_round_trip(void) {
         CHECK_OK(portal_auth_persist_session(auth, cases[i].user, cases[i].token, &stored));
         CHECK_NO_ERROR();
         CHECK(stored != SENTINEL_SESSION);
+        if (stored == SENTINEL_SESSION) continue; /* PORTAL_ABI_TEST_KEEP_GOING=1: nothing to check */
         check_session(stored, id, cases[i].user, cases[i].token);
         /* Same handle, and a new handle in the same process. */
         check_restore(auth, id, cases[i].user, cases[i].token);
