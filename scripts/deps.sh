@@ -14,11 +14,13 @@
 # sourced; when run, it tells you to source it); if swift is nowhere, it says
 # so and fails. Idempotent; sourcing it does not change your shell options.
 
-# gdbus (used by scripts/with-keyring.sh) is in libglib2.0-bin.
+# gdbus (used by scripts/with-keyring.sh) is in libglib2.0-bin. keepassxc,
+# libkf5wallet-bin (kwalletd5) and libqca-qt5-2-plugins (KWallet's encrypted
+# transfer session) are the other providers of scripts/test-matrix.sh.
 PORTAL_DEPS_PACKAGES=(
     libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
     libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
-    gdb dbus-bin
+    gdb dbus-bin keepassxc libkf5wallet-bin libqca-qt5-2-plugins
 )
 
 portal_deps_missing() {

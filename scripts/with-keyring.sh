@@ -1,37 +1,75 @@
 #!/usr/bin/env bash
 # with-keyring.sh — run a command inside a private, throwaway Secret Service.
 #
-#   scripts/with-keyring.sh [--no-unlock] CMD [ARGS...]
+#   scripts/with-keyring.sh [--provider NAME] [--no-unlock] CMD [ARGS...]
 #
 # Creates a temporary directory (HOME, XDG_* dirs, XDG_RUNTIME_DIR mode 700),
 # starts a private dbus-daemon on a unix socket inside it (generated config:
 # session bus, EXTERNAL auth, allow everything, NO service directories, so
-# nothing is ever auto-activated from the real system) and a
-# gnome-keyring-daemon (--foreground --components=secrets) on that bus, waits
-# until org.freedesktop.secrets is owned and — unless --no-unlock — until
-# ReadAlias("default") names a collection, runs CMD, and then tears everything
-# down (also on Ctrl-C / SIGTERM / SIGHUP). Exits with CMD's status; 125 if the
-# environment could not be set up (with the daemons' stderr printed). The
-# developer's own keyring and session bus are never touched.
+# nothing is ever auto-activated from the real system) and a Secret Service
+# provider on that bus, waits until it is ready (below), runs CMD, and then
+# tears everything down (also on Ctrl-C / SIGTERM / SIGHUP). Exits with CMD's
+# status; 125 if the environment could not be set up (with the daemons'
+# stderr printed). The developer's own keyring and session bus are never
+# touched.
+#
+# --provider NAME  (default gnome-keyring; docs/providers.md has the details)
+#   gnome-keyring               gnome-keyring-daemon --foreground
+#                               --components=secrets --unlock: the login
+#                               keyring is created and unlocked with a random
+#                               password; ready when ReadAlias("default")
+#                               names a collection.
+#   gnome-keyring-locked        the same login keyring, then the daemon is
+#                               stopped and started again WITHOUT --unlock,
+#                               so the keyring is loaded LOCKED from disk;
+#                               ready when the default collection is Locked.
+#   gnome-keyring-passwordless  a plain (unencrypted) login keyring file is
+#                               written before the daemon starts (no
+#                               --unlock); ready when the default collection
+#                               is unlocked. PORTAL_TEST_KEYRING_PASSWORD is
+#                               empty.
+#   keepassxc                   KeePassXC headless (QT_QPA_PLATFORM=offscreen)
+#                               on a new database whose group "Portal" is
+#                               exposed over the Secret Service, no
+#                               confirmations; ready when the default
+#                               collection is unlocked.
+#   keepassxc-confirm           the same with ConfirmDeleteItem,
+#                               ConfirmAccessItem and UnlockBeforeSearch on.
+#   kwallet                     kwalletd5 with an empty-password wallet
+#                               "kdewallet" (created through pamOpen, then
+#                               kwalletd5 restarted); it loads locked and is
+#                               unlocked by Service.Unlock, whose prompt needs
+#                               no user; ready when unlocked.
+#                               PORTAL_TEST_KEYRING_PASSWORD is empty.
+# --no-unlock  (gnome-keyring only) start gnome-keyring-daemon WITHOUT
+#              --unlock: no login keyring, no default collection
+#              (ReadAlias("default") = "/"); only waits for the bus name.
+#
+# scripts/keyring-restart.sh restarts the provider from inside CMD (e.g. to
+# see a stored item "locked since login").
 #
 # Exported to CMD:
 #   DBUS_SESSION_BUS_ADDRESS      the private bus
-#   PORTAL_TEST_KEYRING_PASSWORD  the login keyring's (random) password
-#   PORTAL_TEST_KEYRING_PID       gnome-keyring-daemon's pid
+#   PORTAL_TEST_PROVIDER          the provider's NAME
+#   PORTAL_TEST_KEYRING_RESTART   path of scripts/keyring-restart.sh
+#   PORTAL_TEST_KEYRING_PASSWORD  the login keyring's (random) password; for
+#                                 KeePassXC the database password; empty for
+#                                 gnome-keyring-passwordless
+#   PORTAL_TEST_KEYRING_PID       the provider daemon's pid (after a
+#                                 keyring-restart.sh, the current one is in
+#                                 $PORTAL_TEST_KEYRING_DIR/keyring.pid)
+#   PORTAL_TEST_KEEPASSXC_DB      (KeePassXC) the database file
 #   PORTAL_TEST_DBUS_PID          dbus-daemon's pid
 #   PORTAL_TEST_DBUS_CONFIG       the generated bus config (start a replacement
 #                                 bus on the same address with
 #                                 dbus-daemon --nofork --config-file=...)
 #   PORTAL_TEST_KEYRING_DIR       the temporary directory
-#   PORTAL_TEST_KEYRING_MODE      "unlocked" or "no-unlock"
+#   PORTAL_TEST_KEYRING_MODE      "unlocked", "locked" or "no-unlock": the
+#                                 default collection's state when CMD starts
 #   HOME XDG_RUNTIME_DIR XDG_DATA_HOME XDG_CONFIG_HOME XDG_CACHE_HOME
 #   XDG_STATE_HOME                all inside the temporary directory
 # and DISPLAY / WAYLAND_DISPLAY / XAUTHORITY are unset, GIO_USE_VFS=local,
 # GSETTINGS_BACKEND=memory (no gvfs/dconf), GNOME_KEYRING_* cleared.
-#
-# --no-unlock  start gnome-keyring-daemon WITHOUT --unlock: no login keyring,
-#              no default collection (ReadAlias("default") = "/"); only waits
-#              for the bus name.
 #
 # Environment:
 #   PORTAL_KEYRING_REAL=1   start nothing; run CMD in the current environment
@@ -39,11 +77,18 @@
 #   PORTAL_TEST_KEYRING_START_TIMEOUT  seconds to wait for start-up (10)
 #   PORTAL_TEST_KEEP_KEYRING_DIR=1     keep the temp dir (daemons are still
 #                                      stopped) and print its path
+#   PORTAL_TEST_KEYRING_SEED="shell command"  run with `bash -c` (in the
+#                           private environment, everything above exported)
+#                           once the provider is up and unlocked, before CMD;
+#                           for gnome-keyring-locked it runs BEFORE the
+#                           restart that loads the keyring locked, so what it
+#                           stores is "locked since login". Setup fails (125)
+#                           if it fails.
 #
-# Teardown: SIGCONT then SIGTERM (SIGKILL after 3 s) to gnome-keyring-daemon,
+# Teardown: SIGCONT then SIGTERM (SIGKILL after 3 s) to the provider daemon,
 # dbus-daemon and any other process still carrying this run's
 # PORTAL_TEST_KEYRING_DIR in its environment (e.g. a replacement daemon a
-# fault test started), then rm -rf of the directory.
+# test started), then rm -rf of the directory.
 
 # Functions that run from traps look like dead code to shellcheck 0.9.
 # shellcheck disable=SC2317
@@ -63,19 +108,37 @@ usage() { # --help: stdout, exit 0; no command: stderr, exit 2
 
 note() { printf '%s: %s\n' "$ME" "$*" >&2; }
 
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=scripts/keyring-providers.sh
+source "$here/keyring-providers.sh"
+
 unlock=1
-if [[ $# -gt 0 && $1 == --no-unlock ]]; then
-    unlock=0
+provider=gnome-keyring
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --no-unlock) unlock=0 ;;
+    --provider=*) provider=${1#--provider=} ;;
+    --provider)
+        [[ $# -ge 2 ]] || { note "error: --provider needs a NAME (${KP_PROVIDERS[*]})"; exit 2; }
+        provider=$2
+        shift
+        ;;
+    --) shift; break ;;
+    -h | --help) usage help ;;
+    *) break ;;
+    esac
     shift
-fi
-if [[ $# -gt 0 && $1 == -- ]]; then
-    shift
-fi
-if [[ $# -gt 0 && ( $1 == -h || $1 == --help ) ]]; then
-    usage help
-fi
+done
 if [[ $# -eq 0 ]]; then
     usage
+fi
+if ! kp_known_provider "$provider"; then
+    note "error: unknown provider '$provider' (known: ${KP_PROVIDERS[*]})"
+    exit 2
+fi
+if ((!unlock)) && [[ $provider != gnome-keyring ]]; then
+    note "error: --no-unlock is only for the gnome-keyring provider"
+    exit 2
 fi
 
 if [[ ${PORTAL_KEYRING_REAL:-} == 1 ]]; then
@@ -83,7 +146,13 @@ if [[ ${PORTAL_KEYRING_REAL:-} == 1 ]]; then
     exec "$@"
 fi
 
-for tool in dbus-daemon gnome-keyring-daemon gdbus mktemp od; do
+tools=(dbus-daemon gdbus mktemp od)
+case $provider in
+gnome-keyring*) tools+=(gnome-keyring-daemon) ;;
+keepassxc*) tools+=(keepassxc keepassxc-cli python3) ;;
+kwallet) tools+=(kwalletd5 python3) ;;
+esac
+for tool in "${tools[@]}"; do
     if ! command -v "$tool" >/dev/null 2>&1; then
         note "error: '$tool' not found (run scripts/deps.sh)"
         exit "$SETUP_FAILED"
@@ -97,51 +166,6 @@ if ! [[ $start_timeout =~ ^[0-9]+$ ]] || ((start_timeout < 1)); then
 fi
 
 # ------------------------------------------------------------------ helpers
-
-# True while PID exists and is not a zombie.
-alive() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-    stat=${stat##*) }
-    [[ ${stat%% *} != Z ]]
-}
-
-# True if PID is our child or was started inside this private environment
-# (its environment carries our PORTAL_TEST_KEYRING_DIR). Guards against
-# killing an unrelated process that reused the pid of a daemon a test had
-# already killed.
-ours() {
-    local stat fields
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-    read -r -a fields <<<"${stat##*) }"
-    [[ ${fields[1]:-} == "$$" ]] && return 0
-    [[ -n ${dir:-} ]] && grep -qzxF -- "PORTAL_TEST_KEYRING_DIR=$dir" "/proc/$1/environ" 2>/dev/null
-}
-
-# Stop one of our processes: SIGCONT (it may have been SIGSTOPped by a test),
-# SIGTERM, SIGKILL after 3 s; reap it if it is our child.
-stop_pid() {
-    local pid=$1 i
-    [[ -n $pid ]] || return 0
-    if ! alive "$pid" || ! ours "$pid"; then
-        wait "$pid" 2>/dev/null || true
-        return 0
-    fi
-    kill -CONT "$pid" 2>/dev/null || true
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 60; i++)); do
-        alive "$pid" || break
-        sleep 0.05
-    done
-    if alive "$pid"; then
-        kill -KILL "$pid" 2>/dev/null || true
-        for ((i = 0; i < 40; i++)); do
-            alive "$pid" || break
-            sleep 0.05
-        done
-    fi
-    wait "$pid" 2>/dev/null || true
-}
 
 # Pids of processes (other than this script) whose environment carries this
 # run's PORTAL_TEST_KEYRING_DIR: everything started in the private env.
@@ -169,8 +193,10 @@ show_log() {
 fail_setup() {
     note "error: $*"
     [[ -n ${dir:-} ]] && show_log "dbus-daemon stderr" "$dir/log/dbus-daemon.log"
-    [[ -n ${dir:-} && -e $dir/log/gnome-keyring.log ]] &&
-        show_log "gnome-keyring-daemon stderr" "$dir/log/gnome-keyring.log"
+    if [[ -n ${dir:-} ]]; then
+        local f
+        for f in $(kp_logs); do show_log "$(basename "$f")" "$f"; done
+    fi
     exit "$SETUP_FAILED"
 }
 
@@ -192,6 +218,10 @@ teardown() {
         stop_pid "$cmd_pid"
     fi
     stop_pid "$keyring_pid"
+    # A daemon started by scripts/keyring-restart.sh.
+    if [[ -n $dir && -s $dir/keyring.pid ]]; then
+        stop_pid "$(cat "$dir/keyring.pid" 2>/dev/null)"
+    fi
     stop_pid "$dbus_pid"
     if [[ -n $dir ]]; then
         for pid in $(leftover_pids); do
@@ -248,10 +278,14 @@ export XDG_STATE_HOME="$dir/state"
 export GIO_USE_VFS=local
 export GSETTINGS_BACKEND=memory
 export PORTAL_TEST_KEYRING_DIR="$dir"
-if ((unlock)); then
-    export PORTAL_TEST_KEYRING_MODE=unlocked
-else
+export PORTAL_TEST_PROVIDER="$provider"
+export PORTAL_TEST_KEYRING_RESTART="$here/keyring-restart.sh"
+if ((!unlock)); then
     export PORTAL_TEST_KEYRING_MODE=no-unlock
+elif [[ $provider == gnome-keyring-locked ]]; then
+    export PORTAL_TEST_KEYRING_MODE=locked
+else
+    export PORTAL_TEST_KEYRING_MODE=unlocked
 fi
 
 # ------------------------------------------------------------ dbus-daemon
@@ -314,63 +348,38 @@ fi
 export DBUS_SESSION_BUS_ADDRESS="$address"
 export PORTAL_TEST_DBUS_PID="$dbus_pid"
 
-# --------------------------------------------------- gnome-keyring-daemon
+# ------------------------------------------------------- the provider
 
-PORTAL_TEST_KEYRING_PASSWORD=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
-export PORTAL_TEST_KEYRING_PASSWORD
-if ((unlock)); then
-    # --unlock reads the password from stdin up to EOF (no trailing newline)
-    # and creates/unlocks the "login" keyring, which becomes "default".
-    gnome-keyring-daemon --foreground --unlock --components=secrets \
-        < <(printf '%s' "$PORTAL_TEST_KEYRING_PASSWORD") \
-        >"$dir/log/gnome-keyring.out" 2>"$dir/log/gnome-keyring.log" &
+if [[ $provider == gnome-keyring-passwordless || $provider == kwallet ]]; then
+    PORTAL_TEST_KEYRING_PASSWORD=""
 else
-    gnome-keyring-daemon --foreground --components=secrets \
-        </dev/null >"$dir/log/gnome-keyring.out" 2>"$dir/log/gnome-keyring.log" &
+    PORTAL_TEST_KEYRING_PASSWORD=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
 fi
-keyring_pid=$!
-export PORTAL_TEST_KEYRING_PID="$keyring_pid"
+export PORTAL_TEST_KEYRING_PASSWORD
 
-bus_call() {
-    gdbus call --address "$address" --timeout 2 "$@" 2>/dev/null
+start_provider() { # FIRST
+    local what=$provider
+    ((unlock)) || what=gnome-keyring-no-unlock
+    kp_start "$what" "$1" "$start_timeout" || {
+        keyring_pid=$kp_pid
+        fail_setup "$provider: $kp_error"
+    }
+    keyring_pid=$kp_pid
+    export PORTAL_TEST_KEYRING_PID="$keyring_pid"
+    printf '%s\n' "$keyring_pid" >"$dir/keyring.pid"
 }
 
-deadline=$((SECONDS + start_timeout))
-name_owned=0
-alias_ok=0
-default_path=""
-while ((SECONDS <= deadline)); do
-    if ! alive "$keyring_pid"; then
-        fail_setup "gnome-keyring-daemon exited during start-up"
+start_provider 1
+if [[ -n ${PORTAL_TEST_KEYRING_SEED:-} ]]; then
+    if ! bash -c "$PORTAL_TEST_KEYRING_SEED" </dev/null >"$dir/log/seed.log" 2>&1; then
+        show_log "PORTAL_TEST_KEYRING_SEED output" "$dir/log/seed.log"
+        fail_setup "PORTAL_TEST_KEYRING_SEED failed"
     fi
-    if ! alive "$dbus_pid"; then
-        fail_setup "dbus-daemon exited during start-up"
-    fi
-    if ((!name_owned)); then
-        if [[ $(bus_call --dest org.freedesktop.DBus --object-path /org/freedesktop/DBus \
-            --method org.freedesktop.DBus.NameHasOwner org.freedesktop.secrets) == "(true,)" ]]; then
-            name_owned=1
-        fi
-    fi
-    if ((name_owned)); then
-        ((unlock)) || break
-        reply=$(bus_call --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \
-            --method org.freedesktop.Secret.Service.ReadAlias default) || reply=""
-        if [[ $reply =~ ^\(objectpath\ \'([^\']*)\',\)$ ]]; then
-            default_path=${BASH_REMATCH[1]}
-            if [[ $default_path != / ]]; then
-                alias_ok=1
-                break
-            fi
-        fi
-    fi
-    sleep 0.05
-done
-if ((!name_owned)); then
-    fail_setup "org.freedesktop.secrets was not owned on the private bus within ${start_timeout}s"
 fi
-if ((unlock && !alias_ok)); then
-    fail_setup "ReadAlias(\"default\") was still '${default_path:-<no answer>}' after ${start_timeout}s (login keyring not created/unlocked)"
+if [[ $provider == gnome-keyring-locked ]]; then
+    # Load the keyring locked from disk: stop, start again without --unlock.
+    stop_pid "$keyring_pid"
+    start_provider 0
 fi
 
 # ------------------------------------------------------------------- run

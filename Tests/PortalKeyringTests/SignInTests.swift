@@ -86,7 +86,8 @@ private func grant(_ kind: String, user: String, totp: Bool = false, provider: S
         try a.clearPersistedSession()
     }
 
-    @Test func storageFailureThenRetryWritesWithoutASecondExchange() throws {
+    @Test(.disabled(if: KeyringControl.lockIsUndoneByReads, KeyringControl.passwordlessReason))
+    func storageFailureThenRetryWritesWithoutASecondExchange() throws {
         let a = try auth()
         let url = try grant("magic_link", user: "eu-locked")
         let before = try FakePortalAPI.requests("/api/v3/auth/magic-links/validations").total

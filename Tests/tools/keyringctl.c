@@ -7,13 +7,27 @@
  *       $(pkg-config --cflags --libs libsecret-1)
  *
  * It talks to org.freedesktop.secrets directly over GDBus (the Secret Service
- * D-Bus API, plus gnome-keyring's internal UnlockWithMasterPassword) rather
- * than through libsecret's convenience calls, so that EVERY D-Bus call has an
- * explicit timeout (KEYRINGCTL_TIMEOUT_MS, default 5000 ms), nothing is ever
- * auto-activated, and no prompt is ever shown or waited for (a prompt that
- * the daemon hands back is dismissed and reported as an error). A SIGALRM
- * watchdog bounds the whole run as well (connection set-up included), so a
- * stopped daemon can never hang a test.
+ * D-Bus API, plus gnome-keyring's internal UnlockWithMasterPassword and
+ * KeePassXC's org.keepassxc.KeePassXC.MainWindow) rather than through
+ * libsecret's convenience calls, so that EVERY D-Bus call has an explicit
+ * timeout (KEYRINGCTL_TIMEOUT_MS, default 5000 ms) and nothing is ever
+ * auto-activated. A prompt that the daemon hands back (KeePassXC returns one
+ * for every CreateItem and Item.Delete; gnome-keyring for a locked
+ * collection) is RUN: Prompt.Prompt("") and a wait for Completed, bounded by
+ * the same timeout. No dialog can appear (the providers run headless), so a
+ * prompt that needs a user ends dismissed or unanswered: both are reported as
+ * errors. Prompts are never Dismiss()ed (that crashed gnome-keyring 42). A
+ * SIGALRM watchdog bounds the whole run as well (connection set-up
+ * included), so a stopped daemon can never hang a test.
+ *
+ * Providers: works with every provider of scripts/with-keyring.sh
+ * --provider. KeePassXC is recognised by its bus name
+ * org.keepassxc.KeePassXC.MainWindow; lock/unlock then use that interface
+ * (lockAllDatabases / openDatabase($PORTAL_TEST_KEEPASSXC_DB,
+ * $PORTAL_TEST_KEYRING_PASSWORD, "")). Elsewhere lock is Service.Lock and
+ * unlock is gnome-keyring's UnlockWithMasterPassword, falling back to
+ * Service.Unlock plus its prompt when the daemon has no such method. lock and
+ * unlock return only once the default collection's Locked property says so.
  *
  * Safety: it refuses to run unless PORTAL_TEST_KEYRING_DIR is set and
  * DBUS_SESSION_BUS_ADDRESS points inside it (i.e. inside with-keyring.sh),
@@ -23,13 +37,14 @@
  * Subcommands (exit 0 = success/true, 1 = not found/false, 2 = error, with a
  * message on stderr):
  *   lock                      lock the default collection
- *   unlock                    unlock it without a prompt (master password
- *                             from $PORTAL_TEST_KEYRING_PASSWORD)
+ *   unlock                    unlock it without a dialog (password from
+ *                             $PORTAL_TEST_KEYRING_PASSWORD)
  *   is-locked                 0 if the default collection is locked, 1 if not
  *   store --schema NAME [--content-type T] [--label L] [--replace] K=V...
  *                             store stdin (byte-exact) as a new item of the
  *                             default collection with exactly attributes K=V
- *                             plus xdg:schema=NAME; prints the item path.
+ *                             plus xdg:schema=NAME; prints the item path
+ *                             (a creation prompt is run, see above).
  *                             Without --replace an item with the same
  *                             attributes is never replaced (a second one is
  *                             added).
@@ -42,7 +57,8 @@
  *                             pairs separated by spaces (bytes <= 0x20, 0x7f
  *                             and '\' are written as \xHH); lines sorted;
  *                             1 if none match
- *   delete-all [--schema NAME] K=V...  delete matches, print how many
+ *   delete-all [--schema NAME] K=V...  delete matches (running each
+ *                             deletion prompt), print how many
  *   unlock-prompt [--wait MS] probe: Service.Unlock on the default collection
  *                             and, if the daemon returns a prompt, run it and
  *                             wait up to MS (default 10000) for Completed;
@@ -75,6 +91,9 @@
 #define IFACE_ITEM "org.freedesktop.Secret.Item"
 #define IFACE_PROMPT "org.freedesktop.Secret.Prompt"
 #define IFACE_GNOME "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
+#define KEEPASSXC_NAME "org.keepassxc.KeePassXC.MainWindow"
+#define KEEPASSXC_PATH "/keepassxc"
+#define KEEPASSXC_IFACE "org.keepassxc.KeePassXC.MainWindow"
 #define IFACE_PROPS "org.freedesktop.DBus.Properties"
 
 #define MAX_SECRET_BYTES (64u * 1024u * 1024u)
@@ -193,14 +212,106 @@ dismiss_prompt(const char *prompt)
         g_variant_unref(r);
 }
 
+/* Prompt.Completed bookkeeping, shared by run_prompt and unlock-prompt. */
+typedef struct {
+    GMainLoop *loop;
+    gboolean completed;
+    gboolean dismissed;
+    char *result;
+    GVariant *value;
+} PromptState;
+
 static void
-refuse_prompt(const char *prompt, const char *what)
+on_prompt_completed(GDBusConnection *c, const char *sender, const char *path,
+                    const char *iface, const char *signal, GVariant *params, gpointer data)
 {
-    if (prompt && strcmp(prompt, "/") != 0) {
-        dismiss_prompt(prompt);
-        die(2, "%s: the daemon asked for a prompt (%s), which this tool never shows "
-               "(collection locked?); dismissed it", what, prompt);
+    PromptState *st = data;
+    (void)c; (void)sender; (void)path; (void)iface; (void)signal;
+    if (!g_variant_is_of_type(params, G_VARIANT_TYPE("(bv)")))
+        return;
+    GVariant *v = NULL;
+    g_variant_get(params, "(bv)", &st->dismissed, &v);
+    st->result = g_variant_print(v, TRUE);
+    st->value = v;
+    st->completed = TRUE;
+    g_main_loop_quit(st->loop);
+}
+
+static gboolean
+on_prompt_timeout(gpointer data)
+{
+    g_main_loop_quit(((PromptState *)data)->loop);
+    return G_SOURCE_REMOVE;
+}
+
+/* Runs PROMPT (if it is not "/"): Prompt.Prompt("") and a wait of at most
+ * call_timeout_ms for Completed. Dies (exit 2) if it ends dismissed or does
+ * not complete in time; never calls Dismiss. Returns Completed's result
+ * (caller unrefs), or NULL when there was no prompt. */
+static GVariant *
+run_prompt(const char *prompt, const char *what)
+{
+    if (!prompt || strcmp(prompt, "/") == 0)
+        return NULL;
+    /* Each prompt gets its own share of the watchdog. */
+    alarm((unsigned)(3u * (unsigned)call_timeout_ms / 1000u) + 2u);
+    PromptState st = { g_main_loop_new(NULL, FALSE), FALSE, FALSE, NULL, NULL };
+    guint sub = g_dbus_connection_signal_subscribe(
+        bus, NULL, IFACE_PROMPT, "Completed", prompt, NULL, G_DBUS_SIGNAL_FLAGS_NONE,
+        on_prompt_completed, &st, NULL);
+    char *label = g_strdup_printf("%s: Prompt.Prompt(%s)", what, prompt);
+    GVariant *pr = call(prompt, IFACE_PROMPT, "Prompt", g_variant_new("(s)", ""), "()", label);
+    g_variant_unref(pr);
+    guint to = g_timeout_add((guint)call_timeout_ms, on_prompt_timeout, &st);
+    if (!st.completed)
+        g_main_loop_run(st.loop);
+    g_dbus_connection_signal_unsubscribe(bus, sub);
+    if (!st.completed)
+        die(2, "%s: the daemon's prompt %s did not complete within %d ms (it needs a user? "
+               "left open, never dismissed)", what, prompt, call_timeout_ms);
+    g_source_remove(to);
+    if (st.dismissed)
+        die(2, "%s: the daemon's prompt %s completed dismissed (collection locked, or a "
+               "confirmation no one can answer headless?)", what, prompt);
+    g_main_loop_unref(st.loop);
+    g_free(st.result);
+    g_free(label);
+    return st.value;
+}
+
+static gboolean
+name_has_owner(const char *name)
+{
+    GVariant *r = g_dbus_connection_call_sync(
+        bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+        "NameHasOwner", g_variant_new("(s)", name), G_VARIANT_TYPE("(b)"),
+        G_DBUS_CALL_FLAGS_NONE, call_timeout_ms, NULL, NULL);
+    gboolean owned = FALSE;
+    if (r) {
+        g_variant_get(r, "(b)", &owned);
+        g_variant_unref(r);
     }
+    return owned;
+}
+
+static gboolean
+is_keepassxc(void)
+{
+    return name_has_owner(KEEPASSXC_NAME);
+}
+
+static GVariant *
+call_keepassxc(const char *method, GVariant *params)
+{
+    GError *err = NULL;
+    GVariant *r = g_dbus_connection_call_sync(
+        bus, KEEPASSXC_NAME, KEEPASSXC_PATH, KEEPASSXC_IFACE, method, params, NULL,
+        G_DBUS_CALL_FLAGS_NO_AUTO_START, call_timeout_ms, NULL, &err);
+    if (!r) {
+        char *what = g_strdup_printf("KeePassXC MainWindow.%s", method);
+        die_gerror(what, err);
+    }
+    return r;
 }
 
 static char *
@@ -244,6 +355,20 @@ collection_locked(const char *coll)
     g_variant_unref(v);
     g_variant_unref(r);
     return locked;
+}
+
+/* Polls Collection.Locked until it is WANT, for at most call_timeout_ms. */
+static gboolean
+wait_locked(const char *coll, gboolean want)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)call_timeout_ms * 1000;
+    for (;;) {
+        if (collection_locked(coll) == want)
+            return TRUE;
+        if (g_get_monotonic_time() >= deadline)
+            return FALSE;
+        g_usleep(20 * 1000);
+    }
 }
 
 static GVariant *
@@ -434,15 +559,30 @@ static int
 cmd_lock(void)
 {
     char *coll = default_collection();
-    GVariant *r = call(SECRETS_PATH, IFACE_SERVICE, "Lock",
-                       g_variant_new("(@ao)", g_variant_new_objv((const char *const[]){coll}, 1)),
-                       "(aoo)", "Service.Lock");
-    char *prompt = NULL;
-    g_variant_get_child(r, 1, "o", &prompt);
-    refuse_prompt(prompt, "Service.Lock");
-    g_variant_unref(r);
-    if (!collection_locked(coll))
-        die(2, "Service.Lock returned but %s is still unlocked", coll);
+    if (collection_locked(coll))
+        return 0; /* KWallet answers InvalidArgs to Service.Lock of a locked wallet */
+    if (is_keepassxc()) {
+        g_variant_unref(call_keepassxc("lockAllDatabases", NULL));
+        /* Observed with 2.7.4 headless: once a prompt has opened an unlock
+         * dialog (a write into the locked database), lockAllDatabases and
+         * Service.Lock no longer lock anything, even after openDatabase. */
+        if (!wait_locked(coll, TRUE))
+            die(2, "KeePassXC: %s still unlocked %d ms after lockAllDatabases (known KeePassXC "
+                   "2.7.4 state after a prompt opened an unlock dialog headless; "
+                   "scripts/keyring-restart.sh --locked recovers)", coll, call_timeout_ms);
+    } else {
+        GVariant *r = call(SECRETS_PATH, IFACE_SERVICE, "Lock",
+                           g_variant_new("(@ao)", g_variant_new_objv((const char *const[]){coll}, 1)),
+                           "(aoo)", "Service.Lock");
+        char *prompt = NULL;
+        g_variant_get_child(r, 1, "o", &prompt);
+        g_variant_unref(r);
+        GVariant *res = run_prompt(prompt, "Service.Lock");
+        if (res)
+            g_variant_unref(res);
+    }
+    if (!wait_locked(coll, TRUE))
+        die(2, "%s still unlocked %d ms after the lock call", coll, call_timeout_ms);
     return 0;
 }
 
@@ -455,15 +595,42 @@ cmd_unlock(void)
     char *coll = default_collection();
     if (!collection_locked(coll))
         return 0;
-    /* The session must belong to this connection: the daemon checks that. */
-    char *session = open_plain_session();
-    GVariant *r = call(SECRETS_PATH, IFACE_GNOME, "UnlockWithMasterPassword",
-                       g_variant_new("(o@(oayays))", coll,
-                                     secret_struct(session, pw, strlen(pw), "text/plain")),
-                       "()", "UnlockWithMasterPassword");
-    g_variant_unref(r);
-    if (collection_locked(coll))
-        die(2, "UnlockWithMasterPassword returned but %s is still locked", coll);
+    if (is_keepassxc()) {
+        const char *db = g_getenv("PORTAL_TEST_KEEPASSXC_DB");
+        if (!db || !*db)
+            die(2, "PORTAL_TEST_KEEPASSXC_DB is not set (the database KeePassXC serves)");
+        g_variant_unref(call_keepassxc("openDatabase", g_variant_new("(sss)", db, pw, "")));
+    } else {
+        /* The session must belong to this connection: the daemon checks that. */
+        char *session = open_plain_session();
+        GError *err = NULL;
+        GVariant *r = g_dbus_connection_call_sync(
+            bus, SECRETS_NAME, SECRETS_PATH, IFACE_GNOME, "UnlockWithMasterPassword",
+            g_variant_new("(o@(oayays))", coll, secret_struct(session, pw, strlen(pw), "text/plain")),
+            G_VARIANT_TYPE("()"), G_DBUS_CALL_FLAGS_NO_AUTO_START, call_timeout_ms, NULL, &err);
+        if (r) {
+            g_variant_unref(r);
+        } else if (g_error_matches(err, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD) ||
+                   g_error_matches(err, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_INTERFACE) ||
+                   g_error_matches(err, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_OBJECT)) {
+            /* Not gnome-keyring: Service.Unlock, whose prompt must then finish
+             * on its own (e.g. KWallet's empty-password wallet). */
+            g_error_free(err);
+            GVariant *u = call(SECRETS_PATH, IFACE_SERVICE, "Unlock",
+                               g_variant_new("(@ao)", g_variant_new_objv((const char *const[]){coll}, 1)),
+                               "(aoo)", "Service.Unlock");
+            char *prompt = NULL;
+            g_variant_get_child(u, 1, "o", &prompt);
+            g_variant_unref(u);
+            GVariant *res = run_prompt(prompt, "Service.Unlock");
+            if (res)
+                g_variant_unref(res);
+        } else {
+            die_gerror("UnlockWithMasterPassword", err);
+        }
+    }
+    if (!wait_locked(coll, FALSE))
+        die(2, "%s still locked %d ms after the unlock call", coll, call_timeout_ms);
     return 0;
 }
 
@@ -498,7 +665,16 @@ cmd_store(Args *a)
     char *item = NULL, *prompt = NULL;
     g_variant_get(r, "(oo)", &item, &prompt);
     g_variant_unref(r);
-    refuse_prompt(prompt, "Collection.CreateItem");
+    GVariant *res = run_prompt(prompt, "Collection.CreateItem");
+    if (res) {
+        /* The prompt's result is the new item's path. */
+        if (!g_variant_is_of_type(res, G_VARIANT_TYPE_OBJECT_PATH))
+            die(2, "Collection.CreateItem's prompt completed with %s, not an item path",
+                g_variant_get_type_string(res));
+        g_free(item);
+        item = g_variant_dup_string(res, NULL);
+        g_variant_unref(res);
+    }
     if (strcmp(item, "/") == 0)
         die(2, "Collection.CreateItem returned no item");
     memset(secret->data, 0, secret->len);
@@ -623,9 +799,9 @@ cmd_delete_all(Args *a)
         g_variant_get(r, "(o)", &prompt);
         g_variant_unref(r);
         if (strcmp(prompt, "/") != 0) {
-            fprintf(stderr, "keyringctl: deleted %u of %u matching items before a prompt\n",
-                    deleted, nu + nl);
-            refuse_prompt(prompt, "Item.Delete");
+            GVariant *res = run_prompt(prompt, "Item.Delete");
+            if (res)
+                g_variant_unref(res);
         }
         g_free(prompt);
         deleted++;
@@ -636,36 +812,6 @@ cmd_delete_all(Args *a)
 }
 
 /* unlock-prompt: observe what the daemon does when an unlock needs a prompt. */
-typedef struct {
-    GMainLoop *loop;
-    gboolean completed;
-    gboolean dismissed;
-    char *result;
-} PromptState;
-
-static void
-on_prompt_completed(GDBusConnection *c, const char *sender, const char *path,
-                    const char *iface, const char *signal, GVariant *params, gpointer data)
-{
-    PromptState *st = data;
-    (void)c; (void)sender; (void)path; (void)iface; (void)signal;
-    if (!g_variant_is_of_type(params, G_VARIANT_TYPE("(bv)")))
-        return;
-    GVariant *v = NULL;
-    g_variant_get(params, "(bv)", &st->dismissed, &v);
-    st->result = g_variant_print(v, TRUE);
-    g_variant_unref(v);
-    st->completed = TRUE;
-    g_main_loop_quit(st->loop);
-}
-
-static gboolean
-on_prompt_timeout(gpointer data)
-{
-    g_main_loop_quit(((PromptState *)data)->loop);
-    return G_SOURCE_REMOVE;
-}
-
 static int
 cmd_unlock_prompt(Args *a)
 {
@@ -685,7 +831,7 @@ cmd_unlock_prompt(Args *a)
         return collection_locked(coll) ? 2 : 0;
     }
 
-    PromptState st = { g_main_loop_new(NULL, FALSE), FALSE, FALSE, NULL };
+    PromptState st = { g_main_loop_new(NULL, FALSE), FALSE, FALSE, NULL, NULL };
     guint sub = g_dbus_connection_signal_subscribe(
         bus, NULL, IFACE_PROMPT, "Completed", prompt, NULL, G_DBUS_SIGNAL_FLAGS_NONE,
         on_prompt_completed, &st, NULL);
