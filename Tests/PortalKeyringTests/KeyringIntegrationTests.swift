@@ -273,9 +273,7 @@ private extension String {
     /// The provider restarts under this process: with a password it comes back locked (gnome-keyring
     /// loads it locked from disk; KeePassXC is locked after the restart). That is "keyring locked",
     /// never signed out or the old session; clear must fail; after an unlock the session is there.
-    @Test(.disabled(if: KeyringControl.lockIsUndoneByReads, KeyringControl.passwordlessReason),
-          .disabled(if: KeyringControl.provider == "gnome-keyring",
-                    "on gnome-keyring this runs as the gnome-keyring-locked provider of scripts/test-matrix.sh"))
+    @Test(.disabled(if: KeyringControl.lockIsUndoneByReads, KeyringControl.passwordlessReason))
     func providerRestartedLockedThrowsAndKeepsTheSession() throws {
         let id = unique
         try auth(id).persistSession(endUserId: "u", clientSessionToken: "restart-kept")

@@ -958,12 +958,6 @@ static void test_locked(void) {
  * (Fresh processes after a restart: Tests/c/run.sh and Tests/cli/run.sh.) */
 static void test_restart(void) {
     begin("provider restarted: locked since login / re-read from disk");
-    if (provider_is("gnome-keyring")) {
-        /* Kept out of the default run (scripts/test.sh) while the library is being fixed. */
-        printf("    SKIP on gnome-keyring: the same checks run on gnome-keyring-locked "
-               "(scripts/test-matrix.sh)\n");
-        return;
-    }
     const char *id = new_env_id("restart");
     portal_auth *auth = new_auth(id);
     const char *token = "restart-token \\ \"q\" \t \xc3\xa9 \n end";
