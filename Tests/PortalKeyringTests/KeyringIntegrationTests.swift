@@ -72,7 +72,18 @@ enum KeyringControl {
         return Int(result.output.filter { $0.isNumber }) ?? -1
     }
 
-    static func lock() throws { #expect(try run(["lock"]).status == 0) }
+    /// Locks the default collection. KeePassXC 2.7.4 cannot be locked over D-Bus while an unlock
+    /// dialog that an earlier prompt opened (headless: never answered) is still open; it is
+    /// restarted locked instead.
+    static func lock() throws {
+        if try run(["lock"]).status == 0 { return }
+        if provider.hasPrefix("keepassxc") {
+            try restart("--locked")
+            #expect(try run(["is-locked"]).status == 0)
+        } else {
+            Issue.record("keyringctl lock failed on \(provider)")
+        }
+    }
     static func unlock() throws { #expect(try run(["unlock"]).status == 0) }
 }
 
@@ -201,10 +212,16 @@ private extension String {
     }
 
     /// Locked ≠ absent even when nothing is stored: restore and clear on a locked keyring throw.
+    /// (Where the provider unlocks without asking anyone — passwordless keyring, empty-password
+    /// wallet — the library's unlock succeeds and the truth is "nothing stored".)
     @Test func lockedKeyringWithNothingStoredIsNotSignedOut() throws {
         let id = unique
         try KeyringControl.lock()
         defer { try? KeyringControl.unlock() }
+        if KeyringControl.lockIsUndoneByReads {
+            #expect(try auth(id).restoreSession() == nil)
+            return
+        }
         #expect(throws: PortalAuthError.self) { _ = try auth(id).restoreSession() }
         #expect(throws: PortalAuthError.self) { try auth(id).clearPersistedSession() }
         try KeyringControl.unlock()

@@ -18,18 +18,28 @@ struct SecretBus {
     let service: UnsafeMutablePointer<SecretService>
     /// The private `GDBusConnection` the service proxy lives on.
     let connection: OpaquePointer
-    /// The provider's bus name (`org.freedesktop.secrets`).
+    /// The provider's unique bus name (the owner of `org.freedesktop.secrets` when the transfer
+    /// session was opened).
     let name: String
     let call: Deadline
 
     init(_ service: UnsafeMutablePointer<SecretService>, _ call: Deadline) throws(StorageFailure) {
         let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
-        guard let connection = g_dbus_proxy_get_connection(proxy), let name = g_dbus_proxy_get_name(proxy) else {
+        guard let connection = g_dbus_proxy_get_connection(proxy) else {
             throw .unavailable("the Secret Service proxy has no connection")
         }
+        // Calls go to the provider's unique name, the one instance that opened the transfer
+        // session, never to the well-known name: a restarted provider may hand the same session
+        // path to another client, and a secret encrypted with our stale key would then be stored
+        // as garbage without an error (seen with KWallet). Addressed to the old instance, the
+        // call fails with ServiceUnknown instead, and `ServiceConnection` retries on a new proxy.
+        guard let owner = g_dbus_proxy_get_name_owner(proxy) else {
+            throw .unavailable("no provider owns org.freedesktop.secrets")
+        }
+        defer { g_free(owner) }
         self.service = service
         self.connection = connection
-        self.name = String(cString: name)
+        self.name = String(cString: owner)
         self.call = call
         if secret_service_get_session_dbus_path(service) == nil {
             // Normally opened with the proxy (SECRET_SERVICE_OPEN_SESSION); never send without one.
