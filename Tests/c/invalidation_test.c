@@ -155,7 +155,8 @@ static void test_cancel_and_free_inside_callback(void) {
     portal_auth *auth = new_auth("inside");
     portal_session *session = sign_in(auth, "u-inside", token, sizeof token);
     portal *client = NULL;
-    /* A bogus host so the init request cannot invalidate; we report ourselves. */
+    /* The real loopback API host and a token it accepts (never revoked): the init request gets
+     * 200 and cannot invalidate, so the rejections below are the ones we report ourselves. */
     CHECK(portal_new(&client, session, NULL) == PORTAL_OK);
     probe self_cancel = {0}, freer = {0}, pending = {0};
     self_cancel.portal = client;
