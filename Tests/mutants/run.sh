@@ -112,7 +112,7 @@ run_suite() {
     case $kind in
     swift)
         timeout --kill-after=10 "$limit" scripts/with-keyring.sh scripts/with-portal-api.sh \
-            swift test --skip-build --filter "$arg" >"$log" 2>&1
+            swift test --skip-build --no-parallel --filter "$arg" >"$log" 2>&1
         rc=$?
         # A filter that matches nothing passes: treat it as a broken suite, never as "survived".
         if ((rc == 0)) && ! grep -aqE 'Test run with [1-9][0-9]* tests?' "$log"; then
