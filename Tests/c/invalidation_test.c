@@ -11,6 +11,7 @@
 #include <portal_keyring.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,13 +68,18 @@ typedef struct {
     uint64_t handle;
     int action;           /* 0 nothing, 1 cancel own handle, 2 free portal, 3 restore again */
     portal_auth *auth;
+    atomic_int may_free;  /* action 2 waits for it: the test still uses the portal meanwhile */
 } probe;
 
 static void on_invalidated(void *data) {
     probe *p = data;
     atomic_fetch_add(&p->calls, 1);
     if (p->action == 1) portal_listener_cancel(p->portal, p->handle);
-    if (p->action == 2) { portal_free(p->portal); p->portal = NULL; }
+    if (p->action == 2) {
+        for (int i = 0; i < 1000 && !atomic_load(&p->may_free); i++) usleep(5000);
+        portal_free(p->portal);
+        p->portal = NULL;
+    }
     if (p->action == 3) {
         portal_session *again = NULL;
         CHECK(portal_auth_restore_session(p->auth, &again) == PORTAL_OK);
@@ -175,6 +181,10 @@ static void test_cancel_and_free_inside_callback(void) {
     CHECK(invalidated);
     CHECK(portal_report_unauthorized(client, token, &invalidated) == PORTAL_OK);
     CHECK(!invalidated); /* at most once */
+    /* Only now may the second listener free the portal: before this gate, a delivery that ran
+     * ahead of the report above freed the portal under it (a use-after-free in this test that
+     * crashed about 1 run in 12 on a loaded 2-core machine). */
+    atomic_store(&freer.may_free, 1);
     wait_for(&pending.destroyed, 1);
     CHECK(atomic_load(&self_cancel.calls) == 1 && atomic_load(&self_cancel.destroyed) == 1);
     CHECK(atomic_load(&freer.calls) == 1 && atomic_load(&freer.destroyed) == 1);
@@ -312,6 +322,78 @@ static void test_sign_in_flow(void) {
     portal_auth_free(auth);
 }
 
+/* 16 threads, released together by a spin barrier, report the same rejected token through the
+ * C ABI, 150 rounds with a fresh credential each: exactly one report per round says
+ * "invalidated" and each listener is called once (SPEC §3: at most once per credential,
+ * however many requests are rejected at once). */
+#define RACE_THREADS 16
+#define RACE_ROUNDS 150
+static struct {
+    portal *client[RACE_ROUNDS];
+    atomic_int wins[RACE_ROUNDS];
+    atomic_int arrived;
+    const char *token;
+} race;
+
+static void *race_worker(void *unused) {
+    (void)unused;
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+        int target = RACE_THREADS * (round + 1), spins = 0;
+        atomic_fetch_add(&race.arrived, 1);
+        while (atomic_load(&race.arrived) < target)
+            if (++spins % 64 == 0) sched_yield();
+        bool invalidated = false;
+        if (portal_report_unauthorized(race.client[round], race.token, &invalidated) == PORTAL_OK && invalidated)
+            atomic_fetch_add(&race.wins[round], 1);
+    }
+    return NULL;
+}
+
+static void test_concurrent_reports_invalidate_once(void) {
+    char token[256];
+    portal_auth *auth = new_auth("race");
+    issue_token("u-race", token, sizeof token); /* valid: the init requests get 200 */
+    race.token = token;
+    portal_session *sessions[RACE_ROUNDS] = {0};
+    probe heard[RACE_ROUNDS][2];
+    memset(heard, 0, sizeof heard);
+    for (int r = 0; r < RACE_ROUNDS; r++) {
+        atomic_init(&race.wins[r], 0);
+        CHECK(portal_auth_persist_session(auth, "u-race", token, &sessions[r]) == PORTAL_OK);
+        CHECK(portal_new(&race.client[r], sessions[r], NULL) == PORTAL_OK);
+        for (int l = 0; l < 2; l++) {
+            uint64_t h = 0;
+            CHECK(portal_on_session_invalidated(race.client[r], on_invalidated, &heard[r][l], on_destroy, &h) == PORTAL_OK);
+        }
+    }
+    atomic_init(&race.arrived, 0);
+    pthread_t threads[RACE_THREADS];
+    for (int t = 0; t < RACE_THREADS; t++) CHECK(pthread_create(&threads[t], NULL, race_worker, NULL) == 0);
+    for (int t = 0; t < RACE_THREADS; t++) pthread_join(threads[t], NULL);
+    int multiple = 0, none = 0, overheard = 0, unheard = 0;
+    for (int r = 0; r < RACE_ROUNDS; r++) {
+        for (int l = 0; l < 2; l++) wait_for(&heard[r][l].calls, 1);
+        portal_free(race.client[r]); /* waits for deliveries; destroy_notify runs */
+        int wins = atomic_load(&race.wins[r]);
+        multiple += wins > 1;
+        none += wins == 0;
+        for (int l = 0; l < 2; l++) {
+            overheard += atomic_load(&heard[r][l].calls) > 1;
+            unheard += atomic_load(&heard[r][l].calls) == 0;
+        }
+        portal_session_free(sessions[r]);
+    }
+    if (multiple || none || overheard || unheard)
+        fprintf(stderr, "race: %d rounds invalidated more than once, %d never; listeners called twice: %d, never: %d\n",
+                multiple, none, overheard, unheard);
+    CHECK(multiple == 0);
+    CHECK(none == 0);
+    CHECK(overheard == 0);
+    CHECK(unheard == 0);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    portal_auth_free(auth);
+}
+
 /* Process B of the two-process test: persists the token read from stdin. */
 static int persist_from_stdin(const char *env_id, const char *user) {
     char token[1024] = "";
@@ -394,6 +476,7 @@ int main(int argc, char **argv) {
     test_libcurl_is_loaded_lazily(); /* first: nothing has made a request yet */
     test_replay_cancel_destroy();
     test_cancel_and_free_inside_callback();
+    test_concurrent_reports_invalidate_once();
     test_clear_session_and_api_key();
     test_newer_sign_in_by_another_process_survives();
     test_sign_in_flow();
