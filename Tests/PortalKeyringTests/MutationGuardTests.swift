@@ -383,4 +383,20 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
             #expect(!session.isInvalidated && fired.count == 0)
         }
     }
+
+    /// Found while writing the test above: `TargetURL.isLoopback` treats every host that starts
+    /// with "127." as loopback, DNS names included, so plain HTTP with the bearer is allowed to an
+    /// apiHost such as `127.example.net` (SPEC §4 allows it for loopback only). Recorded as a
+    /// known issue: the fix belongs in HTTPClient.swift (loopback = an IPv4 literal in
+    /// 127.0.0.0/8, ::1 or localhost); once it lands this test fails until the wrapper goes.
+    @Test func aDNSNameStartingWith127IsNotLoopback() throws {
+        withKnownIssue("TargetURL.isLoopback matches the prefix \"127.\" of DNS names") {
+            let target = try #require(TargetURL("http://127.example.net/api/v3/clients/me"))
+            #expect(!target.isLoopback)
+        }
+        #expect(try #require(TargetURL("http://127.0.0.1:8080/x")).isLoopback)
+        #expect(try #require(TargetURL("http://localhost/x")).isLoopback)
+        #expect(try #require(TargetURL("http://[::1]:1/x")).isLoopback)
+        #expect(try !(#require(TargetURL("http://0.0.0.0/x")).isLoopback))
+    }
 }
