@@ -11,7 +11,8 @@
  * its list links over the first 16 bytes of a freed block, so a full-token search would miss a
  * freed, unwiped copy. For each kind of owned memory:
  *   1. count the copies (baseline);
- *   2. make 64 copies and hold them: the count must rise by at least 64 (the scan sees them);
+ *   2. make 64 copies and hold them: the count must rise by at least 64 - BOUND (the scan sees
+ *      them; a new copy may land in a freed block the baseline counted);
  *   3. release them: the count must be back within BOUND of the baseline.
  * Without a wipe, step 3 leaves (nearly) every one of the 64 freed blocks holding the tail.
  * BOUND covers the copies the library documents as unwipeable (Swift Strings made from C
@@ -128,7 +129,9 @@ static long count_copies(void) {
 
 static void report(const char *what, long base, long held, long after) {
     printf("  %-44s baseline %ld, holding %d: %ld, released: %ld\n", what, base, COPIES, held, after);
-    CHECK(held >= base + COPIES, "%s: the scan found %ld copies while %d were held (baseline %ld): scanner blind? (or unwiped blocks of an earlier failure being reused)",
+    /* The control allows BOUND misses: a held copy may reuse a freed, unwiped block that the
+     * baseline already counted. */
+    CHECK(held >= base + COPIES - BOUND, "%s: the scan found %ld copies while %d were held (baseline %ld): scanner blind? (or unwiped blocks of an earlier failure being reused)",
           what, held, COPIES, base);
     CHECK(after <= base + BOUND, "%s: %ld copies of the token remain after release (baseline %ld, bound +%d): not wiped",
           what, after, base, BOUND);

@@ -77,6 +77,9 @@ cd "$repo" || exit 2
 source scripts/deps.sh >/dev/null || { echo "run.sh: scripts/deps.sh failed" >&2; exit 2; }
 
 mkdir -p "$scratch" || exit 2
+# One run per scratch copy: a second run would patch and rebuild the same files underneath.
+exec {lock_fd}>"$scratch.lock" || exit 2
+flock -n "$lock_fd" || { echo "run.sh: another run is using $scratch (lock $scratch.lock)" >&2; exit 2; }
 python3 "$tool" sync "$repo" "$scratch" || { echo "run.sh: cannot copy the tree to $scratch" >&2; exit 2; }
 logs=$scratch/build/mutants/logs
 cbuild=$scratch/build/mutants/c
