@@ -394,6 +394,78 @@ static void test_concurrent_reports_invalidate_once(void) {
     portal_auth_free(auth);
 }
 
+/* 8 processes restore the same stored session and report its rejection at the same moment (a
+ * start time on CLOCK_REALTIME): in each, the report invalidates exactly once and the listener
+ * runs once; no process sees a storage failure (another process deleting the same item first
+ * is not an error); the item is gone afterwards. */
+#define RACE_PROCESSES 8
+static double now_realtime(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int race_child(const char *env_id, const char *token, const char *start) {
+    portal_auth *auth = NULL;
+    portal_session *session = NULL;
+    portal *client = NULL;
+    probe heard = {0};
+    uint64_t h = 0;
+    if (portal_auth_new(&auth, env_id, "app://cb", getenv("PORTAL_TEST_API_HOST")) != PORTAL_OK ||
+        portal_auth_restore_session(auth, &session) != PORTAL_OK || !session ||
+        portal_new(&client, session, NULL) != PORTAL_OK ||
+        portal_on_session_invalidated(client, on_invalidated, &heard, on_destroy, &h) != PORTAL_OK) {
+        printf("setup failed: %s\n", portal_last_error_message());
+        return 1;
+    }
+    double at = strtod(start, NULL);
+    while (now_realtime() < at) { /* spin: every process leaves at the same instant */ }
+    bool invalidated = false, again = true;
+    portal_status first = portal_report_unauthorized(client, token, &invalidated);
+    portal_status second = portal_report_unauthorized(client, token, &again);
+    wait_for(&heard.calls, 1);
+    usleep(50000);
+    int calls = atomic_load(&heard.calls);
+    printf("status=%d invalidated=%d repeat=%d/%d listener=%d%s%s\n", first, invalidated, second, again, calls,
+           first == PORTAL_OK ? "" : " error: ", first == PORTAL_OK ? "" : portal_last_error_message());
+    portal_free(client);
+    portal_session_free(session);
+    portal_auth_free(auth);
+    return first == PORTAL_OK && invalidated && second == PORTAL_OK && !again && calls == 1 ? 0 : 1;
+}
+
+static void test_concurrent_reports_in_processes(void) {
+    char token[256], env_id[128], command[1024];
+    snprintf(env_id, sizeof env_id, "c-inv-procrace-%d", (int)getpid());
+    portal_auth *auth = NULL;
+    CHECK(portal_auth_new(&auth, env_id, "app://cb", api_host) == PORTAL_OK);
+    portal_session *session = sign_in(auth, "u-procrace", token, sizeof token);
+    FILE *children[RACE_PROCESSES];
+    double start = now_realtime() + 2.0; /* time to start, restore and connect */
+    for (int i = 0; i < RACE_PROCESSES; i++) {
+        snprintf(command, sizeof command, "'%s' --race-child '%s' '%s' %.6f 2>&1", self_path, env_id, token, start);
+        children[i] = popen(command, "r");
+        CHECK(children[i] != NULL);
+    }
+    int failed_children = 0;
+    for (int i = 0; i < RACE_PROCESSES; i++) {
+        if (!children[i]) continue;
+        char line[512] = "";
+        if (!fgets(line, sizeof line, children[i])) snprintf(line, sizeof line, "(no output)\n");
+        if (pclose(children[i]) != 0) {
+            failed_children++;
+            fprintf(stderr, "race process %d: %s", i, line);
+        }
+    }
+    CHECK(failed_children == 0);
+    portal_session *restored = NULL;
+    CHECK(portal_auth_restore_session(auth, &restored) == PORTAL_OK && restored == NULL);
+    portal_session_free(restored);
+    portal_session_free(session);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    portal_auth_free(auth);
+}
+
 /* Process B of the two-process test: persists the token read from stdin. */
 static int persist_from_stdin(const char *env_id, const char *user) {
     char token[1024] = "";
@@ -467,6 +539,10 @@ static void test_libcurl_is_loaded_lazily(void) {
 int main(int argc, char **argv) {
     self_path = argv[0];
     if (argc == 4 && strcmp(argv[1], "--persist") == 0) return persist_from_stdin(argv[2], argv[3]);
+    if (argc == 5 && strcmp(argv[1], "--race-child") == 0) {
+        api_host = getenv("PORTAL_TEST_API_HOST");
+        return race_child(argv[2], argv[3], argv[4]);
+    }
     api_url = getenv("PORTAL_TEST_API_URL");
     api_host = getenv("PORTAL_TEST_API_HOST");
     if (!api_url || !api_host || !getenv("PORTAL_TEST_KEYRING_PID")) {
@@ -477,6 +553,7 @@ int main(int argc, char **argv) {
     test_replay_cancel_destroy();
     test_cancel_and_free_inside_callback();
     test_concurrent_reports_invalidate_once();
+    test_concurrent_reports_in_processes();
     test_clear_session_and_api_key();
     test_newer_sign_in_by_another_process_survives();
     test_sign_in_flow();
