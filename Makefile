@@ -11,6 +11,8 @@
 #   make abi-baseline        regenerate the baseline (refuses an incompatible change unless the
 #                            soname major was bumped; docs/ABI.md)
 #   make clean               remove build/make and the release scratch directory
+#   make mutants             mutation testing (Tests/mutants/run.sh): every catalogued mutant
+#                            must be killed by its guarding suites; MUTANTS_ARGS="--only NAME"
 #
 # Variables: PREFIX DESTDIR BINDIR LIBDIR INCLUDEDIR DATADIR PKGCONFIGDIR APPLICATIONSDIR
 # PYTHON PYTHONDIR, SWIFT (default: swift on PATH, else /opt/swift/usr/bin/swift), SWIFT_LINKER
@@ -216,6 +218,12 @@ clean:
 	rm -rf $(OUT) $(SCRATCH)
 
 FORCE:
+
+# Mutation testing (issue #18): a scratch copy of the tree, one mutant at a time; never touches
+# the working tree. Tests/mutants/README.md.
+.PHONY: mutants
+mutants:
+	Tests/mutants/run.sh $(MUTANTS_ARGS)
 
 # Benchmarks (issue 7): the shipped build vs raw libsecret, secret-tool and PyPI keyring on a
 # private keyring; prints the table and writes bench/results.md. Never fails on timings.

@@ -21,6 +21,14 @@
 #      scripts/test-matrix.sh (gnome-keyring locked/passwordless, KeePassXC, KWallet).
 # The slow checks (valgrind, TSan/ASan, long fuzzing) are `Tests/fault/run.sh --slow`, which
 # .ci/run also runs.
+# Every step runs under a hard timeout (coreutils `timeout`, which kills the step's whole
+# process group, private daemons included); an overrun stops the run with
+# "TIMEOUT: step '<name>' did not finish within N s". Limits in seconds (override with the
+# environment variable in brackets): build 1800 [PORTAL_TIMEOUT_BUILD], Swift tests 900
+# [PORTAL_TIMEOUT_SWIFT], C tests 600 [PORTAL_TIMEOUT_C], bindings 600 [PORTAL_TIMEOUT_BINDINGS],
+# CLI 300 [PORTAL_TIMEOUT_CLI], install 1800 [PORTAL_TIMEOUT_INSTALL], fault suite 1800
+# [PORTAL_TIMEOUT_FAULT] (each of its conditions has its own limit too: Tests/fault/run.sh),
+# benchmark smoke 600 [PORTAL_TIMEOUT_BENCH], fake API tests 120 [PORTAL_TIMEOUT_API].
 # Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,37 +37,53 @@ source scripts/deps.sh
 
 step() { printf '\n=== %s\n' "$*"; }
 
+# bounded SECONDS NAME COMMAND...: runs COMMAND under a hard timeout; a timeout is reported with
+# the step's name and fails the run.
+bounded() {
+    local limit=$1 name=$2 rc=0
+    shift 2
+    timeout --kill-after=15 "$limit" "$@" || rc=$?
+    if ((rc == 124 || rc == 137)); then
+        printf "\nTIMEOUT: step '%s' did not finish within %s s (killed)\n" "$name" "$limit" >&2
+    fi
+    return "$rc"
+}
+
 step "build"
-swift build --build-tests 2>&1 | grep -v "prohibited flag" | tail -n 3
+bounded "${PORTAL_TIMEOUT_BUILD:-1800}" "swift build" swift build --build-tests 2>&1 | grep -v "prohibited flag" | tail -n 3
 mkdir -p build
 # The libsecret functions the adapter relies on beyond libsecret's stable API (SUBJECT_TO_CHANGE).
-gcc -Wall -Wextra -Werror -o build/secret-paths-check build-support/secret-paths-check.c $(pkg-config --cflags --libs libsecret-1)
-gcc -O1 -Wall -Wextra -Werror -o build/keyringctl Tests/tools/keyringctl.c $(pkg-config --cflags --libs libsecret-1)
+bounded 120 "secret-paths check" gcc -Wall -Wextra -Werror -o build/secret-paths-check build-support/secret-paths-check.c $(pkg-config --cflags --libs libsecret-1)
+bounded 120 "build keyringctl" gcc -O1 -Wall -Wextra -Werror -o build/keyringctl Tests/tools/keyringctl.c $(pkg-config --cflags --libs libsecret-1)
 export PORTAL_TEST_KEYRINGCTL=$PWD/build/keyringctl
 
 step "Swift tests (private keyring + loopback Portal API)"
-scripts/with-keyring.sh scripts/with-portal-api.sh swift test --skip-build --no-parallel
+bounded "${PORTAL_TIMEOUT_SWIFT:-900}" "Swift tests" \
+    scripts/with-keyring.sh scripts/with-portal-api.sh swift test --skip-build --no-parallel
 
 step "C tests and examples (private keyring + loopback Portal API)"
-scripts/with-keyring.sh scripts/with-portal-api.sh Tests/c/run.sh build/c
+bounded "${PORTAL_TIMEOUT_C:-600}" "C tests and examples" \
+    scripts/with-keyring.sh scripts/with-portal-api.sh Tests/c/run.sh build/c
 
 step "Python (ctypes) module, C++ wrapper and their examples (private keyring + loopback Portal API)"
-scripts/with-keyring.sh scripts/with-portal-api.sh Tests/bindings/run.sh build/bindings
+bounded "${PORTAL_TIMEOUT_BINDINGS:-600}" "Python, C++ bindings" \
+    scripts/with-keyring.sh scripts/with-portal-api.sh Tests/bindings/run.sh build/bindings
 
 step "portal-session command and desktop handler (private keyring + loopback Portal API)"
-scripts/with-keyring.sh scripts/with-portal-api.sh Tests/cli/run.sh
+bounded "${PORTAL_TIMEOUT_CLI:-300}" "portal-session command" \
+    scripts/with-keyring.sh scripts/with-portal-api.sh Tests/cli/run.sh
 
 step "install like a system library: make install, pkg-config program without the toolchain, symbols, versions, ABI"
-Tests/install/run.sh
+bounded "${PORTAL_TIMEOUT_INSTALL:-1800}" "install test" Tests/install/run.sh
 
 step "fault injection on the real keyring daemon (SPEC §5; Tests/fault/README.md)"
-Tests/fault/run.sh
+bounded "${PORTAL_TIMEOUT_FAULT:-1800}" "fault injection" Tests/fault/run.sh
 
 step "benchmark smoke run (a few iterations; never fails on timings — make bench for figures)"
-bench/run.sh --smoke
+bounded "${PORTAL_TIMEOUT_BENCH:-600}" "benchmark smoke run" bench/run.sh --smoke
 
 step "fake Portal API tests"
-python3 -m unittest discover -s Tests/portal-api
+bounded "${PORTAL_TIMEOUT_API:-120}" "fake Portal API tests" python3 -m unittest discover -s Tests/portal-api
 
 # Provider matrix (docs/providers.md): opt-in while the library is being fixed for KeePassXC,
 # locked-since-login and passwordless keyrings, where it fails today. About 2 minutes.

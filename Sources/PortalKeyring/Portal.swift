@@ -161,6 +161,15 @@ public final class Portal: Sendable {
         }
     }
 
+    /// Whether `target` is the Portal API host exactly: its authority (host and port, lower-cased)
+    /// equals `apiHost`, or `apiHost:443` for https. A look-alike, another port, a prefix or a
+    /// trailing-dot spelling is another host: it never gets the bearer, and its 401 never
+    /// invalidates. (Internal so that tests can check the decision without DNS.)
+    func isPortalAPI(_ target: TargetURL) -> Bool {
+        target.authority == apiHost.lowercased()
+            || (target.scheme == "https" && target.authority == apiHost.lowercased() + ":443")
+    }
+
     /// Sends a request. The credential's bearer is attached only when the target is the Portal
     /// API host exactly (a path, or an absolute URL whose host and port equal `apiHost`); a 401
     /// to that host carrying the bearer invalidates the session (see `reportUnauthorized`).
@@ -185,8 +194,7 @@ public final class Portal: Sendable {
             guard let url = TargetURL(request.target) else { throw .invalidArgument(name: "target") }
             target = url
         }
-        let isPortalAPI = target.authority == apiHost.lowercased()
-            || (target.scheme == "https" && target.authority == apiHost.lowercased() + ":443")
+        let isPortalAPI = isPortalAPI(target)
         var bearer: SecretBytes?
         if isPortalAPI {
             if let credentials {

@@ -175,14 +175,21 @@ private func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
         #expect(try portal.send(PortalRequest(target: "http://localhost:\(port)/api/v3/clients/me")).status == 401)
         let after = try FakePortalAPI.requests("/api/v3/clients/me")
         #expect(after.total == before.total + 1 && after.withBearer == before.withBearer)
-        // A look-alike of the real host, and plain HTTP to a non-loopback host: refused or failed, never sent a bearer.
+        // Plain HTTP to a non-loopback host is refused by the library itself (not by a DNS failure:
+        // the message says so), and a look-alike of the real host is not the API host, so it gets
+        // no bearer. (Byte-level proofs without DNS: MutationGuardTests.swift.)
         let lookAlike = Portal(credentials: session, apiHost: "api.portalhq.io", http: fast, validate: false)
-        #expect(throws: PortalAuthError.self) {
+        let refused = #expect(throws: PortalAuthError.self) {
             try lookAlike.send(PortalRequest(target: "http://api.portalhq.io/api/v3/clients/me"))
         }
-        do {
-            _ = try lookAlike.send(PortalRequest(target: "https://api.portalhq.io.evil.test/api/v3/clients/me"))
-        } catch {}
+        if case .networkFailure(let message)? = refused {
+            #expect(message.contains("refused"), "plain HTTP failed for another reason: \(message)")
+        } else {
+            Issue.record("plain HTTP: expected a refusal, got \(String(describing: refused))")
+        }
+        let lookAlikeTarget = try #require(TargetURL("https://api.portalhq.io.evil.test/api/v3/clients/me"))
+        #expect(!lookAlike.isPortalAPI(lookAlikeTarget), "a look-alike host must not get the bearer")
+        _ = try? lookAlike.send(PortalRequest(target: lookAlikeTarget.url)) // fails without DNS; must not invalidate
         // A stale token reported by the app is ignored.
         #expect(try portal.reportUnauthorized(rejectedToken: token + "-old") == false)
 

@@ -11,10 +11,12 @@
  * (Tests/tools/keyringctl.c, path in PORTAL_TEST_KEYRINGCTL) stores raw items and inspects the
  * keyring independently of the library. Each test case uses its own auth environment id.
  *
- * The first failed CHECK prints file:line, the condition and the thread's last error message,
- * and exits 1. At the end a summary line gives the number of checks passed. With
- * PORTAL_ABI_TEST_KEEP_GOING=1 every failure is printed and the test goes on (exit 1 at the end)
- * — for diagnosis only; a later check may then crash on the state a failed one left behind.
+ * Every failed CHECK prints file:line, the test case, the condition and the thread's last error
+ * message, and the test goes on: one run reports every failed check. At the end a summary line
+ * gives the number of checks passed and failed, and the exit status is 1 if any failed (a crash
+ * on the state a failed check left behind also fails the run: Tests/c/run.sh checks the exit
+ * status and the summary line). PORTAL_ABI_TEST_STOP_AT_FIRST=1 restores the old behaviour
+ * (exit 1 at the first failure), for stepping through one failure in a debugger.
  *
  * Internal mode: `abi_test --no-bus-child FD ADDRESS|-` is the child process of the no-bus test
  * (the library caches its bus connection, so a fresh process is needed); it reports its number
@@ -41,8 +43,8 @@
 /* ------------------------------------------------------------------------------ checks */
 
 static long checks;           /* passed checks (this process) */
-static long failures;         /* failed checks, with PORTAL_ABI_TEST_KEEP_GOING=1 */
-static int keep_going;        /* PORTAL_ABI_TEST_KEEP_GOING=1: report every failure, exit 1 at the end */
+static long failures;         /* failed checks */
+static int keep_going = 1;    /* 0 with PORTAL_ABI_TEST_STOP_AT_FIRST=1: exit 1 at the first failure */
 static const char *current_test; /* name of the running test case */
 
 #define CHECK(cond) CHECK_MSG(cond, "%s", "")
@@ -251,7 +253,7 @@ static void check_token(const portal_session *session, const char *token, size_t
     char *copy = SENTINEL_STRING;
     CHECK_OK(portal_session_copy_token(session, &copy));
     CHECK(copy != NULL && copy != SENTINEL_STRING);
-    if (copy == NULL || copy == SENTINEL_STRING) return; /* PORTAL_ABI_TEST_KEEP_GOING=1 */
+    if (copy == NULL || copy == SENTINEL_STRING) return; /* reported; nothing to compare or free */
     CHECK_MSG(strlen(copy) == len, "token length %zu, expected %zu", strlen(copy), len);
     CHECK_MSG(memcmp(copy, token, len) == 0, "token bytes differ (length %zu)", len);
     portal_string_free(copy);
@@ -1631,7 +1633,7 @@ static void test_no_bus(void) {
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    keep_going = getenv("PORTAL_ABI_TEST_KEEP_GOING") && strcmp(getenv("PORTAL_ABI_TEST_KEEP_GOING"), "1") == 0;
+    keep_going = !(getenv("PORTAL_ABI_TEST_STOP_AT_FIRST") && strcmp(getenv("PORTAL_ABI_TEST_STOP_AT_FIRST"), "1") == 0);
     if (argc == 3 && strcmp(argv[1], "--no-bus-child") == 0) return no_bus_child(atoi(argv[2]));
     if (argc != 1) {
         fprintf(stderr, "usage: abi_test   (inside scripts/with-keyring.sh, with PORTAL_TEST_KEYRINGCTL set)\n");
@@ -1674,7 +1676,7 @@ int main(int argc, char **argv) {
     test_embedded_nul();
 
     if (failures) {
-        printf("abi_test: %ld checks passed, %ld FAILED\n", checks, failures);
+        printf("abi_test: %ld checks passed, %ld FAILED (every failed check is listed above)\n", checks, failures);
         return 1;
     }
     printf("abi_test: all %ld checks passed\n", checks);

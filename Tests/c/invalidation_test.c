@@ -11,6 +11,7 @@
 #include <portal_keyring.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,13 +68,18 @@ typedef struct {
     uint64_t handle;
     int action;           /* 0 nothing, 1 cancel own handle, 2 free portal, 3 restore again */
     portal_auth *auth;
+    atomic_int may_free;  /* action 2 waits for it: the test still uses the portal meanwhile */
 } probe;
 
 static void on_invalidated(void *data) {
     probe *p = data;
     atomic_fetch_add(&p->calls, 1);
     if (p->action == 1) portal_listener_cancel(p->portal, p->handle);
-    if (p->action == 2) { portal_free(p->portal); p->portal = NULL; }
+    if (p->action == 2) {
+        for (int i = 0; i < 1000 && !atomic_load(&p->may_free); i++) usleep(5000);
+        portal_free(p->portal);
+        p->portal = NULL;
+    }
     if (p->action == 3) {
         portal_session *again = NULL;
         CHECK(portal_auth_restore_session(p->auth, &again) == PORTAL_OK);
@@ -155,7 +161,8 @@ static void test_cancel_and_free_inside_callback(void) {
     portal_auth *auth = new_auth("inside");
     portal_session *session = sign_in(auth, "u-inside", token, sizeof token);
     portal *client = NULL;
-    /* A bogus host so the init request cannot invalidate; we report ourselves. */
+    /* The real loopback API host and a token it accepts (never revoked): the init request gets
+     * 200 and cannot invalidate, so the rejections below are the ones we report ourselves. */
     CHECK(portal_new(&client, session, NULL) == PORTAL_OK);
     probe self_cancel = {0}, freer = {0}, pending = {0};
     self_cancel.portal = client;
@@ -174,6 +181,10 @@ static void test_cancel_and_free_inside_callback(void) {
     CHECK(invalidated);
     CHECK(portal_report_unauthorized(client, token, &invalidated) == PORTAL_OK);
     CHECK(!invalidated); /* at most once */
+    /* Only now may the second listener free the portal: before this gate, a delivery that ran
+     * ahead of the report above freed the portal under it (a use-after-free in this test that
+     * crashed about 1 run in 12 on a loaded 2-core machine). */
+    atomic_store(&freer.may_free, 1);
     wait_for(&pending.destroyed, 1);
     CHECK(atomic_load(&self_cancel.calls) == 1 && atomic_load(&self_cancel.destroyed) == 1);
     CHECK(atomic_load(&freer.calls) == 1 && atomic_load(&freer.destroyed) == 1);
@@ -311,6 +322,150 @@ static void test_sign_in_flow(void) {
     portal_auth_free(auth);
 }
 
+/* 16 threads, released together by a spin barrier, report the same rejected token through the
+ * C ABI, 150 rounds with a fresh credential each: exactly one report per round says
+ * "invalidated" and each listener is called once (SPEC §3: at most once per credential,
+ * however many requests are rejected at once). */
+#define RACE_THREADS 16
+#define RACE_ROUNDS 150
+static struct {
+    portal *client[RACE_ROUNDS];
+    atomic_int wins[RACE_ROUNDS];
+    atomic_int arrived;
+    const char *token;
+} race;
+
+static void *race_worker(void *unused) {
+    (void)unused;
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+        int target = RACE_THREADS * (round + 1), spins = 0;
+        atomic_fetch_add(&race.arrived, 1);
+        while (atomic_load(&race.arrived) < target)
+            if (++spins % 64 == 0) sched_yield();
+        bool invalidated = false;
+        if (portal_report_unauthorized(race.client[round], race.token, &invalidated) == PORTAL_OK && invalidated)
+            atomic_fetch_add(&race.wins[round], 1);
+    }
+    return NULL;
+}
+
+static void test_concurrent_reports_invalidate_once(void) {
+    char token[256];
+    portal_auth *auth = new_auth("race");
+    issue_token("u-race", token, sizeof token); /* valid: the init requests get 200 */
+    race.token = token;
+    portal_session *sessions[RACE_ROUNDS] = {0};
+    probe heard[RACE_ROUNDS][2];
+    memset(heard, 0, sizeof heard);
+    for (int r = 0; r < RACE_ROUNDS; r++) {
+        atomic_init(&race.wins[r], 0);
+        CHECK(portal_auth_persist_session(auth, "u-race", token, &sessions[r]) == PORTAL_OK);
+        CHECK(portal_new(&race.client[r], sessions[r], NULL) == PORTAL_OK);
+        for (int l = 0; l < 2; l++) {
+            uint64_t h = 0;
+            CHECK(portal_on_session_invalidated(race.client[r], on_invalidated, &heard[r][l], on_destroy, &h) == PORTAL_OK);
+        }
+    }
+    atomic_init(&race.arrived, 0);
+    pthread_t threads[RACE_THREADS];
+    for (int t = 0; t < RACE_THREADS; t++) CHECK(pthread_create(&threads[t], NULL, race_worker, NULL) == 0);
+    for (int t = 0; t < RACE_THREADS; t++) pthread_join(threads[t], NULL);
+    int multiple = 0, none = 0, overheard = 0, unheard = 0;
+    for (int r = 0; r < RACE_ROUNDS; r++) {
+        for (int l = 0; l < 2; l++) wait_for(&heard[r][l].calls, 1);
+        portal_free(race.client[r]); /* waits for deliveries; destroy_notify runs */
+        int wins = atomic_load(&race.wins[r]);
+        multiple += wins > 1;
+        none += wins == 0;
+        for (int l = 0; l < 2; l++) {
+            overheard += atomic_load(&heard[r][l].calls) > 1;
+            unheard += atomic_load(&heard[r][l].calls) == 0;
+        }
+        portal_session_free(sessions[r]);
+    }
+    if (multiple || none || overheard || unheard)
+        fprintf(stderr, "race: %d rounds invalidated more than once, %d never; listeners called twice: %d, never: %d\n",
+                multiple, none, overheard, unheard);
+    CHECK(multiple == 0);
+    CHECK(none == 0);
+    CHECK(overheard == 0);
+    CHECK(unheard == 0);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    portal_auth_free(auth);
+}
+
+/* 8 processes restore the same stored session and report its rejection at the same moment (a
+ * start time on CLOCK_REALTIME): in each, the report invalidates exactly once and the listener
+ * runs once; no process sees a storage failure (another process deleting the same item first
+ * is not an error); the item is gone afterwards. */
+#define RACE_PROCESSES 8
+static double now_realtime(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int race_child(const char *env_id, const char *token, const char *start) {
+    portal_auth *auth = NULL;
+    portal_session *session = NULL;
+    portal *client = NULL;
+    probe heard = {0};
+    uint64_t h = 0;
+    if (portal_auth_new(&auth, env_id, "app://cb", getenv("PORTAL_TEST_API_HOST")) != PORTAL_OK ||
+        portal_auth_restore_session(auth, &session) != PORTAL_OK || !session ||
+        portal_new(&client, session, NULL) != PORTAL_OK ||
+        portal_on_session_invalidated(client, on_invalidated, &heard, on_destroy, &h) != PORTAL_OK) {
+        printf("setup failed: %s\n", portal_last_error_message());
+        return 1;
+    }
+    double at = strtod(start, NULL);
+    while (now_realtime() < at) { /* spin: every process leaves at the same instant */ }
+    bool invalidated = false, again = true;
+    portal_status first = portal_report_unauthorized(client, token, &invalidated);
+    portal_status second = portal_report_unauthorized(client, token, &again);
+    wait_for(&heard.calls, 1);
+    usleep(50000);
+    int calls = atomic_load(&heard.calls);
+    printf("status=%d invalidated=%d repeat=%d/%d listener=%d%s%s\n", first, invalidated, second, again, calls,
+           first == PORTAL_OK ? "" : " error: ", first == PORTAL_OK ? "" : portal_last_error_message());
+    portal_free(client);
+    portal_session_free(session);
+    portal_auth_free(auth);
+    return first == PORTAL_OK && invalidated && second == PORTAL_OK && !again && calls == 1 ? 0 : 1;
+}
+
+static void test_concurrent_reports_in_processes(void) {
+    char token[256], env_id[128], command[1024];
+    snprintf(env_id, sizeof env_id, "c-inv-procrace-%d", (int)getpid());
+    portal_auth *auth = NULL;
+    CHECK(portal_auth_new(&auth, env_id, "app://cb", api_host) == PORTAL_OK);
+    portal_session *session = sign_in(auth, "u-procrace", token, sizeof token);
+    FILE *children[RACE_PROCESSES];
+    double start = now_realtime() + 2.0; /* time to start, restore and connect */
+    for (int i = 0; i < RACE_PROCESSES; i++) {
+        snprintf(command, sizeof command, "'%s' --race-child '%s' '%s' %.6f 2>&1", self_path, env_id, token, start);
+        children[i] = popen(command, "r");
+        CHECK(children[i] != NULL);
+    }
+    int failed_children = 0;
+    for (int i = 0; i < RACE_PROCESSES; i++) {
+        if (!children[i]) continue;
+        char line[512] = "";
+        if (!fgets(line, sizeof line, children[i])) snprintf(line, sizeof line, "(no output)\n");
+        if (pclose(children[i]) != 0) {
+            failed_children++;
+            fprintf(stderr, "race process %d: %s", i, line);
+        }
+    }
+    CHECK(failed_children == 0);
+    portal_session *restored = NULL;
+    CHECK(portal_auth_restore_session(auth, &restored) == PORTAL_OK && restored == NULL);
+    portal_session_free(restored);
+    portal_session_free(session);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    portal_auth_free(auth);
+}
+
 /* Process B of the two-process test: persists the token read from stdin. */
 static int persist_from_stdin(const char *env_id, const char *user) {
     char token[1024] = "";
@@ -384,6 +539,10 @@ static void test_libcurl_is_loaded_lazily(void) {
 int main(int argc, char **argv) {
     self_path = argv[0];
     if (argc == 4 && strcmp(argv[1], "--persist") == 0) return persist_from_stdin(argv[2], argv[3]);
+    if (argc == 5 && strcmp(argv[1], "--race-child") == 0) {
+        api_host = getenv("PORTAL_TEST_API_HOST");
+        return race_child(argv[2], argv[3], argv[4]);
+    }
     api_url = getenv("PORTAL_TEST_API_URL");
     api_host = getenv("PORTAL_TEST_API_HOST");
     if (!api_url || !api_host || !getenv("PORTAL_TEST_KEYRING_PID")) {
@@ -393,6 +552,8 @@ int main(int argc, char **argv) {
     test_libcurl_is_loaded_lazily(); /* first: nothing has made a request yet */
     test_replay_cancel_destroy();
     test_cancel_and_free_inside_callback();
+    test_concurrent_reports_invalidate_once();
+    test_concurrent_reports_in_processes();
     test_clear_session_and_api_key();
     test_newer_sign_in_by_another_process_survives();
     test_sign_in_flow();

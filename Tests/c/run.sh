@@ -10,8 +10,9 @@
 #      ($PORTAL_KEYRING_LIBDIR, default .build/debug);
 #   2. check that `nm -D --defined-only` of the library exports every portal_* function the
 #      header declares, and no other portal_* symbol;
-#   3. run the header tests and abi_test (PORTAL_ABI_TEST_KEEP_GOING=1 makes abi_test report
-#      every failed check instead of stopping at the first);
+#   3. run the header tests, abi_test (which reports every failed check, then exits 1;
+#      PORTAL_ABI_TEST_STOP_AT_FIRST=1 stops at the first), invalidation_test and wipe_test (a
+#      memory scan for a marker token after portal_string_free / session / portal release);
 #   4. run the examples end to end as separate processes (persist_session, then
 #      restore_on_launch, with first-launch flag files under fresh XDG_STATE_HOMEs).
 # Every step runs even after a failure; exits 1 if any check failed.
@@ -95,6 +96,8 @@ compile persist_order_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$
     -o "$build/persist_order_test" -rdynamic "${link[@]}"
 compile fork_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/fork_test.c" \
     -o "$build/fork_test" "${link[@]}"
+compile wipe_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/wipe_test.c" \
+    -o "$build/wipe_test" -pthread "${link[@]}"
 for example in restore_on_launch persist_session; do
     compile "examples/c/$example" gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$repo/Include" \
         "$repo/examples/c/$example.c" -o "$build/$example" "${link[@]}"
@@ -212,6 +215,14 @@ elif out=$("$build/invalidation_test" 2>&1); then
     pass "$out"
 else
     fail "invalidation_test: $out"
+fi
+
+section "wipe_test (token memory wiped on release: memory scan for a marker token)"
+if out=$("$build/wipe_test" 2>&1); then
+    pass "$(tail -n 1 <<<"$out")"
+    sed 's/^/  | /' <<<"$out" | grep -v 'wipe_test:'
+else
+    fail "wipe_test: $out"
 fi
 
 # ------------------------------------------------------------------------------- examples

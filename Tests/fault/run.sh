@@ -20,6 +20,12 @@
 # (PORTAL_FUZZ_SECONDS_SLOW, default 300 s each). Without --slow the fuzzers run
 # PORTAL_FUZZ_SECONDS (default 20 s) each.
 #
+# Hard timeouts (coreutils `timeout`; a step that overruns is killed with its whole process group,
+# keyring daemons included, and reported as "FAIL  TIMEOUT: <step> ..."): every condition,
+# PORTAL_FAULT_TIMEOUT seconds if set, else 120 s (condition 11: 420 s, 12: 240 s, fuzz:
+# PORTAL_FUZZ_SECONDS + 600 s for its build); the build 1200 s; with --slow, 900 s per valgrind
+# program, 3600 s per sanitizer build and run, PORTAL_FUZZ_SECONDS_SLOW + 900 s for fuzzing.
+#
 # Needs (installed with apt-get when missing and running as root): gdb (gcore, condition 12),
 # dbus-bin (dbus-monitor, "session"), valgrind (--slow), plus what scripts/deps.sh installs.
 set -uo pipefail
@@ -33,6 +39,8 @@ SCHEMA=io.portalhq.PortalKeyring.Session
 
 passed=0
 failed=0
+# The report's stdout, for messages from steps whose own output goes to a log file.
+exec {report_fd}>&1
 ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
 fail() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
 check() { # DESCRIPTION COMMAND...
@@ -41,6 +49,31 @@ check() { # DESCRIPTION COMMAND...
     if "$@"; then ok "$what"; else fail "$what"; fi
 }
 timing() { printf '  time  %s\n' "$*"; }
+
+# bounded SECONDS STEP COMMAND...: runs COMMAND under a hard timeout; on expiry reports
+# "TIMEOUT: STEP" as a failure and returns 124.
+bounded() {
+    local limit=$1 step=$2 rc
+    shift 2
+    timeout --kill-after=10 "$limit" "$@"
+    rc=$?
+    if ((rc == 124 || rc == 137)); then
+        fail "TIMEOUT: $step did not finish within $limit s (killed)" >&"$report_fd"
+        return 124
+    fi
+    return $rc
+}
+
+# The hard timeout of a condition, in seconds.
+condition_timeout() { # CONDITION
+    if [[ -n ${PORTAL_FAULT_TIMEOUT:-} ]]; then echo "$PORTAL_FAULT_TIMEOUT"; return; fi
+    case $1 in
+    11) echo 420 ;;
+    12) echo 240 ;;
+    fuzz) echo $((${PORTAL_FUZZ_SECONDS:-20} + 600)) ;;
+    *) echo 120 ;;
+    esac
+}
 section() { printf '\n== %s\n' "$*"; }
 
 # Counts ok/FAIL lines of a C program's output (already printed).
@@ -447,8 +480,10 @@ cond_session() {
 
 cond_fuzz() {
     section "fuzz: SessionDocument.decode (libFuzzer)"
-    "$here/../fuzz/run.sh" "${PORTAL_FUZZ_SECONDS:-20}" >"$build/fuzz.out" 2>&1
+    bounded "$(condition_timeout fuzz)" "condition fuzz (libFuzzer build and run)" \
+        "$here/../fuzz/run.sh" "${PORTAL_FUZZ_SECONDS:-20}" >"$build/fuzz.out" 2>&1
     local rc=$?
+    ((rc == 124)) && return
     sed 's/^/  | /' "$build/fuzz.out" | tail -n 8
     check "the decoder fuzzer found nothing (exit $rc)" [ "$rc" = 0 ]
 }
@@ -495,9 +530,12 @@ fi
 
 section "build"
 mkdir -p "$build"
-if ! swift build --product portal-keyring 2>&1 | grep -v "prohibited flag" | tail -n 1; then
-    fail "swift build"
-fi
+timeout 1200 swift build --product portal-keyring 2>&1 | grep -v "prohibited flag" | tail -n 1
+case ${PIPESTATUS[0]} in
+0) ;;
+124 | 137) fail "TIMEOUT: swift build did not finish within 1200 s (killed)" ;;
+*) fail "swift build" ;;
+esac
 lib=$repo/.build/debug
 link=(-L"$lib" -lportal-keyring -Wl,-rpath,"$lib")
 check "build keyringctl" gcc -O1 -Wall -Wextra -Werror -o "$build/keyringctl" "$repo/Tests/tools/keyringctl.c" \
@@ -510,8 +548,15 @@ check "build fault_test" gcc -std=c11 -O1 -g -Wall -Wextra -Werror -I"$repo/Incl
 inside() { # [--no-unlock] CONDITION...
     local flag=()
     if [[ $1 == --no-unlock ]]; then flag=(--no-unlock); shift; fi
-    local log=$build/inside.log
-    scripts/with-keyring.sh "${flag[@]}" "$0" --inside "$@" 2>&1 | tee "$log" | grep -v '^INSIDE '
+    local log=$build/inside.log limit
+    limit=$(condition_timeout "$1")
+    timeout --kill-after=10 "$limit" scripts/with-keyring.sh "${flag[@]}" "$0" --inside "$@" 2>&1 |
+        tee "$log" | grep -v '^INSIDE '
+    local rc=${PIPESTATUS[0]}
+    if ((rc == 124 || rc == 137)); then
+        fail "TIMEOUT: condition $* did not finish within $limit s (killed with its keyring; PORTAL_FAULT_TIMEOUT)"
+        return
+    fi
     local counts
     counts=$(grep '^INSIDE ' "$log" | tail -n1)
     if [[ -z $counts ]]; then
@@ -535,7 +580,7 @@ done
 if ((slow)); then
     section "slow: valgrind memcheck on the C fault programs"
     for prog in "bad-input" "tokens" "reentry"; do
-        scripts/with-keyring.sh env PORTAL_TEST_KEYRINGCTL="$build/keyringctl" \
+        bounded 900 "valgrind fault_test $prog" scripts/with-keyring.sh env PORTAL_TEST_KEYRINGCTL="$build/keyringctl" \
             valgrind --tool=memcheck --error-exitcode=99 --errors-for-leak-kinds=definite --leak-check=full \
             --suppressions="$here/valgrind.supp" --num-callers=30 "$build/fault_test" $prog >"$build/valgrind.$prog" 2>&1
         rc=$?
@@ -546,6 +591,7 @@ if ((slow)); then
         section "slow: swift test --sanitize=$sanitizer"
         PORTAL_TEST_KEYRINGCTL=$build/keyringctl LSAN_OPTIONS=suppressions=$here/lsan.supp \
             ASAN_OPTIONS=fast_unwind_on_malloc=0 TSAN_OPTIONS=halt_on_error=0 \
+            bounded 3600 "swift test --sanitize=$sanitizer" \
             scripts/with-keyring.sh scripts/with-portal-api.sh swift test --sanitize="$sanitizer" \
             --scratch-path "$repo/.build/sanitize-$sanitizer" --no-parallel >"$build/sanitize-$sanitizer.log" 2>&1
         rc=$?
@@ -553,7 +599,8 @@ if ((slow)); then
         check "swift test --sanitize=$sanitizer (exit $rc, log $build/sanitize-$sanitizer.log)" [ "$rc" = 0 ]
     done
     section "slow: fuzzing for longer"
-    "$here/../fuzz/run.sh" "${PORTAL_FUZZ_SECONDS_SLOW:-300}" >"$build/fuzz-slow.out" 2>&1
+    bounded $((${PORTAL_FUZZ_SECONDS_SLOW:-300} + 900)) "slow fuzzing" \
+        "$here/../fuzz/run.sh" "${PORTAL_FUZZ_SECONDS_SLOW:-300}" >"$build/fuzz-slow.out" 2>&1
     rc=$?
     tail -n 4 "$build/fuzz-slow.out" | sed 's/^/  | /'
     check "long fuzz run found nothing (exit $rc)" [ "$rc" = 0 ]

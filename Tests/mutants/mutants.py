@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Tests/mutants/mutants.py — the catalogue reader behind Tests/mutants/run.sh.
+
+    mutants.py list CATALOGUE_DIR                 one line per mutant: name<TAB>file<TAB>promise
+    mutants.py show CATALOGUE_DIR NAME            the mutant's fields as shell assignments
+    mutants.py apply CATALOGUE_DIR NAME TREE      patch TREE/<file>; exit 3 = STALE (search text
+                                                  not found exactly once), with the reason on stderr
+    mutants.py sync SOURCE TREE                   make TREE a copy of SOURCE's working tree (tracked
+                                                  and untracked-but-not-ignored files, mtimes kept;
+                                                  TREE/.build and TREE/build are left alone)
+
+A mutant file (NAME.mutant, anywhere under the catalogue directory) is a header of `key: value`
+lines, then one or more hunks:
+
+    name: exactly-once-guard              (defaults to the file name without .mutant)
+    promise: what the code promises, in one line
+    file: Sources/PortalKeyring/SessionInvalidation.swift
+    suite: swift ExactlyOnceGuardTests    (one or more; see run.sh for the kinds)
+    timeout: 120                          (seconds per suite; optional)
+    --- search
+    exact text, any number of lines
+    --- replace
+    its replacement (may be empty)
+    --- end
+
+Lines starting with `#` in the header are comments. Each search text must occur exactly once
+in the file (after the previous hunks were applied); otherwise the mutant is STALE.
+"""
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+KEYS = ("name", "promise", "file", "suite", "timeout")
+
+
+def parse(path):
+    fields = {"name": os.path.basename(path)[: -len(".mutant")], "suite": [], "hunks": [], "path": path}
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    i = 0
+    while i < len(lines) and not lines[i].startswith("--- "):
+        line = lines[i]
+        i += 1
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        if not sep or key not in KEYS:
+            raise SystemExit(f"{path}: unknown header line: {line!r}")
+        if key == "suite":
+            fields["suite"].append(value.strip())
+        else:
+            fields[key] = value.strip()
+    section, search, replace = None, [], []
+    for line in lines[i:]:
+        if line in ("--- search", "--- replace", "--- end"):
+            if line == "--- search":
+                if section == "replace":
+                    raise SystemExit(f"{path}: '--- end' missing before '--- search'")
+                section, search, replace = "search", [], []
+            elif line == "--- replace":
+                section = "replace"
+            else:
+                if section != "replace":
+                    raise SystemExit(f"{path}: '--- end' without '--- search' and '--- replace'")
+                fields["hunks"].append(("\n".join(search) + "\n", "\n".join(replace) + "\n" if replace else ""))
+                section = None
+            continue
+        if section == "search":
+            search.append(line)
+        elif section == "replace":
+            replace.append(line)
+    for key in ("promise", "file"):
+        if not fields.get(key):
+            raise SystemExit(f"{path}: no '{key}:' line")
+    if not fields["suite"]:
+        raise SystemExit(f"{path}: no 'suite:' line")
+    if not fields["hunks"]:
+        raise SystemExit(f"{path}: no '--- search' / '--- replace' / '--- end' hunk")
+    return fields
+
+
+def catalogue(directory):
+    mutants = []
+    for root, _, files in sorted(os.walk(directory)):
+        for name in sorted(files):
+            if name.endswith(".mutant"):
+                mutants.append(parse(os.path.join(root, name)))
+    names = [m["name"] for m in mutants]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise SystemExit(f"duplicate mutant names: {', '.join(sorted(duplicates))}")
+    return mutants
+
+
+def find(directory, name):
+    for mutant in catalogue(directory):
+        if mutant["name"] == name:
+            return mutant
+    raise SystemExit(f"no mutant named {name!r} (see --list)")
+
+
+def apply(mutant, tree):
+    target = os.path.join(tree, mutant["file"])
+    try:
+        with open(target, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        print(f"{mutant['file']} does not exist", file=sys.stderr)
+        return 3
+    for number, (search, replace) in enumerate(mutant["hunks"], 1):
+        found = text.count(search)
+        if found != 1:
+            print(f"hunk {number}: search text found {found} times in {mutant['file']} (expected once)", file=sys.stderr)
+            return 3
+        text = text.replace(search, replace)
+    with open(target, "w", encoding="utf-8") as f:
+        f.write(text)
+    return 0
+
+
+def sync(source, tree):
+    listing = subprocess.run(["git", "-C", source, "ls-files", "-z", "-c", "-o", "--exclude-standard"],
+                             check=True, capture_output=True).stdout.decode().split("\0")
+    wanted = {p for p in listing if p and os.path.lexists(os.path.join(source, p))}
+    wanted = {p for p in wanted if not p.startswith((".build/", "build/"))}
+    for rel in sorted(wanted):
+        src, dst = os.path.join(source, rel), os.path.join(tree, rel)
+        s = os.lstat(src)
+        try:
+            d = os.lstat(dst)
+            if d.st_size == s.st_size and int(d.st_mtime) == int(s.st_mtime) and d.st_mode == s.st_mode:
+                continue
+        except FileNotFoundError:
+            pass
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if os.path.islink(src):
+            if os.path.lexists(dst):
+                os.remove(dst)
+            os.symlink(os.readlink(src), dst)
+        else:
+            shutil.copy2(src, dst)
+    # Files that are gone from the source go from the copy too (build outputs excepted).
+    for root, dirs, files in os.walk(tree):
+        rel_root = os.path.relpath(root, tree)
+        if rel_root == ".":
+            dirs[:] = [d for d in dirs if d not in (".build", "build", ".git")]
+        for name in files:
+            rel = os.path.normpath(os.path.join(rel_root, name))
+            if rel not in wanted:
+                os.remove(os.path.join(root, name))
+    return 0
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[1] == "list":
+        for m in catalogue(argv[2]):
+            print(f"{m['name']}\t{m['file']}\t{m['promise']}\t{' | '.join(m['suite'])}")
+        return 0
+    if len(argv) == 4 and argv[1] == "show":
+        m = find(argv[2], argv[3])
+        print(f"m_name={shlex.quote(m['name'])}")
+        print(f"m_promise={shlex.quote(m['promise'])}")
+        print(f"m_file={shlex.quote(m['file'])}")
+        print(f"m_timeout={shlex.quote(m.get('timeout', ''))}")
+        print("m_suites=(" + " ".join(shlex.quote(s) for s in m["suite"]) + ")")
+        return 0
+    if len(argv) == 5 and argv[1] == "apply":
+        return apply(find(argv[2], argv[3]), argv[4])
+    if len(argv) == 4 and argv[1] == "sync":
+        return sync(argv[2], argv[3])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# Tests/mutants/run.sh — mutation testing from the catalogue in Tests/mutants/ (issue #18): each
+# mutant breaks one promise; the suites named in its file must notice.
+#
+#   Tests/mutants/run.sh                   every mutant
+#   Tests/mutants/run.sh --only NAME ...   some of them (repeatable; NAME,NAME also works)
+#   Tests/mutants/run.sh --list            the catalogue: name, file, promise, guarding suites
+#   Tests/mutants/run.sh --no-baseline     skip the check that every guarding suite passes unmutated
+#   make mutants                           the same as the first line
+#
+# The working tree is never modified. The runner copies it (tracked and untracked-not-ignored
+# files) to one scratch directory, $PORTAL_MUTANTS_SCRATCH (default
+# ${TMPDIR:-/tmp}/portal-keyring-mutants), which keeps its .build between mutants and between
+# runs, so every build is incremental (the first run ever builds from scratch: a few minutes).
+# Then:
+#   1. baseline: builds the unmutated copy and runs every guarding suite once; a suite that fails
+#      there would "kill" every mutant, so the run stops (exit 2);
+#   2. per mutant: applies it (exact search text -> replacement; STALE when the text is not found
+#      exactly once), builds what its suites need (BUILD-FAILED if that fails), runs its suites
+#      in order under a hard timeout until one fails (killed) or all pass (SURVIVED), and puts
+#      the original file back;
+#   3. prints the table: mutant | promise | result | seconds.
+# Suite kinds (a mutant's `suite:` lines):
+#   swift FILTER     swift test --skip-build --filter FILTER, inside scripts/with-keyring.sh and
+#                    scripts/with-portal-api.sh (must run at least one test)
+#   c PROGRAM        Tests/c/PROGRAM.c compiled against the library and run inside the same
+#   fault COND       Tests/fault/run.sh COND (each condition under its own hard timeout,
+#                    PORTAL_FAULT_TIMEOUT, default here 60 s)
+# Timeouts: a mutant's `timeout:` line, else PORTAL_MUTANTS_TIMEOUT (default 180 s) per suite;
+# the per-suite logs are kept in $SCRATCH/build/mutants/logs.
+# Exits 0 when every mutant was killed; 1 when any SURVIVED, is STALE or BUILD-FAILED; 2 on a
+# usage error or a failing baseline.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+tool=$here/mutants.py
+scratch=${PORTAL_MUTANTS_SCRATCH:-${TMPDIR:-/tmp}/portal-keyring-mutants}
+default_timeout=${PORTAL_MUTANTS_TIMEOUT:-180}
+export PORTAL_FAULT_TIMEOUT=${PORTAL_FAULT_TIMEOUT:-60}
+
+only=()
+baseline=1
+while (($#)); do
+    case $1 in
+    --list)
+        python3 "$tool" list "$here" | awk -F'\t' '{ printf "%-28s %s\n    promise: %s\n    suites:  %s\n", $1, $2, $3, $4 }'
+        exit $?
+        ;;
+    --only)
+        [[ -n ${2:-} ]] || { echo "run.sh: --only needs a mutant name" >&2; exit 2; }
+        IFS=, read -ra names <<<"$2"
+        only+=("${names[@]}")
+        shift
+        ;;
+    --no-baseline) baseline=0 ;;
+    -h | --help) sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+catalogue=$(python3 "$tool" list "$here") || exit 2
+mapfile -t all < <(cut -f1 <<<"$catalogue")
+if ((${#only[@]})); then
+    for name in "${only[@]}"; do
+        grep -qxF -- "$name" < <(printf '%s\n' "${all[@]}") || { echo "run.sh: no mutant named $name (see --list)" >&2; exit 2; }
+    done
+    selected=("${only[@]}")
+else
+    selected=("${all[@]}")
+fi
+
+t_run=$(date +%s)
+cd "$repo" || exit 2
+# shellcheck source=scripts/deps.sh
+source scripts/deps.sh >/dev/null || { echo "run.sh: scripts/deps.sh failed" >&2; exit 2; }
+
+mkdir -p "$scratch" || exit 2
+# One run per scratch copy: a second run would patch and rebuild the same files underneath.
+exec {lock_fd}>"$scratch.lock" || exit 2
+flock -n "$lock_fd" || { echo "run.sh: another run is using $scratch (lock $scratch.lock)" >&2; exit 2; }
+python3 "$tool" sync "$repo" "$scratch" || { echo "run.sh: cannot copy the tree to $scratch" >&2; exit 2; }
+logs=$scratch/build/mutants/logs
+cbuild=$scratch/build/mutants/c
+mkdir -p "$logs" "$cbuild"
+cd "$scratch" || exit 2
+printf 'mutants: working copy %s (from %s)\n' "$scratch" "$repo"
+# The keyring inspection tool that the Swift and C tests use (PORTAL_TEST_KEYRINGCTL).
+gcc -O1 -o "$cbuild/keyringctl" "$scratch/Tests/tools/keyringctl.c" $(pkg-config --cflags --libs libsecret-1) ||
+    { echo "run.sh: cannot build keyringctl" >&2; exit 2; }
+export PORTAL_TEST_KEYRINGCTL=$cbuild/keyringctl
+
+# ------------------------------------------------------------------------------------ steps
+
+# build_for SUITE... : the builds those suites need; returns non-zero on a build failure.
+build_for() {
+    local tests=0 lib=0 s
+    for s in "$@"; do
+        case ${s%% *} in
+        swift) tests=1 ;;
+        c | fault) lib=1 ;;
+        esac
+    done
+    if ((tests)); then
+        timeout 1200 swift build --build-tests >"$logs/build.log" 2>&1 || return 1
+    elif ((lib)); then
+        timeout 1200 swift build --product portal-keyring >"$logs/build.log" 2>&1 || return 1
+    fi
+}
+
+# run_suite SUITE TIMEOUT LOG : 0 = the suite passed; 124 = timed out; other = failed.
+run_suite() {
+    local suite=$1 limit=$2 log=$3 kind=${1%% *} arg=${1#* } rc
+    case $kind in
+    swift)
+        timeout --kill-after=10 "$limit" scripts/with-keyring.sh scripts/with-portal-api.sh \
+            swift test --skip-build --no-parallel --filter "$arg" >"$log" 2>&1
+        rc=$?
+        # A filter that matches nothing passes: treat it as a broken suite, never as "survived".
+        if ((rc == 0)) && ! grep -aqE 'Test run with [1-9][0-9]* tests?' "$log"; then
+            echo "run.sh: the filter '$arg' ran no test" >>"$log"
+            return 3
+        fi
+        return $rc
+        ;;
+    c)
+        gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$scratch/Include" "$scratch/Tests/c/$arg.c" \
+            -o "$cbuild/$arg" -pthread -L"$scratch/.build/debug" -lportal-keyring \
+            -Wl,-rpath,"$scratch/.build/debug" >"$log" 2>&1 || { echo "run.sh: cannot compile $arg" >>"$log"; return 3; }
+        timeout --kill-after=10 "$limit" \
+            scripts/with-keyring.sh scripts/with-portal-api.sh "$cbuild/$arg" >>"$log" 2>&1
+        return $?
+        ;;
+    fault)
+        timeout --kill-after=10 "$limit" Tests/fault/run.sh "$arg" >"$log" 2>&1
+        return $?
+        ;;
+    *)
+        echo "run.sh: unknown suite kind '$kind' in '$suite'" >"$log"
+        return 3
+        ;;
+    esac
+}
+
+restore_file() { # FILE: the original, with its own mtime
+    cp -p "$repo/$1" "$scratch/$1"
+}
+
+# ------------------------------------------------------------------------------------ baseline
+
+declare -A suite_limit=()
+for name in "${selected[@]}"; do
+    eval "$(python3 "$tool" show "$here" "$name")"
+    for s in "${m_suites[@]}"; do
+        limit=${m_timeout:-$default_timeout}
+        [[ -z ${suite_limit[$s]:-} || ${suite_limit[$s]} -lt $limit ]] && suite_limit[$s]=$limit
+    done
+done
+
+if ((baseline)); then
+    printf '\n== baseline: the guarding suites on the unmutated copy\n'
+    t0=$(date +%s)
+    if ! build_for "${!suite_limit[@]}"; then
+        echo "run.sh: the unmutated copy does not build (log: $logs/build.log)" >&2
+        tail -n 20 "$logs/build.log" >&2
+        exit 2
+    fi
+    printf '  built in %d s\n' "$(($(date +%s) - t0))"
+    bad=0
+    i=0
+    for s in "${!suite_limit[@]}"; do
+        i=$((i + 1))
+        t1=$(date +%s)
+        run_suite "$s" "${suite_limit[$s]}" "$logs/baseline.$i.log"
+        rc=$?
+        if ((rc == 0)); then
+            printf '  ok    %-60s %3d s\n' "$s" "$(($(date +%s) - t1))"
+        else
+            printf '  FAIL  %-60s exit %d (log %s)\n' "$s" "$rc" "$logs/baseline.$i.log"
+            bad=1
+        fi
+    done
+    if ((bad)); then
+        echo "run.sh: a guarding suite fails without any mutant: fix that first" >&2
+        exit 2
+    fi
+fi
+
+# ------------------------------------------------------------------------------------ mutants
+
+rows=()
+bad=0
+for name in "${selected[@]}"; do
+    eval "$(python3 "$tool" show "$here" "$name")"
+    limit=${m_timeout:-$default_timeout}
+    t0=$(date +%s)
+    printf '\n== %s: %s\n' "$m_name" "$m_promise"
+    result=""
+    if ! python3 "$tool" apply "$here" "$m_name" "$scratch" 2>"$logs/$m_name.apply.log"; then
+        result="STALE ($(tr '\n' ' ' <"$logs/$m_name.apply.log"))"
+        restore_file "$m_file" 2>/dev/null
+    elif ! build_for "${m_suites[@]}"; then
+        result="BUILD-FAILED (log: $logs/$m_name.build.log)"
+        cp "$logs/build.log" "$logs/$m_name.build.log"
+        restore_file "$m_file"
+    else
+        printf '  built in %d s\n' "$(($(date +%s) - t0))"
+        i=0
+        for s in "${m_suites[@]}"; do
+            i=$((i + 1))
+            t1=$(date +%s)
+            run_suite "$s" "$limit" "$logs/$m_name.$i.log"
+            rc=$?
+            secs=$(($(date +%s) - t1))
+            if ((rc == 0)); then
+                printf '  passed  %s (%d s) — did not notice\n' "$s" "$secs"
+                continue
+            fi
+            case $rc in
+            124 | 137) how="timed out after $limit s" ;;
+            3) how="suite error, see log" ;;
+            *) how="exit $rc" ;;
+            esac
+            printf '  failed  %s (%d s, %s) — killed\n' "$s" "$secs" "$how"
+            grep -aE '✘ Test .*(recorded an issue|failed)|check failed|CHECK failed|FAIL |TIMEOUT' "$logs/$m_name.$i.log" |
+                grep -av 'with [0-9]* issue' | head -n 3 | cut -c1-220 | sed 's/^/          /'
+            result="killed by $s ($how)"
+            break
+        done
+        [[ -n $result ]] || result="SURVIVED"
+        restore_file "$m_file"
+    fi
+    secs=$(($(date +%s) - t0))
+    [[ $result == killed* ]] || bad=1
+    printf '  => %s (%d s)\n' "$result" "$secs"
+    rows+=("$m_name"$'\t'"$m_promise"$'\t'"$result"$'\t'"$secs")
+done
+
+# ------------------------------------------------------------------------------------ table
+
+total=$(($(date +%s) - t_run))
+printf '\n| mutant | promise | result | s |\n|---|---|---|---|\n'
+for row in "${rows[@]}"; do
+    IFS=$'\t' read -r n p r s <<<"$row"
+    printf '| %s | %s | %s | %s |\n' "$n" "$p" "$r" "$s"
+done | tee "$scratch/build/mutants/table.md"
+printf '\nmutants: %d run in %d s (%d min %d s); %s\n' "${#rows[@]}" "$total" $((total / 60)) $((total % 60)) \
+    "$( ((bad)) && echo 'NOT ALL KILLED' || echo 'all killed')"
+exit $bad
