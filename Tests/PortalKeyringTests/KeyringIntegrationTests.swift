@@ -211,6 +211,29 @@ private extension String {
         try KeyringControl.run(["delete-all", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)"])
     }
 
+    /// After the provider restarts under this process, no secret goes to the new instance under the
+    /// transfer session of the old one: KWallet numbers sessions anew and keeps other clients'
+    /// sessions open, so a stale session path names another client's session and a secret
+    /// encrypted with our key would be stored as garbage, without an error. Other clients open
+    /// sessions (keyringctl get) before this process stores again; the stored document must be
+    /// exactly ours.
+    @Test func aRestartedProviderNeverGetsASecretUnderAStaleSession() throws {
+        let id = unique, witness = unique
+        try auth(witness).persistSession(endUserId: "w", clientSessionToken: "witness")
+        try KeyringControl.restart("--unlocked")
+        for _ in 0..<12 {
+            _ = try KeyringControl.run(["get", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(witness)"])
+        }
+        try auth(id).persistSession(endUserId: "after-restart", clientSessionToken: "token-after-restart")
+        let stored = try KeyringControl.run(["get", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)"])
+        #expect(stored.status == 0)
+        let decoded = Array(stored.output.utf8.dropLast()).withUnsafeBytes { SessionDocument.decode($0) }
+        #expect(decoded?.token.string() == "token-after-restart", "stored: \(stored.output.prefix(120))")
+        #expect(try auth(id).restoreSession()?.getToken() == "token-after-restart")
+        try auth(id).clearPersistedSession()
+        try auth(witness).clearPersistedSession()
+    }
+
     /// Locked ≠ absent even when nothing is stored: restore and clear on a locked keyring throw.
     /// (Where the provider unlocks without asking anyone — passwordless keyring, empty-password
     /// wallet — the library's unlock succeeds and the truth is "nothing stored".)

@@ -229,7 +229,15 @@ static void keyring_restart(const char *how) {
 /* Locks the default collection in the running daemon (keyringctl lock: Service.Lock, or
  * KeePassXC's lockAllDatabases). A keyring locked since login is test_restart's subject. */
 static void keyring_lock(void) {
-    CHECK_MSG(keyringctl_io(NULL, 0, NULL, 0, "lock") == 0, "keyringctl lock failed");
+    if (provider_is("keepassxc") && keyringctl_io(NULL, 0, NULL, 0, "lock") != 0) {
+        /* KeePassXC 2.7.4 cannot be locked over D-Bus while an unlock dialog that an earlier
+         * prompt opened (headless: never answered) is open: restart it locked instead. */
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "'%s' --locked >/dev/null", getenv("PORTAL_TEST_KEYRING_RESTART"));
+        CHECK_MSG(getenv("PORTAL_TEST_KEYRING_RESTART") && system(cmd) == 0, "keyring-restart.sh --locked failed");
+    } else {
+        CHECK_MSG(keyringctl_io(NULL, 0, NULL, 0, "lock") == 0, "keyringctl lock failed");
+    }
     CHECK_MSG(keyringctl_io(NULL, 0, NULL, 0, "is-locked") == 0, "collection not locked after lock");
 }
 
@@ -676,8 +684,16 @@ static void test_round_trip(void) {
     check_restore(auth, id, "user-no-out", "token-no-out");
 
     /* The stored item: documented attributes only, nothing secret in them. */
-    char attrs[4096];
-    CHECK(keyringctl_io(NULL, 0, attrs, sizeof attrs, "attrs --schema %s auth_environment_id=%s", SCHEMA, id) == 0);
+    char listed[4096], attrs[4096] = "";
+    CHECK(keyringctl_io(NULL, 0, listed, sizeof listed, "attrs --schema %s auth_environment_id=%s", SCHEMA, id) == 0);
+    /* KeePassXC lists its entry fields as attributes too (Title, UserName, URL, Notes, Path:
+     * capitalised); they are the provider's, not ours. */
+    for (char *save = NULL, *pair = strtok_r(listed, " \n", &save); pair; pair = strtok_r(NULL, " \n", &save)) {
+        if (provider_is("keepassxc") && pair[0] >= 'A' && pair[0] <= 'Z') continue;
+        if (attrs[0]) strncat(attrs, " ", sizeof attrs - strlen(attrs) - 1);
+        strncat(attrs, pair, sizeof attrs - strlen(attrs) - 1);
+    }
+    strncat(attrs, "\n", sizeof attrs - strlen(attrs) - 1);
     char expect_prefix[512];
     snprintf(expect_prefix, sizeof expect_prefix, "auth_environment_id=%s persisted_at=", id);
     CHECK_MSG(strncmp(attrs, expect_prefix, strlen(expect_prefix)) == 0, "attributes: %s", attrs);

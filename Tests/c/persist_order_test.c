@@ -48,7 +48,12 @@ int secret_item_set_secret_sync(void *item, void *value, void *cancellable, void
     (void)item, (void)value, (void)cancellable, (void)error;
     int what = inject;
     inject = 0;
-    if (what == 1) CHECK(sh("'%s' lock", getenv("PORTAL_TEST_KEYRINGCTL")) == 0, "keyringctl lock");
+    if (what == 1 && sh("'%s' lock 2>/dev/null", getenv("PORTAL_TEST_KEYRINGCTL")) != 0) {
+        /* KeePassXC 2.7.4 cannot be locked over D-Bus while an earlier prompt's unlock dialog is
+         * open (headless): restart it locked. The library retries on the new instance. */
+        CHECK(getenv("PORTAL_TEST_KEYRING_RESTART") && sh("'%s' --locked >/dev/null", getenv("PORTAL_TEST_KEYRING_RESTART")) == 0,
+              "keyringctl lock, or keyring-restart.sh --locked");
+    }
     if (what == 2) {
         char command[1024];
         snprintf(command, sizeof command,
@@ -77,10 +82,16 @@ int main(void) {
     snprintf(env, sizeof env, "order-%ld", (long)getpid());
     portal_auth *auth = NULL;
     portal_status st;
+    const char *user = "";
     CHECK(portal_auth_new(&auth, env, "order://cb", NULL) == PORTAL_OK, "portal_auth_new");
     portal_auth_set_keyring_timeouts(auth, 5000, 2000);
 
-    /* 1. CreateItem fails while the older item is deletable. */
+    /* 1. CreateItem fails while the older item is deletable. Not where the provider unlocks
+     *    without asking anyone (passwordless keyring, empty-password wallet): the create succeeds. */
+    const char *provider = getenv("PORTAL_TEST_PROVIDER") ? getenv("PORTAL_TEST_PROVIDER") : "gnome-keyring";
+    int unlocks_silently = strcmp(provider, "gnome-keyring-passwordless") == 0 || strcmp(provider, "kwallet") == 0;
+    if (unlocks_silently) printf("persist_order_test: case 1 skipped on %s: it unlocks without a prompt\n", provider);
+    else {
     CHECK(portal_auth_persist_session(auth, "eu-old", "token-old", NULL) == PORTAL_OK, "persist eu-old: %s",
           portal_last_error_message());
     inject = 1;
@@ -88,9 +99,10 @@ int main(void) {
     CHECK(st == PORTAL_ERR_SESSION_STORAGE, "persist into a collection locked before CreateItem fails (got %s: %s)",
           portal_status_str(st), portal_last_error_message());
     CHECK(sh("'%s' unlock", getenv("PORTAL_TEST_KEYRINGCTL")) == 0, "keyringctl unlock");
-    const char *user = restored_user(auth, &st);
+    user = restored_user(auth, &st);
     CHECK(st == PORTAL_OK && strcmp(user, "eu-old") == 0,
           "the older session survives a failed persist (restored %s, %s)", user, portal_status_str(st));
+    }
 
     /* 2. A newer sign-in by another process, stored during this persist, survives it. */
     inject = 2;

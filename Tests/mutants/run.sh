@@ -24,6 +24,8 @@
 #   swift FILTER     swift test --skip-build --filter FILTER, inside scripts/with-keyring.sh and
 #                    scripts/with-portal-api.sh (must run at least one test)
 #   c PROGRAM        Tests/c/PROGRAM.c compiled against the library and run inside the same
+#   swift-on P FILTER  the same under scripts/with-keyring.sh --provider P
+#   provider P       Tests/providers/run.sh inside scripts/with-keyring.sh --provider P
 #   fault COND       Tests/fault/run.sh COND (each condition under its own hard timeout,
 #                    PORTAL_FAULT_TIMEOUT, default here 60 s)
 # Timeouts: a mutant's `timeout:` line, else PORTAL_MUTANTS_TIMEOUT (default 180 s) per suite;
@@ -90,6 +92,7 @@ printf 'mutants: working copy %s (from %s)\n' "$scratch" "$repo"
 gcc -O1 -o "$cbuild/keyringctl" "$scratch/Tests/tools/keyringctl.c" $(pkg-config --cflags --libs libsecret-1) ||
     { echo "run.sh: cannot build keyringctl" >&2; exit 2; }
 export PORTAL_TEST_KEYRINGCTL=$cbuild/keyringctl
+export PORTAL_SESSION_BIN=$scratch/.build/debug/portal-session
 
 # ------------------------------------------------------------------------------------ steps
 
@@ -98,14 +101,15 @@ build_for() {
     local tests=0 lib=0 s
     for s in "$@"; do
         case ${s%% *} in
-        swift) tests=1 ;;
-        c | fault) lib=1 ;;
+        swift | swift-on) tests=1 ;;
+        c | fault | provider) lib=1 ;;
         esac
     done
     if ((tests)); then
         timeout 1200 swift build --build-tests >"$logs/build.log" 2>&1 || return 1
     elif ((lib)); then
-        timeout 1200 swift build --product portal-keyring >"$logs/build.log" 2>&1 || return 1
+        # The library and portal-session (persist_order_test and the provider suite run it).
+        timeout 1200 swift build >"$logs/build.log" 2>&1 || return 1
     fi
 }
 
@@ -126,7 +130,7 @@ run_suite() {
         ;;
     c)
         gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$scratch/Include" "$scratch/Tests/c/$arg.c" \
-            -o "$cbuild/$arg" -pthread -L"$scratch/.build/debug" -lportal-keyring \
+            -o "$cbuild/$arg" -pthread -rdynamic -L"$scratch/.build/debug" -lportal-keyring \
             -Wl,-rpath,"$scratch/.build/debug" >"$log" 2>&1 || { echo "run.sh: cannot compile $arg" >>"$log"; return 3; }
         timeout --kill-after=10 "$limit" \
             scripts/with-keyring.sh scripts/with-portal-api.sh "$cbuild/$arg" >>"$log" 2>&1
@@ -134,6 +138,23 @@ run_suite() {
         ;;
     fault)
         timeout --kill-after=10 "$limit" Tests/fault/run.sh "$arg" >"$log" 2>&1
+        return $?
+        ;;
+    swift-on)
+        # swift-on PROVIDER FILTER: the Swift filter under one provider of the matrix.
+        local provider=${arg%% *} filter=${arg#* }
+        timeout --kill-after=10 "$limit" scripts/with-keyring.sh --provider "$provider" scripts/with-portal-api.sh \
+            swift test --skip-build --no-parallel --filter "$filter" >"$log" 2>&1
+        rc=$?
+        if ((rc == 0)) && ! grep -aqE 'Test run with [1-9][0-9]* tests?' "$log"; then
+            echo "run.sh: the filter '$filter' ran no test" >>"$log"
+            return 3
+        fi
+        return $rc
+        ;;
+    provider)
+        # Tests/providers/run.sh on one provider of the matrix (gnome-keyring-locked, keepassxc, …).
+        timeout --kill-after=10 "$limit" scripts/with-keyring.sh --provider "$arg" Tests/providers/run.sh >"$log" 2>&1
         return $?
         ;;
     *)

@@ -185,6 +185,14 @@ for i in "${!tokens[@]}"; do
     got=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.read()).get("clientSessionToken",""), end="")' <<<"$out" 2>/dev/null)
     [[ $got == "${tokens[$i]}" ]] && ok "token $i comes back byte-exact" || bad "token $i came back as '${got:0:80}'"
 done
+type=$(timeout 30 "$kctl" content-type --schema "$schema" "auth_environment_id=$env_id" 2>/dev/null)
+if [[ $provider == gnome-keyring* ]]; then
+    [[ $type == text/plain* ]] && ok "gnome-keyring stores no content type (answers text/plain)" || bad "content type: $type"
+else
+    # KeePassXC turns text/* and text/plain subtypes (application/json) into entry passwords.
+    [[ $type == application/octet-stream* ]] && ok "the provider keeps the content type application/octet-stream" ||
+        bad "content type stored: '$type' (must not be a text/plain subtype)"
+fi
 (( $(count "$env_id") == 1 )) && ok "each persist removed the older sign-in (one item left)" ||
     bad "$(count "$env_id") items stored after 7 persists (the older sign-ins were not removed)"
 if [[ $provider == gnome-keyring-passwordless ]]; then

@@ -646,7 +646,9 @@ cmd_store(Args *a)
 {
     if (!a->schema)
         die(2, "store needs --schema NAME");
-    const char *ctype = a->content_type ? a->content_type : "application/json";
+    /* Byte-exact on every provider: KeePassXC turns text types (application/json among them) into
+     * entry passwords, which it may rewrite (invalid UTF-8 replaced). */
+    const char *ctype = a->content_type ? a->content_type : "application/octet-stream";
     const char *label = a->label ? a->label : "keyringctl test item";
     GByteArray *secret = read_stdin_all();
     char *coll = default_collection();
