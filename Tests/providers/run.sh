@@ -44,11 +44,11 @@ ps() {
     shift 2
     if [[ $1 != -- ]]; then input=$1; shift; fi
     shift
-    local start=$SECONDS
+    local start=$(date +%s%N)
     out=$(timeout 60 "${cli[@]}" "$@" <"$input" 2>"$tmp/err") && got=0 || got=$?
     err=$(cat "$tmp/err")
     if [[ $got == "$want" ]]; then
-        ok "$what (exit $got, $((SECONDS - start)) s)"
+        ok "$what (exit $got, $(( ($(date +%s%N) - start) / 1000000 )) ms)"
     else
         bad "$what: exit $got, wanted $want; stdout: ${out:0:300}; stderr: ${err:0:300}"
     fi
