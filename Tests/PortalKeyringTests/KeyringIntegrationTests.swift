@@ -227,7 +227,9 @@ private extension String {
         try auth(id).persistSession(endUserId: "after-restart", clientSessionToken: "token-after-restart")
         let stored = try KeyringControl.run(["get", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)"])
         #expect(stored.status == 0)
-        let decoded = Array(stored.output.utf8.dropLast()).withUnsafeBytes { SessionDocument.decode($0) }
+        var document = Array(stored.output.utf8)
+        if document.last == UInt8(ascii: "\n") { document.removeLast() }
+        let decoded = document.withUnsafeBytes { SessionDocument.decode($0) }
         #expect(decoded?.token.string() == "token-after-restart", "stored: \(stored.output.prefix(120))")
         #expect(try auth(id).restoreSession()?.getToken() == "token-after-restart")
         try auth(id).clearPersistedSession()
