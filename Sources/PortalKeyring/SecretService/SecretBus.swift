@@ -29,9 +29,11 @@ struct SecretBus {
             throw .unavailable("the Secret Service proxy has no connection")
         }
         // Calls go to the provider's unique name, the one instance that opened the transfer
-        // session, never to the well-known name: a restarted provider may hand the same session
-        // path to another client, and a secret encrypted with our stale key would then be stored
-        // as garbage without an error (seen with KWallet). Addressed to the old instance, the
+        // session, never to the well-known name. A restarted KWallet holds other clients'
+        // sessions at the paths ours had: a GetSecrets under our stale session path came back
+        // encrypted with another client's key ("could not decrypt a stored secret", seen in the
+        // kwallet matrix run), and a CreateItem would be decrypted with the wrong key — stored as
+        // garbage whenever the padding happens to check out. Addressed to the old instance, the
         // call fails with ServiceUnknown instead, and `ServiceConnection` retries on a new proxy.
         guard let owner = g_dbus_proxy_get_name_owner(proxy) else {
             throw .unavailable("no provider owns org.freedesktop.secrets")
