@@ -30,12 +30,14 @@ for target in session-document redirect-url; do
     redirect-url) source_file=$here/RedirectURLFuzz.swift ;;
     esac
     bin=$out/$target-fuzz
+    # Every source of the core, its SecretService/ folder included.
+    mapfile -t sources < <(find "$repo/Sources/PortalKeyring" -name '*.swift' | sort)
     printf '== %s: build\n' "$target"
     # shellcheck disable=SC2046
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -g -Onone -module-name PortalKeyring \
         -I "$repo/Sources/CLibSecret" -I "$repo/Sources/CCurl" \
         $(pkg-config --cflags libsecret-1 libcurl | tr " " "\n" | grep -E "^-I" | sed "s/^/-Xcc /") \
-        "$repo"/Sources/PortalKeyring/*.swift "$source_file" \
+        "${sources[@]}" "$source_file" \
         $(pkg-config --libs libsecret-1 libcurl | tr " " "\n" | grep -E "^-[lL]") -o "$bin" 2>"$out/$target-build.log"; then
         grep -E 'error' "$out/$target-build.log" | head -n 20
         echo "$target: build failed (log: $out/$target-build.log)"
