@@ -79,15 +79,35 @@ struct TargetURL: Equatable {
         self.url = url
         self.scheme = scheme
         self.authority = port.map { "\(host):\($0)" } ?? host
-        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        self.isLoopback = bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+        self.isLoopback = TargetURL.isLoopbackHost(host)
     }
 
-    /// The URL for `path` on `apiHost` (`host` or `host:port`): https, or http for a loopback host.
+    /// Whether `host` (as libcurl's URL parser returns it: IPv6 in brackets) is a loopback
+    /// address, decided from the literal alone, never from a name's shape: an IPv4 dotted quad
+    /// in 127.0.0.0/8, an IPv6 literal equal to ::1 (any valid spelling), or exactly `localhost`
+    /// (any case). `127.example.net` or `127.0.0.1.attacker.example` are DNS names: not loopback.
+    static func isLoopbackHost(_ host: String) -> Bool {
+        if host.lowercased() == "localhost" { return true }
+        if host.hasPrefix("[") {
+            guard host.hasSuffix("]"), host.utf8.count > 2 else { return false }
+            var address = in6_addr()
+            guard inet_pton(AF_INET6, String(host.dropFirst().dropLast()), &address) == 1 else { return false }
+            return withUnsafeBytes(of: &address) { $0.elementsEqual([UInt8](repeating: 0, count: 15) + [1]) }
+        }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4 else { return false }
+        for octet in octets {
+            guard (1...3).contains(octet.utf8.count), octet.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let value = Int(octet), value <= 255 else { return false }
+        }
+        return Int(octets[0]) == 127
+    }
+
+    /// The URL for `path` on `apiHost` (`host` or `host:port`): https, or http for a loopback host
+    /// (decided by `isLoopbackHost` on the host libcurl parses out of it).
     static func forAPI(host apiHost: String, path: String) -> TargetURL? {
-        let bare = apiHost.split(separator: ":").first.map(String.init)?.lowercased() ?? apiHost
-        let loopback = bare == "localhost" || bare.hasPrefix("127.") || apiHost.hasPrefix("[::1]")
-        return TargetURL("\(loopback ? "http" : "https")://\(apiHost)\(path)")
+        if let plain = TargetURL("http://\(apiHost)\(path)"), plain.isLoopback { return plain }
+        return TargetURL("https://\(apiHost)\(path)")
     }
 }
 
