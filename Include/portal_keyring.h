@@ -477,7 +477,10 @@ PORTAL_API portal_status portal_clear_session(portal *portal);
  * The bearer is attached only when target is a path ("/api/v3/...") or an absolute URL on the
  * Portal API host exactly; a 401 from that host invalidates the session as described above.
  *
- * @param method            "GET", "POST", "PUT", "PATCH" or "DELETE".
+ * @param method            "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD" or "OPTIONS", exactly
+ *                          (upper case); anything else (including CR, LF or other bytes that could
+ *                          rewrite the request line) is PORTAL_ERR_INVALID_ARGUMENT, and nothing
+ *                          is sent.
  * @param target            a path on the Portal API host, or an absolute https URL.
  * @param body              optional JSON body (NULL for none).
  * @param[out] status_out   receives the HTTP status.

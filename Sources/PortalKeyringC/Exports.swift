@@ -282,8 +282,10 @@ public func portal_request(_ portal: OpaquePointer?, _ method: UnsafePointer<CCh
     exported { () throws(CFailure) in
         let portal = try borrowHandle(portal, as: Portal.self, "portal")
         let method = try stringArgument(method, "method", maxBytes: 16)
-        guard ["GET", "POST", "PUT", "PATCH", "DELETE"].contains(method) else {
-            throw .invalidArgument("method", "must be GET, POST, PUT, PATCH or DELETE")
+        // The method becomes the request line: allowlisted here (exact upper case) and again in
+        // the core's PortalRequest.validate(), before anything is sent.
+        guard PortalRequest.allowedMethods.contains(method) else {
+            throw .invalidArgument("method", "must be GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS")
         }
         let target = try stringArgument(target, "target", maxBytes: 8192)
         let bodyBytes: [UInt8]? = body == nil ? nil
@@ -360,7 +362,7 @@ public func portal_auth_handle_redirect(_ auth: OpaquePointer?, _ url: UnsafePoi
                                         _ totpLinkOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
     exported { () throws(CFailure) in
         let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
-        let url = try stringArgument(url, "url", maxBytes: 16_384)
+        let url = try stringArgument(url, "url", maxBytes: PortalAuth.maxRedirectURLBytes)
         let kindOut = try outArgument(kindOut, "kind_out")
         let result = try core { () throws(PortalAuthError) in try handle.current.handleRedirect(url: url) }
         // Build every output first so that a failure writes none of them.

@@ -2,7 +2,7 @@
 // argument checks for C strings, and handle boxes. Nothing here may trap: every failure becomes
 // a status code and a message.
 import CPortalKeyring
-import PortalKeyring
+@_spi(PortalKeyringC) import PortalKeyring
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -53,9 +53,11 @@ struct CFailure: Error {
         CFailure(status: PORTAL_ERR_INVALID_ARGUMENT, message: "\(name): \(problem)")
     }
 
+    /// `message` may carry outside text (a server, D-Bus, a redirect): control characters are
+    /// removed and the length capped before it becomes the thread's last-error message.
     init(status: portal_status, message: String) {
         self.status = status
-        self.message = message
+        self.message = DisplayText.sanitized(message, limit: DisplayText.maxMessageCharacters + 100)
     }
 
     /// Maps a core error; `names` translates Swift parameter names to the C ones.
