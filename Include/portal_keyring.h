@@ -138,7 +138,9 @@ PORTAL_API const char *portal_status_str(portal_status status);
  * The detail of the last failure on the calling thread, or "" when the last call on this thread
  * succeeded. portal_status_str(), portal_last_error_message() and the version functions never
  * change it, so `portal_status_str(st), portal_last_error_message()` in one expression is fine. Never NULL. The string is owned by the library and valid until the next library call
- * on the same thread; copy it to keep it. Never contains a token.
+ * on the same thread; copy it to keep it. Never contains a token, nor control characters (C0,
+ * DEL, C1: text from a server, D-Bus or a redirect URL is stripped of them), so it is safe to
+ * print to a terminal.
  */
 PORTAL_API const char *portal_last_error_message(void);
 
@@ -288,6 +290,10 @@ typedef enum portal_redirect_kind {
  * retryable. portal_auth_clear_persisted_session() forgets remembered grants. Blocks (network,
  * keyring).
  *
+ * @param url                   the URL the browser opened; at most 8192 bytes (longer is
+ *                               PORTAL_ERR_INVALID_ARGUMENT, refused before it is parsed). An
+ *                               error parameter appears in portal_last_error_message() cut to 100
+ *                               characters, without control characters.
  * @param[out] kind_out          receives the kind.
  * @param[out] session_out       optional: for PORTAL_REDIRECT_AUTHENTICATED, receives the session
  *                               (portal_session_free()); otherwise set to NULL.
