@@ -16,7 +16,14 @@
  *    is freed) or owned by the caller and released with portal_string_free(), which wipes them.
  *    Never free() library memory.
  *  - Handles: opaque; created by *_new / returned by calls, released by the matching *_free.
- *    *_free(NULL) is a no-op. A handle must not be used after it is freed.
+ *    *_free(NULL) is a no-op. A handle must not be used after it is freed. As a safety net the
+ *    library remembers the handles and caller-owned strings it has handed out: a second *_free or
+ *    portal_string_free() of the same pointer, or of a pointer it never returned, is ignored; a
+ *    freed handle, or a handle of another kind, passed to any other function gives
+ *    PORTAL_ERR_INVALID_ARGUMENT (accessors returning a string give NULL). Still undefined: once
+ *    the allocator reuses a freed address for a new handle of the same kind (or a new string), a
+ *    stale pointer to it reaches the new object; and freeing a handle while another thread is in
+ *    a call with it.
  *  - Threads: every function may be called from any thread. Handles may be shared between
  *    threads. portal_last_error_message() is per thread.
  *  - Blocking: functions marked "Blocks" talk to the Secret Service over D-Bus and block the

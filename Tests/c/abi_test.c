@@ -1675,6 +1675,46 @@ static void test_sign_in_arguments(void) {
     portal_auth_free(auth);
 }
 
+static void test_double_free(void) {
+    begin("freed handles and strings: a second free is ignored, a freed handle is an invalid argument (issue 14)");
+    portal_auth *auth = NULL;
+    CHECK_OK(portal_auth_new(&auth, "double-free", "myapp://auth/callback", "127.0.0.1:1"));
+    portal_session *session = NULL;
+    CHECK_OK(portal_auth_persist_session(auth, "df-user", "df-token", &session));
+    char *token = NULL;
+    CHECK_OK(portal_session_copy_token(session, &token));
+    portal *key_portal = NULL;
+    CHECK_OK(portal_new_with_api_key(&key_portal, "df-key", "127.0.0.1:1"));
+
+    /* A handle of another kind is refused, not reinterpreted. */
+    CHECK_STATUS(portal_session_invalidate((portal_session *)auth), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("handle");
+    CHECK_STATUS(portal_auth_clear_persisted_session((portal_auth *)session), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(portal_session_get_end_user_id((portal_session *)key_portal) == NULL);
+    char local[] = "not from the library";
+    portal_string_free(local); /* ignored: never handed out (and on the stack) */
+    CHECK(strcmp(local, "not from the library") == 0);
+
+    CHECK_OK(portal_auth_clear_persisted_session(auth));
+    portal_string_free(token);
+    portal_string_free(token); /* ignored */
+    portal_session_free(session);
+    portal_session_free(session); /* ignored */
+    CHECK_STATUS(portal_session_invalidate(session), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("session");
+    CHECK(portal_session_get_end_user_id(session) == NULL);
+    CHECK_ERROR_MENTIONS("session");
+    portal_free(key_portal);
+    portal_free(key_portal); /* ignored */
+    long status = -1;
+    CHECK_STATUS(portal_request(key_portal, "GET", "/x", NULL, &status, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("portal");
+    portal_auth_free(auth);
+    portal_auth_free(auth); /* ignored */
+    CHECK_STATUS(portal_auth_clear_persisted_session(auth), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("auth");
+}
+
 static void test_no_bus(void) {
     begin("no session bus: SESSION_STORAGE quickly, in a fresh process");
     printf("    DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent\n");
@@ -1725,6 +1765,7 @@ int main(int argc, char **argv) {
     test_portal_validation_401();
     test_portal_clear_and_network();
     test_sign_in_arguments();
+    test_double_free();
     /* Last: these found library bugs (see the report); a failure must not hide other results. */
     test_portal_arguments();
     test_embedded_nul();
