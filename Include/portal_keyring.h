@@ -16,7 +16,14 @@
  *    is freed) or owned by the caller and released with portal_string_free(), which wipes them.
  *    Never free() library memory.
  *  - Handles: opaque; created by *_new / returned by calls, released by the matching *_free.
- *    *_free(NULL) is a no-op. A handle must not be used after it is freed.
+ *    *_free(NULL) is a no-op. A handle must not be used after it is freed. As a safety net the
+ *    library remembers the handles and caller-owned strings it has handed out: a second *_free or
+ *    portal_string_free() of the same pointer, or of a pointer it never returned, is ignored; a
+ *    freed handle, or a handle of another kind, passed to any other function gives
+ *    PORTAL_ERR_INVALID_ARGUMENT (accessors returning a string give NULL). Still undefined: once
+ *    the allocator reuses a freed address for a new handle of the same kind (or a new string), a
+ *    stale pointer to it reaches the new object; and freeing a handle while another thread is in
+ *    a call with it.
  *  - Threads: every function may be called from any thread. Handles may be shared between
  *    threads. portal_last_error_message() is per thread.
  *  - Blocking: functions marked "Blocks" talk to the Secret Service over D-Bus and block the
@@ -138,7 +145,9 @@ PORTAL_API const char *portal_status_str(portal_status status);
  * The detail of the last failure on the calling thread, or "" when the last call on this thread
  * succeeded. portal_status_str(), portal_last_error_message() and the version functions never
  * change it, so `portal_status_str(st), portal_last_error_message()` in one expression is fine. Never NULL. The string is owned by the library and valid until the next library call
- * on the same thread; copy it to keep it. Never contains a token.
+ * on the same thread; copy it to keep it. Never contains a token, nor control characters (C0,
+ * DEL, C1: text from a server, D-Bus or a redirect URL is stripped of them), so it is safe to
+ * print to a terminal.
  */
 PORTAL_API const char *portal_last_error_message(void);
 
@@ -288,6 +297,10 @@ typedef enum portal_redirect_kind {
  * retryable. portal_auth_clear_persisted_session() forgets remembered grants. Blocks (network,
  * keyring).
  *
+ * @param url                   the URL the browser opened; at most 8192 bytes (longer is
+ *                               PORTAL_ERR_INVALID_ARGUMENT, refused before it is parsed). An
+ *                               error parameter appears in portal_last_error_message() cut to 100
+ *                               characters, without control characters.
  * @param[out] kind_out          receives the kind.
  * @param[out] session_out       optional: for PORTAL_REDIRECT_AUTHENTICATED, receives the session
  *                               (portal_session_free()); otherwise set to NULL.
@@ -477,7 +490,10 @@ PORTAL_API portal_status portal_clear_session(portal *portal);
  * The bearer is attached only when target is a path ("/api/v3/...") or an absolute URL on the
  * Portal API host exactly; a 401 from that host invalidates the session as described above.
  *
- * @param method            "GET", "POST", "PUT", "PATCH" or "DELETE".
+ * @param method            "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD" or "OPTIONS", exactly
+ *                          (upper case); anything else (including CR, LF or other bytes that could
+ *                          rewrite the request line) is PORTAL_ERR_INVALID_ARGUMENT, and nothing
+ *                          is sent.
  * @param target            a path on the Portal API host, or an absolute https URL.
  * @param body              optional JSON body (NULL for none).
  * @param[out] status_out   receives the HTTP status.

@@ -6,7 +6,7 @@ import Glibc
 
 /// An HTTP request to the Portal API or another host.
 public struct PortalRequest: Sendable {
-    /// `GET`, `POST`, `PUT`, `PATCH` or `DELETE`.
+    /// One of `allowedMethods` (ASCII, any case); anything else is rejected before a byte is sent.
     public var method: String
     /// A path on the Portal API host (starting with `/`), or an absolute `https://` URL.
     public var target: String
@@ -15,11 +15,44 @@ public struct PortalRequest: Sendable {
     /// The request body (sent with `Content-Type: application/json` unless a header says otherwise).
     public var body: [UInt8]?
 
+    /// The methods a request may use: a method goes into the request line, so it is allowlisted.
+    public static let allowedMethods: Set<String> = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
     public init(method: String = "GET", target: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil) {
         self.method = method
         self.target = target
         self.headers = headers
         self.body = body
+    }
+}
+
+extension PortalRequest {
+    /// Rejects what would let a caller's text rewrite the request: a method outside
+    /// `allowedMethods` (it becomes the request line), a header name that is not an RFC 7230
+    /// token, a header value containing CR, LF or NUL (each would end the header line early and
+    /// start another header or request). Checked before anything is sent.
+    ///
+    /// - Throws: `invalidArgument(name: "method")` or `invalidArgument(name: "headers")`.
+    func validate() throws(PortalAuthError) {
+        guard method.utf8.allSatisfy({ $0 < 0x80 }), Self.allowedMethods.contains(method.uppercased()) else {
+            throw .invalidArgument(name: "method")
+        }
+        for (name, value) in headers {
+            guard !name.utf8.isEmpty, name.utf8.allSatisfy(Self.isTokenByte),
+                  !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) else {
+                throw .invalidArgument(name: "headers")
+            }
+        }
+    }
+
+    /// RFC 7230 `tchar`: ALPHA, DIGIT and ``!#$%&'*+-.^_`|~``.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
     }
 }
 
@@ -79,15 +112,35 @@ struct TargetURL: Equatable {
         self.url = url
         self.scheme = scheme
         self.authority = port.map { "\(host):\($0)" } ?? host
-        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        self.isLoopback = bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+        self.isLoopback = TargetURL.isLoopbackHost(host)
     }
 
-    /// The URL for `path` on `apiHost` (`host` or `host:port`): https, or http for a loopback host.
+    /// Whether `host` (as libcurl's URL parser returns it: IPv6 in brackets) is a loopback
+    /// address, decided from the literal alone, never from a name's shape: an IPv4 dotted quad
+    /// in 127.0.0.0/8, an IPv6 literal equal to ::1 (any valid spelling), or exactly `localhost`
+    /// (any case). `127.example.net` or `127.0.0.1.attacker.example` are DNS names: not loopback.
+    static func isLoopbackHost(_ host: String) -> Bool {
+        if host.lowercased() == "localhost" { return true }
+        if host.hasPrefix("[") {
+            guard host.hasSuffix("]"), host.utf8.count > 2 else { return false }
+            var address = in6_addr()
+            guard inet_pton(AF_INET6, String(host.dropFirst().dropLast()), &address) == 1 else { return false }
+            return withUnsafeBytes(of: &address) { $0.elementsEqual([UInt8](repeating: 0, count: 15) + [1]) }
+        }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4 else { return false }
+        for octet in octets {
+            guard (1...3).contains(octet.utf8.count), octet.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let value = Int(octet), value <= 255 else { return false }
+        }
+        return Int(octets[0]) == 127
+    }
+
+    /// The URL for `path` on `apiHost` (`host` or `host:port`): https, or http for a loopback host
+    /// (decided by `isLoopbackHost` on the host libcurl parses out of it).
     static func forAPI(host apiHost: String, path: String) -> TargetURL? {
-        let bare = apiHost.split(separator: ":").first.map(String.init)?.lowercased() ?? apiHost
-        let loopback = bare == "localhost" || bare.hasPrefix("127.") || apiHost.hasPrefix("[::1]")
-        return TargetURL("\(loopback ? "http" : "https")://\(apiHost)\(path)")
+        if let plain = TargetURL("http://\(apiHost)\(path)"), plain.isLoopback { return plain }
+        return TargetURL("https://\(apiHost)\(path)")
     }
 }
 
@@ -103,6 +156,8 @@ struct HTTPClient: Sendable {
 
     var connectTimeoutMilliseconds = HTTPClient.connectTimeoutMilliseconds
     var totalTimeoutMilliseconds = HTTPClient.totalTimeoutMilliseconds
+    /// CURLOPT_PROTOCOLS_STR (internal so that a test can make libcurl refuse an option).
+    var protocols = "http,https"
 
     /// Sends `request` to `target`. `bearer`, when given, goes in the Authorization header; it is
     /// refused over plain HTTP unless the host is loopback.
@@ -151,40 +206,55 @@ struct HTTPClient: Sendable {
         let sinkPointer = Unmanaged.passRetained(sink)
         defer { sinkPointer.release() }
 
-        portal_curl_setopt_ptr(setopt, easy, CURLOPT_URL, target.url)
-        portal_curl_setopt_ptr(setopt, easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        portal_curl_setopt_long(setopt, easy, CURLOPT_NOSIGNAL, 1)
-        portal_curl_setopt_long(setopt, easy, CURLOPT_FOLLOWLOCATION, 0)
-        portal_curl_setopt_long(setopt, easy, CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMilliseconds)
-        portal_curl_setopt_long(setopt, easy, CURLOPT_TIMEOUT_MS, totalTimeoutMilliseconds)
-        portal_curl_setopt_ptr(setopt, easy, CURLOPT_HTTPHEADER, headers)
-        portal_curl_setopt_write(setopt, easy) { data, size, count, context in
+        // Every option is checked: one the loaded libcurl refuses (too old, built without it)
+        // fails the request instead of silently weakening it.
+        func check(_ code: CURLcode, _ name: String) throws(HTTPFailure) {
+            guard code == CURLE_OK else {
+                let reason = curl.easyStrerror(code).map { String(cString: $0) } ?? "error \(code.rawValue)"
+                throw .transport("libcurl refused option \(name): \(reason)")
+            }
+        }
+        for option in transportOptions(for: target) {
+            switch option.value {
+            case .long(let value): try check(portal_curl_setopt_long(setopt, easy, option.id, value), option.name)
+            case .string(let value): try check(portal_curl_setopt_ptr(setopt, easy, option.id, value), option.name)
+            }
+        }
+        try check(portal_curl_setopt_ptr(setopt, easy, CURLOPT_HTTPHEADER, headers), "CURLOPT_HTTPHEADER")
+        try check(portal_curl_setopt_write(setopt, easy) { data, size, count, context in
             guard let data, let context else { return 0 }
             let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
             let length = size * count
             if sink.bytes.count + length > HTTPClient.maxBodyBytes { return 0 }
             sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
             return length
-        }
-        portal_curl_setopt_ptr(setopt, easy, CURLOPT_WRITEDATA, sinkPointer.toOpaque())
+        }, "CURLOPT_WRITEFUNCTION")
+        try check(portal_curl_setopt_ptr(setopt, easy, CURLOPT_WRITEDATA, sinkPointer.toOpaque()), "CURLOPT_WRITEDATA")
         if let cancellation {
             if cancellation.isCancelled { throw .transport("cancelled") }
-            portal_curl_setopt_long(setopt, easy, CURLOPT_NOPROGRESS, 0)
-            portal_curl_setopt_xferinfo(setopt, easy) { context, _, _, _, _ in
+            try check(portal_curl_setopt_long(setopt, easy, CURLOPT_NOPROGRESS, 0), "CURLOPT_NOPROGRESS")
+            try check(portal_curl_setopt_xferinfo(setopt, easy) { context, _, _, _, _ in
                 guard let context else { return 0 }
                 return Unmanaged<RequestCancellation>.fromOpaque(context).takeUnretainedValue().isCancelled ? 1 : 0
-            }
-            portal_curl_setopt_ptr(setopt, easy, CURLOPT_XFERINFODATA, Unmanaged.passUnretained(cancellation).toOpaque())
+            }, "CURLOPT_XFERINFOFUNCTION")
+            try check(portal_curl_setopt_ptr(setopt, easy, CURLOPT_XFERINFODATA,
+                                             Unmanaged.passUnretained(cancellation).toOpaque()), "CURLOPT_XFERINFODATA")
         }
         let method = request.method.uppercased()
+        guard PortalRequest.allowedMethods.contains(method) else { throw .refused("method \(method) is not allowed") }
         if let body = request.body {
-            portal_curl_setopt_long(setopt, easy, CURLOPT_POSTFIELDSIZE, body.count)
-            body.withUnsafeBytes { _ = portal_curl_setopt_ptr(setopt, easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)) }
+            try check(portal_curl_setopt_long(setopt, easy, CURLOPT_POSTFIELDSIZE, body.count), "CURLOPT_POSTFIELDSIZE")
+            let code = body.withUnsafeBytes {
+                portal_curl_setopt_ptr(setopt, easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
+            }
+            try check(code, "CURLOPT_COPYPOSTFIELDS")
         }
         if method == "GET" && request.body == nil {
-            portal_curl_setopt_long(setopt, easy, CURLOPT_HTTPGET, 1)
+            try check(portal_curl_setopt_long(setopt, easy, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
+        } else if method == "HEAD" && request.body == nil {
+            try check(portal_curl_setopt_long(setopt, easy, CURLOPT_NOBODY, 1), "CURLOPT_NOBODY")
         } else if method != "POST" {
-            portal_curl_setopt_ptr(setopt, easy, CURLOPT_CUSTOMREQUEST, method)
+            try check(portal_curl_setopt_ptr(setopt, easy, CURLOPT_CUSTOMREQUEST, method), "CURLOPT_CUSTOMREQUEST")
         }
 
         let code = withExtendedLifetime(cancellation) { curl.easyPerform(easy) }
@@ -194,6 +264,42 @@ struct HTTPClient: Sendable {
         var status = 0
         portal_curl_getinfo_long(curl.getinfo, easy, CURLINFO_RESPONSE_CODE, &status)
         return PortalResponse(status: status, body: sink.bytes)
+    }
+}
+
+/// One libcurl option `HTTPClient` sets on every request, by name for error messages.
+struct CurlOption {
+    enum Value: Equatable { case long(Int), string(String) }
+    let id: CURLoption
+    let name: String
+    let value: Value
+}
+
+extension HTTPClient {
+    /// The options that decide where a request goes and how it is protected, in the order they
+    /// are set (every result checked): the URL, http/https only, no redirects, timeouts, TLS peer
+    /// and host verification spelled out (CURLOPT_SSL_VERIFYPEER=1, CURLOPT_SSL_VERIFYHOST=2,
+    /// libcurl's defaults, set so that nothing else can have changed them), and for a loopback
+    /// target no proxy at all (CURLOPT_PROXY "" and CURLOPT_NOPROXY "*"): an `http_proxy`,
+    /// `HTTP_PROXY` or `ALL_PROXY` variable never sees a request, or a bearer, meant for this
+    /// machine. Non-loopback targets are https: a proxy from the environment gets a CONNECT
+    /// tunnel and the bearer stays inside TLS.
+    func transportOptions(for target: TargetURL) -> [CurlOption] {
+        var options = [
+            CurlOption(id: CURLOPT_URL, name: "CURLOPT_URL", value: .string(target.url)),
+            CurlOption(id: CURLOPT_PROTOCOLS_STR, name: "CURLOPT_PROTOCOLS_STR", value: .string(protocols)),
+            CurlOption(id: CURLOPT_NOSIGNAL, name: "CURLOPT_NOSIGNAL", value: .long(1)),
+            CurlOption(id: CURLOPT_FOLLOWLOCATION, name: "CURLOPT_FOLLOWLOCATION", value: .long(0)),
+            CurlOption(id: CURLOPT_CONNECTTIMEOUT_MS, name: "CURLOPT_CONNECTTIMEOUT_MS", value: .long(connectTimeoutMilliseconds)),
+            CurlOption(id: CURLOPT_TIMEOUT_MS, name: "CURLOPT_TIMEOUT_MS", value: .long(totalTimeoutMilliseconds)),
+            CurlOption(id: CURLOPT_SSL_VERIFYPEER, name: "CURLOPT_SSL_VERIFYPEER", value: .long(1)),
+            CurlOption(id: CURLOPT_SSL_VERIFYHOST, name: "CURLOPT_SSL_VERIFYHOST", value: .long(2)),
+        ]
+        if target.isLoopback {
+            options.append(CurlOption(id: CURLOPT_PROXY, name: "CURLOPT_PROXY", value: .string("")))
+            options.append(CurlOption(id: CURLOPT_NOPROXY, name: "CURLOPT_NOPROXY", value: .string("*")))
+        }
+        return options
     }
 }
 

@@ -177,13 +177,17 @@ public final class Portal: Sendable {
     /// - Returns: the response, whatever its status.
     /// - Throws: `sessionInvalidated` when the credential was already invalidated;
     ///   `networkFailure(message:)` for connection errors, timeouts, TLS failures, a refused
-    ///   plain-HTTP bearer; `invalidArgument(name: "target")` for a malformed target.
+    ///   plain-HTTP bearer; `invalidArgument(name: "target")` for a malformed target;
+    ///   `invalidArgument(name: "method")` for a method outside `PortalRequest.allowedMethods`;
+    ///   `invalidArgument(name: "headers")` for a header name that is not an RFC 7230 token or a
+    ///   header value with CR, LF or NUL (all checked before anything is sent).
     public func send(_ request: PortalRequest) throws(PortalAuthError) -> PortalResponse {
         // Counted from the start, and nothing after close(): parsing the target already loads
         // and calls libcurl, and close() may have returned with the process exiting meanwhile.
         inFlight.wrappingAdd(1, ordering: .acquiringAndReleasing)
         defer { inFlight.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
         if cancellation.isCancelled { throw .networkFailure(message: "the portal was closed") }
+        try request.validate()
         let target: TargetURL
         if request.target.hasPrefix("/") {
             guard let url = TargetURL.forAPI(host: apiHost, path: request.target) else {

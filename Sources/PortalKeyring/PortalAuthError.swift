@@ -43,7 +43,13 @@ public enum PortalAuthError: Error, Equatable, Sendable {
 }
 
 extension PortalAuthError: CustomStringConvertible {
+    /// Safe to print: messages built from outside text (a server, D-Bus, a redirect) have their
+    /// control characters removed and their length capped (`DisplayText`).
     public var description: String {
+        DisplayText.sanitized(rawDescription, limit: DisplayText.maxMessageCharacters + 100)
+    }
+
+    private var rawDescription: String {
         switch self {
         case .invalidArgument(let name): return "invalid argument: \(name)"
         case .sessionStorageFailure(let message): return "session storage failure: \(message)"

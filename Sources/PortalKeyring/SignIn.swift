@@ -58,6 +58,9 @@ extension PortalAuth {
     /// The Apple authorize URL; see `loginWithGoogle()`.
     public func loginWithApple() throws(PortalAuthError) -> String { try authorizeURL(provider: "APPLE") }
 
+    /// The longest redirect URL `handleRedirect(url:)` accepts, in UTF-8 bytes (PortalSwift's limit).
+    public static let maxRedirectURLBytes = 8192
+
     /// Completes a sign-in from the redirect URL the browser opened (query parameters `token`,
     /// `error`, `authMethod=EMAIL_MAGIC_LINK`, `login_type=GOOGLE|APPLE`).
     ///
@@ -70,11 +73,16 @@ extension PortalAuth {
     ///   with the session, persisted before returning; `.totpRequired`.
     /// - Throws: `authenticationFailed(message:)` for an `error` parameter or an unknown method,
     ///   `invalidGrant`, `rateLimited`, `malformedResponse(field:)`, `networkFailure`,
-    ///   `sessionStorageFailure`.
+    ///   `sessionStorageFailure`; `invalidArgument(name: "url")` for a URL longer than
+    ///   `maxRedirectURLBytes` (8192 bytes, PortalSwift's limit), before it is parsed.
     public func handleRedirect(url: String) throws(PortalAuthError) -> RedirectResult {
+        guard url.utf8.count <= Self.maxRedirectURLBytes else { throw .invalidArgument(name: "url") }
         guard let query = RedirectQuery(url: url, redirectUrl: redirectUrl) else { return .notHandled }
         if let error = query["error"] {
-            throw .authenticationFailed(message: "sign-in failed: \(error)")
+            // Attacker-controlled text on its way to a log or terminal: no control characters
+            // (ESC sequences), at most 100 characters.
+            let shown = DisplayText.sanitized(error, limit: DisplayText.maxRedirectErrorCharacters)
+            throw .authenticationFailed(message: "sign-in failed: \(shown)")
         }
         guard let grant = query["token"], !grant.isEmpty else {
             throw .authenticationFailed(message: "the redirect carries no token")
@@ -223,7 +231,9 @@ extension PortalAuth {
             throw unauthorized
         default:
             let detail = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body))
-            throw .authenticationFailed(message: "HTTP \(response.status)" + ((detail?.error ?? detail?.message).map { ": \($0)" } ?? ""))
+            // The server's text is outside input: no control characters, bounded length.
+            let text = (detail?.error ?? detail?.message).map { ": " + DisplayText.sanitized($0) } ?? ""
+            throw .authenticationFailed(message: "HTTP \(response.status)" + text)
         }
     }
 
@@ -276,11 +286,19 @@ struct RedirectQuery {
             let parts = noFragment.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
             return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
         }
+        // Linear: trailing slashes are counted once from the end (the old loop recounted the
+        // whole string per slash removed, O(n²): 120 KB of slashes took 18 s).
         func normalized(_ base: String) -> String {
             guard let colon = base.firstIndex(of: ":") else { return base }
-            var rest = String(base[colon...])
-            while rest.hasSuffix("/") && rest.count > 3 { rest.removeLast() }
-            return base[..<colon].lowercased() + rest
+            let rest = base[colon...]
+            var end = rest.endIndex, slashes = 0
+            while end > rest.startIndex, rest[rest.index(before: end)] == "/" {
+                end = rest.index(before: end)
+                slashes += 1
+            }
+            // Drop trailing slashes, keeping at least 3 characters of ":…" (as "://").
+            let drop = min(slashes, max(0, rest[..<end].count + slashes - 3))
+            return base[..<colon].lowercased() + rest.dropLast(drop)
         }
         let incoming = split(url), ours = split(redirectUrl)
         guard normalized(incoming.base) == normalized(ours.base) else { return nil }

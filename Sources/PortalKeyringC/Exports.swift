@@ -52,7 +52,8 @@ public func portal_last_error_message() -> UnsafePointer<CChar>! {
 
 @c @implementation
 public func portal_string_free(_ string: UnsafeMutablePointer<CChar>?) {
-    guard let string else { return }
+    // A pointer the library did not hand out, or one freed already, is ignored.
+    guard let string, takeBackString(string) else { return }
     explicit_bzero(string, strlen(string))
     free(string)
 }
@@ -134,8 +135,14 @@ public func portal_session_get_end_user_id(_ session: OpaquePointer?) -> UnsafeP
         setLastError("session: must not be NULL")
         return nil
     }
-    clearLastError()
-    return UnsafePointer(Unmanaged<SessionHandle>.fromOpaque(UnsafeRawPointer(session)).takeUnretainedValue().endUserId)
+    do {
+        let handle = try borrowHandle(session, as: SessionHandle.self, "session")
+        clearLastError()
+        return UnsafePointer(handle.endUserId)
+    } catch {
+        setLastError(error.message)
+        return nil
+    }
 }
 
 @c @implementation
@@ -144,8 +151,14 @@ public func portal_session_get_auth_environment_id(_ session: OpaquePointer?) ->
         setLastError("session: must not be NULL")
         return nil
     }
-    clearLastError()
-    return UnsafePointer(Unmanaged<SessionHandle>.fromOpaque(UnsafeRawPointer(session)).takeUnretainedValue().authEnvironmentId)
+    do {
+        let handle = try borrowHandle(session, as: SessionHandle.self, "session")
+        clearLastError()
+        return UnsafePointer(handle.authEnvironmentId)
+    } catch {
+        setLastError(error.message)
+        return nil
+    }
 }
 
 @c @implementation
@@ -157,7 +170,7 @@ public func portal_session_copy_token(_ session: OpaquePointer?, _ out: UnsafeMu
             guard let memory = malloc(bytes.count + 1) else { return nil }
             if let base = bytes.baseAddress { memcpy(memory, base, bytes.count) }
             memory.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
-            return memory.assumingMemoryBound(to: CChar.self)
+            return handOutString(memory.assumingMemoryBound(to: CChar.self))
         }
         switch copy {
         case .none:
@@ -216,9 +229,8 @@ public func portal_new_with_api_key(_ out: UnsafeMutablePointer<OpaquePointer?>?
 
 @c @implementation
 public func portal_free(_ portal: OpaquePointer?) {
-    guard let portal else { return }
-    Unmanaged<Portal>.fromOpaque(UnsafeRawPointer(portal)).takeUnretainedValue().close()
-    releaseHandle(portal, as: Portal.self)
+    // Closed while this function holds the last reference; a freed or foreign pointer is ignored.
+    releaseHandle(portal, as: Portal.self)?.close()
 }
 
 /// `user_data` crosses to the delivery thread; the C caller owns its thread safety (documented).
@@ -282,8 +294,10 @@ public func portal_request(_ portal: OpaquePointer?, _ method: UnsafePointer<CCh
     exported { () throws(CFailure) in
         let portal = try borrowHandle(portal, as: Portal.self, "portal")
         let method = try stringArgument(method, "method", maxBytes: 16)
-        guard ["GET", "POST", "PUT", "PATCH", "DELETE"].contains(method) else {
-            throw .invalidArgument("method", "must be GET, POST, PUT, PATCH or DELETE")
+        // The method becomes the request line: allowlisted here (exact upper case) and again in
+        // the core's PortalRequest.validate(), before anything is sent.
+        guard PortalRequest.allowedMethods.contains(method) else {
+            throw .invalidArgument("method", "must be GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS")
         }
         let target = try stringArgument(target, "target", maxBytes: 8192)
         let bodyBytes: [UInt8]? = body == nil ? nil
@@ -298,7 +312,7 @@ public func portal_request(_ portal: OpaquePointer?, _ method: UnsafePointer<CCh
             }
             response.body.withUnsafeBytes { if let base = $0.baseAddress { memcpy(copy, base, $0.count) } }
             copy.storeBytes(of: 0, toByteOffset: response.body.count, as: UInt8.self)
-            bodyOut.pointee = copy.assumingMemoryBound(to: CChar.self)
+            bodyOut.pointee = handOutString(copy.assumingMemoryBound(to: CChar.self))
         }
         bodyLenOut?.pointee = response.body.count
         statusOut.pointee = response.status
@@ -360,7 +374,7 @@ public func portal_auth_handle_redirect(_ auth: OpaquePointer?, _ url: UnsafePoi
                                         _ totpLinkOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
     exported { () throws(CFailure) in
         let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
-        let url = try stringArgument(url, "url", maxBytes: 16_384)
+        let url = try stringArgument(url, "url", maxBytes: PortalAuth.maxRedirectURLBytes)
         let kindOut = try outArgument(kindOut, "kind_out")
         let result = try core { () throws(PortalAuthError) in try handle.current.handleRedirect(url: url) }
         // Build every output first so that a failure writes none of them.

@@ -2,7 +2,7 @@
 // argument checks for C strings, and handle boxes. Nothing here may trap: every failure becomes
 // a status code and a message.
 import CPortalKeyring
-import PortalKeyring
+@_spi(PortalKeyringC) import PortalKeyring
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -53,9 +53,11 @@ struct CFailure: Error {
         CFailure(status: PORTAL_ERR_INVALID_ARGUMENT, message: "\(name): \(problem)")
     }
 
+    /// `message` may carry outside text (a server, D-Bus, a redirect): control characters are
+    /// removed and the length capped before it becomes the thread's last-error message.
     init(status: portal_status, message: String) {
         self.status = status
-        self.message = message
+        self.message = DisplayText.sanitized(message, limit: DisplayText.maxMessageCharacters + 100)
     }
 
     /// Maps a core error; `names` translates Swift parameter names to the C ones.
@@ -133,7 +135,7 @@ func outArgument<T>(_ pointer: UnsafeMutablePointer<T>?, _ name: String = "out")
 /// `portal_string_free`, which wipes).
 func mallocCString(_ text: String) throws(CFailure) -> UnsafeMutablePointer<CChar> {
     guard let copy = strdup(text) else { throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory") }
-    return copy
+    return handOutString(copy)
 }
 
 // MARK: - Handles
@@ -172,18 +174,63 @@ final class SessionHandle {
     }
 }
 
+// Handles and strings the library has handed out and not taken back. A cheap guard against the
+// commonest C mistakes: a second free, a call with a freed handle, a handle of another kind, or
+// a pointer the library never returned. Each is reported (PORTAL_ERR_INVALID_ARGUMENT) or, for the
+// free functions, ignored, instead of corrupting the heap. What stays undefined: a freed address
+// that the allocator has since reused for a new handle of the same kind (or a new string) is
+// live again, so a stale pointer to it acts on the new object; and freeing a handle while
+// another thread is still inside a call with it (the call keeps the object alive, but the
+// caller broke the contract). One process-wide lock; held only for a dictionary operation.
+private let liveHandles = Mutex<[UInt: ObjectIdentifier]>([:])
+private let liveStrings = Mutex<Set<UInt>>([])
+
 func retainHandle(_ object: AnyObject) -> OpaquePointer {
-    OpaquePointer(Unmanaged.passRetained(object).toOpaque())
+    let pointer = Unmanaged.passRetained(object).toOpaque()
+    liveHandles.withLock { $0[UInt(bitPattern: pointer)] = ObjectIdentifier(type(of: object)) }
+    return OpaquePointer(pointer)
 }
 
+/// The object behind a live handle of kind `T` (a strong reference, taken under the registry's
+/// lock, so a concurrent free cannot release it under the caller).
 func borrowHandle<T: AnyObject>(_ pointer: OpaquePointer?, as type: T.Type, _ name: String) throws(CFailure) -> T {
     guard let pointer else { throw .invalidArgument(name, "must not be NULL") }
-    return Unmanaged<T>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
+    // Retained under the lock (balanced by takeRetainedValue below), so a free racing this call
+    // drops only its own reference.
+    let live = liveHandles.withLock { live in
+        guard live[UInt(bitPattern: pointer)] == ObjectIdentifier(T.self) else { return false }
+        _ = Unmanaged<T>.fromOpaque(UnsafeRawPointer(pointer)).retain()
+        return true
+    }
+    guard live else {
+        throw .invalidArgument(name, "not a live \(name) handle (freed already, or another kind of handle)")
+    }
+    return Unmanaged<T>.fromOpaque(UnsafeRawPointer(pointer)).takeRetainedValue()
 }
 
-func releaseHandle<T: AnyObject>(_ pointer: OpaquePointer?, as type: T.Type) {
-    guard let pointer else { return }
-    Unmanaged<T>.fromOpaque(UnsafeRawPointer(pointer)).release()
+/// Takes a live handle of kind `T` back; the returned reference is the handle's last retain.
+/// nil for NULL, a freed handle, another kind of handle or an unknown pointer: ignored.
+@discardableResult
+func releaseHandle<T: AnyObject>(_ pointer: OpaquePointer?, as type: T.Type) -> T? {
+    guard let pointer else { return nil }
+    let owned = liveHandles.withLock { live in
+        guard live[UInt(bitPattern: pointer)] == ObjectIdentifier(T.self) else { return false }
+        live[UInt(bitPattern: pointer)] = nil
+        return true
+    }
+    guard owned else { return nil }
+    return Unmanaged<T>.fromOpaque(UnsafeRawPointer(pointer)).takeRetainedValue()
+}
+
+/// Records a malloc'd string handed to the caller (released with `portal_string_free`).
+func handOutString(_ string: UnsafeMutablePointer<CChar>) -> UnsafeMutablePointer<CChar> {
+    _ = liveStrings.withLock { $0.insert(UInt(bitPattern: string)) }
+    return string
+}
+
+/// Whether `string` was handed out and not yet freed; forgets it if so.
+func takeBackString(_ string: UnsafeMutablePointer<CChar>) -> Bool {
+    liveStrings.withLock { $0.remove(UInt(bitPattern: string)) != nil }
 }
 
 /// Hands a session to the caller as a new handle.

@@ -97,8 +97,12 @@ let commandHelp: [String: String] = [
 
 struct UsageError: Error { let message: String }
 
+/// Prints to stderr. `message` may carry outside text (a redirect, a server, D-Bus): control
+/// characters (ESC sequences, CR) are removed and the length capped so it cannot drive the terminal.
 func printError(_ message: String) {
-    let line = Array("portal-session: \(message)\n".utf8)
+    let safe = message.split(separator: "\n", omittingEmptySubsequences: false)
+        .map { DisplayText.sanitized($0, limit: 1000) }.joined(separator: "\n")
+    let line = Array("portal-session: \(safe)\n".utf8)
     _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
 }
 
@@ -147,8 +151,20 @@ func readSecretFromStdin(limit: Int) throws(UsageError) -> String {
     return text
 }
 
+/// Prints a line of stdout built from outside text (end user ids, keyring descriptions, server
+/// messages) without its control characters: nothing read from elsewhere drives the terminal.
+func say(_ text: String) {
+    print(DisplayText.sanitized(text, limit: Int.max))
+}
+
+/// Credentials printed only with --show-token: validated tokens, never altered.
+let verbatimJSONKeys: Set<String> = ["clientSessionToken", "userJwt"]
+
 func json(_ object: [String: String?]) -> String {
-    let present = object.compactMapValues { $0 }
+    var present = object.compactMapValues { $0 }
+    for (key, value) in present where !verbatimJSONKeys.contains(key) {
+        present[key] = DisplayText.sanitized(value, limit: Int.max)
+    }
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     let data = (try? encoder.encode(present)) ?? Data("{}".utf8)
@@ -260,7 +276,7 @@ func printSession(_ session: PortalSession, status: String, options: Options) {
         print(json(["status": status, "endUserId": session.endUserId, "authEnvironmentId": session.authEnvironmentId,
                     "clientSessionToken": token]))
     } else {
-        print(session.endUserId)
+        say(session.endUserId)
         if options.flags.contains("--show-token"), let token = try? session.getToken() { print(token) }
     }
 }
@@ -297,7 +313,7 @@ func run(_ options: Options) throws(UsageError) -> Exit {
             let auth = try options.auth()
             let token = try readSecretFromStdin(limit: PortalAuth.maxTokenBytes)
             let session = try auth.persistSession(endUserId: user, clientSessionToken: token)
-            print("stored session for end user \(session.endUserId)")
+            say("stored session for end user \(session.endUserId)")
             return .ok
         case "send-magic-link":
             try options.expectArguments(1, "one email address")
@@ -307,6 +323,9 @@ func run(_ options: Options) throws(UsageError) -> Exit {
         case "handle-redirect":
             try options.expectArguments(1, "one URL")
             if options.arguments[0].allSatisfy({ $0.isWhitespace }) { throw UsageError(message: "handle-redirect: the URL is empty") }
+            if options.arguments[0].utf8.count > PortalAuth.maxRedirectURLBytes {
+                throw UsageError(message: "handle-redirect: the URL is longer than \(PortalAuth.maxRedirectURLBytes) bytes")
+            }
             switch try options.auth(needsRedirect: true).handleRedirect(url: options.arguments[0]) {
             case .notHandled:
                 printError("not this app's redirect URL; nothing done")
@@ -361,7 +380,7 @@ func run(_ options: Options) throws(UsageError) -> Exit {
                 print(json(fields))
             } else {
                 for key in ["authEnvironmentId", "apiHost", "redirectUrl", "keyring", "endUserId"] + keyringKeys {
-                    if let value = fields[key] ?? nil { print("\(key): \(value)") }
+                    if let value = fields[key] ?? nil { say("\(key): \(value)") }
                 }
             }
             return exit

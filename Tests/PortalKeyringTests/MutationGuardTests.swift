@@ -384,19 +384,40 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
         }
     }
 
-    /// Found while writing the test above: `TargetURL.isLoopback` treats every host that starts
-    /// with "127." as loopback, DNS names included, so plain HTTP with the bearer is allowed to an
-    /// apiHost such as `127.example.net` (SPEC §4 allows it for loopback only). Recorded as a
-    /// known issue: the fix belongs in HTTPClient.swift (loopback = an IPv4 literal in
-    /// 127.0.0.0/8, ::1 or localhost); once it lands this test fails until the wrapper goes.
-    @Test func aDNSNameStartingWith127IsNotLoopback() throws {
-        withKnownIssue("TargetURL.isLoopback matches the prefix \"127.\" of DNS names") {
-            let target = try #require(TargetURL("http://127.example.net/api/v3/clients/me"))
-            #expect(!target.isLoopback)
+    /// Loopback is decided from a parsed address literal, never from a name's shape (issue 14):
+    /// DNS names that start with "127." or "localhost" are not loopback, so a bearer never goes
+    /// over plain HTTP to them; 127.0.0.0/8 dotted quads, ::1 in any spelling and `localhost`
+    /// are. No DNS: the decision and the refusal both come before any lookup. Kills: the
+    /// "127." name-prefix check (loopback-prefix mutant).
+    @Test func loopbackIsDecidedFromTheAddressLiteralOnly() throws {
+        for url in ["http://127.example.net/x", "http://127.0.0.1.attacker.example/x", "http://127.0.0.1.nip.io:8080/x",
+                    "http://127.1.2.3.4/x", "http://localhost.attacker.example/x", "http://localhostx/x",
+                    "http://127x/x", "http://0.0.0.0/x", "http://128.0.0.1/x", "http://[::2]/x", "http://[::ffff:8.8.8.8]/x"] {
+            let target = try #require(TargetURL(url), "\(url) does not parse")
+            #expect(!target.isLoopback, "\(url) was taken for loopback")
         }
-        #expect(try #require(TargetURL("http://127.0.0.1:8080/x")).isLoopback)
-        #expect(try #require(TargetURL("http://localhost/x")).isLoopback)
-        #expect(try #require(TargetURL("http://[::1]:1/x")).isLoopback)
-        #expect(try !(#require(TargetURL("http://0.0.0.0/x")).isLoopback))
+        for url in ["http://127.0.0.1:8080/x", "http://127.255.3.4/x", "http://localhost/x", "http://LocalHost:1/x",
+                    "http://[::1]:1/x", "http://[0:0:0:0:0:0:0:1]/x", "http://[0000::0001]:9/x"] {
+            #expect(try #require(TargetURL(url), "\(url) does not parse").isLoopback, "\(url) is loopback")
+        }
+        for host in ["127.0.0.1.attacker.example", "127.example.net", "127.0.0.1.attacker.example:80", "localhost.evil.test"] {
+            #expect(TargetURL.forAPI(host: host, path: "/x")?.scheme == "https", "apiHost \(host) must get https")
+        }
+        #expect(TargetURL.forAPI(host: "127.0.0.1:8080", path: "/x")?.scheme == "http")
+        #expect(TargetURL.forAPI(host: "[::1]:8080", path: "/x")?.scheme == "http")
+        #expect(TargetURL.forAPI(host: "LOCALHOST", path: "/x")?.scheme == "http")
+
+        // The bearer over plain HTTP to such a name is refused before any lookup or byte.
+        for apiHost in ["127.example.net", "127.0.0.1.attacker.example"] {
+            let (session, _) = try memorySession(apiHost: apiHost)
+            let portal = Portal(credentials: session, apiHost: nil, http: fastHTTP, validate: false)
+            let error = #expect(throws: PortalAuthError.self) {
+                try portal.send(PortalRequest(target: "http://\(apiHost)/api/v3/clients/me"))
+            }
+            guard case .networkFailure(let message)? = error, message.contains("refused") else {
+                Issue.record("apiHost \(apiHost): expected a refusal, got \(String(describing: error))")
+                continue
+            }
+        }
     }
 }

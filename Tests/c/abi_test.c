@@ -1254,11 +1254,15 @@ static void test_portal_arguments(void) {
     CHECK_ERROR_MENTIONS("out");
     CHECK(load(&ls.destroys) == 3);
     CHECK(load(&ls.calls) == 0);
-    const char *bad_methods[] = {NULL, "", "get", "TRACE", "G\xff"};
+    const char *bad_methods[] = {NULL, "", "get", "TRACE", "G\xff", "GET\r\nX-Injected: 1", "GET / HTTP/1.1\r\n\r\nGET",
+                                 "GET ", "CONNECT"};
     for (size_t i = 0; i < sizeof bad_methods / sizeof bad_methods[0]; i++) {
         CHECK_STATUS(portal_request(key_portal, bad_methods[i], "/x", NULL, &status, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
         CHECK_ERROR_MENTIONS("method");
     }
+    /* HEAD and OPTIONS are allowed: they get as far as the (closed) port. */
+    CHECK_STATUS(portal_request(key_portal, "HEAD", "/x", NULL, &status, NULL, NULL), PORTAL_ERR_NETWORK);
+    CHECK_STATUS(portal_request(key_portal, "OPTIONS", "/x", NULL, &status, NULL, NULL), PORTAL_ERR_NETWORK);
     CHECK_STATUS(portal_request(key_portal, "GET", NULL, NULL, &status, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_ERROR_MENTIONS("target");
     CHECK_STATUS(portal_request(key_portal, "GET", "/x", NULL, NULL, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
@@ -1628,6 +1632,40 @@ static void test_sign_in_arguments(void) {
     CHECK_STATUS(portal_auth_handle_redirect(auth, "myapp://auth/callback?error=access_denied", &kind, NULL, NULL, NULL),
                  PORTAL_ERR_AUTHENTICATION_FAILED);
     CHECK(strstr(portal_last_error_message(), "access_denied") != NULL);
+    {
+        /* Issue 14: an attacker's error parameter reaches the last-error message without control
+         * characters (ESC, BEL, CR, C1 CSI) and cut to 100 characters; URLs over 8192 bytes are
+         * refused before parsing, and 8192 bytes of slashes are handled at once. */
+        static char url[8300];
+        int n = snprintf(url, sizeof url, "myapp://auth/callback?error=x%%1B%%5B2J%%07%%0D%%0A%%C2%%9B%%7F");
+        memset(url + n, 'A', 7000);
+        url[n + 7000] = '\0';
+        CHECK_STATUS(portal_auth_handle_redirect(auth, url, &kind, NULL, NULL, NULL), PORTAL_ERR_AUTHENTICATION_FAILED);
+        const char *message = portal_last_error_message();
+        size_t as = 0;
+        bool control = false;
+        for (const unsigned char *p = (const unsigned char *)message; *p; p++) {
+            if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) control = true;
+            if (*p == 'A') as++;
+        }
+        CHECK_MSG(!control, "control characters in the last error \"%s\"", message);
+        /* 100 visible characters of the value are kept: "x", "[2J" and 96 A's. */
+        CHECK_MSG(as == 96, "%zu A's of the error value in the last error, want 96", as);
+        memcpy(url, "myapp:", 6);
+        memset(url + 6, '/', 8192 - 6);
+        url[8192] = '\0';
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        CHECK_OK(portal_auth_handle_redirect(auth, url, &kind, NULL, NULL, NULL));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        CHECK(kind == PORTAL_REDIRECT_NOT_HANDLED);
+        double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        CHECK_MSG(seconds < 0.25, "an 8192-byte URL of slashes took %.3f s", seconds);
+        url[8192] = '/';
+        url[8193] = '\0';
+        CHECK_STATUS(portal_auth_handle_redirect(auth, url, &kind, NULL, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+        CHECK_ERROR_MENTIONS("url");
+    }
     CHECK_STATUS(portal_auth_handle_redirect(auth, "myapp://auth/callback?token=x&authMethod=EMAIL_MAGIC_LINK", &kind,
                                              NULL, NULL, NULL), PORTAL_ERR_NETWORK);
     CHECK_STATUS(portal_auth_verify_totp(auth, NULL, "jwt", NULL), PORTAL_ERR_INVALID_ARGUMENT);
@@ -1635,6 +1673,46 @@ static void test_sign_in_arguments(void) {
     CHECK_STATUS(portal_auth_verify_totp(auth, "123456", NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_verify_totp(auth, "123456", "a.b.c", NULL), PORTAL_ERR_NETWORK);
     portal_auth_free(auth);
+}
+
+static void test_double_free(void) {
+    begin("freed handles and strings: a second free is ignored, a freed handle is an invalid argument (issue 14)");
+    portal_auth *auth = NULL;
+    CHECK_OK(portal_auth_new(&auth, "double-free", "myapp://auth/callback", "127.0.0.1:1"));
+    portal_session *session = NULL;
+    CHECK_OK(portal_auth_persist_session(auth, "df-user", "df-token", &session));
+    char *token = NULL;
+    CHECK_OK(portal_session_copy_token(session, &token));
+    portal *key_portal = NULL;
+    CHECK_OK(portal_new_with_api_key(&key_portal, "df-key", "127.0.0.1:1"));
+
+    /* A handle of another kind is refused, not reinterpreted. */
+    CHECK_STATUS(portal_session_invalidate((portal_session *)auth), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("handle");
+    CHECK_STATUS(portal_auth_clear_persisted_session((portal_auth *)session), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(portal_session_get_end_user_id((portal_session *)key_portal) == NULL);
+    char local[] = "not from the library";
+    portal_string_free(local); /* ignored: never handed out (and on the stack) */
+    CHECK(strcmp(local, "not from the library") == 0);
+
+    CHECK_OK(portal_auth_clear_persisted_session(auth));
+    portal_string_free(token);
+    portal_string_free(token); /* ignored */
+    portal_session_free(session);
+    portal_session_free(session); /* ignored */
+    CHECK_STATUS(portal_session_invalidate(session), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("session");
+    CHECK(portal_session_get_end_user_id(session) == NULL);
+    CHECK_ERROR_MENTIONS("session");
+    portal_free(key_portal);
+    portal_free(key_portal); /* ignored */
+    long status = -1;
+    CHECK_STATUS(portal_request(key_portal, "GET", "/x", NULL, &status, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("portal");
+    portal_auth_free(auth);
+    portal_auth_free(auth); /* ignored */
+    CHECK_STATUS(portal_auth_clear_persisted_session(auth), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("auth");
 }
 
 static void test_no_bus(void) {
@@ -1687,6 +1765,7 @@ int main(int argc, char **argv) {
     test_portal_validation_401();
     test_portal_clear_and_network();
     test_sign_in_arguments();
+    test_double_free();
     /* Last: these found library bugs (see the report); a failure must not hide other results. */
     test_portal_arguments();
     test_embedded_nul();

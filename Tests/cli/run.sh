@@ -156,6 +156,20 @@ expect 0 "restore from another process" -- "${cli[@]}" restore
 expect 3 "the same grant in a new process is used up" -- "${cli[@]}" handle-redirect "$url"
 expect 1 "a foreign URL is not handled" -- "${cli[@]}" handle-redirect "https://example.com/callback?token=x"
 expect 3 "an error redirect" -- "${cli[@]}" handle-redirect "$redirect?error=access_denied&authMethod=EMAIL_MAGIC_LINK"
+# Issue 14: attacker text from a redirect never drives the terminal; URLs are capped at 8192 bytes.
+expect 3 "an error redirect with escape sequences" -- "${cli[@]}" handle-redirect "$redirect?error=denied%1B%5B2J%1B%5D0%3Bpwned%07%0D%C2%9Bx$(head -c 7000 /dev/zero | tr '\0' A)"
+if LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]' <<<"$out$err"; then
+    bad "control characters reached the terminal: $(printf '%q' "$err")"
+else ok "no control characters in the output"; fi
+[[ $err == *denied* && $err == *'[2J'* ]] && ok "the visible text is kept" || bad "stderr: $err"
+a_count=$(tr -cd A <<<"$err" | wc -c)
+[[ $a_count -le 100 ]] && ok "the error value is cut to 100 characters ($a_count A's shown)" || bad "$a_count A's shown"
+expect 64 "an 8193-byte redirect URL is a usage error" -- "${cli[@]}" handle-redirect "$redirect?x=$(head -c $((8193 - ${#redirect} - 3)) /dev/zero | tr '\0' /)"
+[[ $err == *"longer than 8192 bytes"* ]] && ok "it says why" || bad "stderr: $err"
+start_ns=$(date +%s%N)
+expect 1 "an 8192-byte URL of slashes is handled (not ours)" -- "${cli[@]}" handle-redirect "app:$(head -c 8188 /dev/zero | tr '\0' /)"
+elapsed_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
+[[ $elapsed_ms -lt 3000 ]] && ok "in ${elapsed_ms} ms" || bad "an 8192-byte URL of slashes took ${elapsed_ms} ms"
 expect 64 "handle-redirect without --redirect-url" -- env -u PORTAL_REDIRECT_URL "$ps_bin" --env "$env_id" handle-redirect "$url"
 grant=$(admin POST grants "{\"kind\":\"oauth\",\"provider\":\"GOOGLE\",\"endUserId\":\"eu-totp\",\"totpRequired\":true,\"redirectUrl\":\"$redirect\"}")
 expect 0 "handle-redirect → totp required" -- "${cli[@]}" handle-redirect "$(field "$grant" redirectUrl)" --json --show-token

@@ -1,0 +1,223 @@
+import Testing
+import Dispatch
+@_spi(PortalKeyringC) @testable import PortalKeyring
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Issue 14 (security hardening). Each test names the promise it guards and the mutant under
+// Tests/mutants/security/ that it kills. No DNS; the loopback Portal API
+// (scripts/with-portal-api.sh) only where a test says so; no keyring (InMemoryStorage).
+
+private func memoryAuth(apiHost: String = "127.0.0.1:9", redirectUrl: String = "app://cb") throws -> PortalAuth {
+    try PortalAuth(authEnvironmentId: "sec-\(PortalAuth.newGeneration().prefix(8))", redirectUrl: redirectUrl,
+                   apiHost: apiHost, storage: InMemoryStorage())
+}
+
+private func expectInvalidArgument(_ name: String, _ comment: Comment? = nil, _ body: () throws -> Void) {
+    do {
+        try body()
+        Issue.record("expected invalidArgument(\(name)), nothing was thrown. \(comment.map { "\($0)" } ?? "")")
+    } catch let error as PortalAuthError {
+        #expect(error == .invalidArgument(name: name), "\(comment.map { "\($0)" } ?? "")")
+    } catch {
+        Issue.record("expected invalidArgument(\(name)), got \(error)")
+    }
+}
+
+// MARK: - Item 3: no header or request-line injection through PortalRequest
+
+@Suite(.serialized) struct RequestInjectionTests {
+    /// A method outside the allowlist, a header name that is not an RFC 7230 token, and a header
+    /// value with CR, LF or NUL are refused with invalidArgument naming the argument, and not a
+    /// byte reaches the server (a listener posing as the Portal API host). A clean request with
+    /// a custom header does reach it. Kills: security/header-crlf, security/method-unchecked.
+    @Test func injectedMethodsAndHeadersAreRefusedBeforeSending() throws {
+        let listener = try #require(RecordingListener(address: "127.0.0.1"))
+        defer { listener.stop() }
+        let portal = try Portal(apiKey: "sec-key", apiHost: "127.0.0.1:\(listener.port)")
+        let path = "/api/v3/clients/me"
+        for method in ["GET / HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET", "GET\r\n", "G\u{0}ET", "BREW", "CONNECT", "TRACE",
+                       "GET ", "", "ɢET"] {
+            expectInvalidArgument("method", "method \(method.debugDescription)") {
+                _ = try portal.send(PortalRequest(method: method, target: path))
+            }
+        }
+        let badHeaders: [(String, String)] = [
+            ("X-Test", "a\r\nX-Injected: 1"), ("X-Test", "a\nX-Injected: 1"), ("X-Test", "a\rb"), ("X-Test", "a\u{0}b"),
+            ("X-Test\r\nX-Injected", "1"), ("X Test", "1"), ("X-Test:", "1"), ("", "1"), ("X-Tést", "1"), ("X-Test\u{0}", "1"),
+        ]
+        for (name, value) in badHeaders {
+            expectInvalidArgument("headers", "header \(name.debugDescription): \(value.debugDescription)") {
+                _ = try portal.send(PortalRequest(target: path, headers: [(name: "X-Fine", value: "ok"), (name: name, value: value)]))
+            }
+        }
+        usleep(200_000)
+        #expect(listener.connections == 0, "a refused request reached the server: \(listener.text.prefix(300).debugDescription)")
+        #expect(!listener.saw("x-injected"))
+
+        for method in ["GET", "post", "OPTIONS", "HEAD"] {
+            _ = try portal.send(PortalRequest(method: method, target: path,
+                                              headers: [(name: "X-Trace_id.1~", value: "a b\tc !#")]))
+        }
+        #expect(listener.connections == 4, "the clean requests were not all sent")
+        #expect(listener.saw("x-trace_id.1~: a b\tc !#"))
+    }
+}
+
+// MARK: - Item 4: redirect URLs are bounded and parsed in linear time
+
+@Suite struct RedirectURLLimitTests {
+    /// A redirect URL of 8192 bytes, all slashes after the scheme (the worst case of the old
+    /// trailing-slash loop, O(n²)), is handled in well under a second; one byte more is refused
+    /// with invalidArgument("url") before parsing. Kills: security/redirect-slashes-quadratic
+    /// (times out), security/redirect-url-uncapped.
+    @Test func slashesAreLinearAndLengthIsCapped() throws {
+        let auth = try memoryAuth(redirectUrl: "app://cb")
+        #expect(PortalAuth.maxRedirectURLBytes == 8192)
+        for base in ["app:", "app://cb"] {
+            let url = base + String(repeating: "/", count: 8192 - base.utf8.count)
+            #expect(url.utf8.count == 8192)
+            let start = DispatchTime.now().uptimeNanoseconds
+            // "app:////…" is another URL (notHandled); "app://cb////…" is ours without a token.
+            do {
+                let result = try auth.handleRedirect(url: url)
+                if case .notHandled = result {} else { Issue.record("\(base)/…: expected notHandled, got \(result)") }
+            } catch .authenticationFailed(let message) {
+                #expect(base == "app://cb" && message.contains("no token"), "\(message)")
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            #expect(seconds < 0.25, "8192-byte URL of slashes took \(seconds) s")
+            expectInvalidArgument("url", "8193 bytes") { _ = try auth.handleRedirect(url: url + "/") }
+        }
+        // The parsing itself is linear, whatever the cap: 128 KiB of slashes (the old loop, O(n²),
+        // took about 18 s for 120 KB) must take about as long as copying them.
+        let huge = "app://cb" + String(repeating: "/", count: 128 << 10)
+        let start = DispatchTime.now().uptimeNanoseconds
+        #expect(RedirectQuery(url: huge, redirectUrl: "app://cb") != nil)
+        #expect(RedirectQuery(url: "app:" + huge.dropFirst(8), redirectUrl: "app://cb") == nil)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        #expect(seconds < 0.5, "parsing 128 KiB of slashes took \(seconds) s")
+        // Slash normalization itself is unchanged: trailing slashes on either side still match.
+        _ = expectAuthenticationFailed(try memoryAuth(redirectUrl: "app://cb/"), "app://cb//////?error=denied", contains: "denied")
+        _ = expectAuthenticationFailed(try memoryAuth(redirectUrl: "APP://cb"), "app://cb/?error=denied", contains: "denied")
+        if case .notHandled = try memoryAuth(redirectUrl: "app://cb").handleRedirect(url: "app://cbx/?error=x") {} else {
+            Issue.record("app://cbx is not app://cb")
+        }
+    }
+}
+
+private func expectAuthenticationFailed(_ auth: PortalAuth, _ url: String, contains needle: String,
+                                        sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+    do {
+        let result = try auth.handleRedirect(url: url)
+        Issue.record("\(url.prefix(80)): expected authenticationFailed, got \(result)", sourceLocation: sourceLocation)
+    } catch .authenticationFailed(let message) {
+        #expect(message.contains(needle), "\(message.debugDescription) lacks \(needle)", sourceLocation: sourceLocation)
+        return message
+    } catch {
+        Issue.record("\(url.prefix(80)): expected authenticationFailed, got \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
+}
+
+// MARK: - Item 5: attacker text never reaches a terminal raw
+
+@Suite struct AttackerTextTests {
+    /// The `error` parameter of a redirect (attacker-chosen: anyone can send the end user a
+    /// link) is capped at 100 characters and stripped of C0, DEL and C1 control characters, in
+    /// the error, its description, and everything built from them. Kills:
+    /// security/redirect-error-raw.
+    @Test func redirectErrorIsStrippedAndCapped() throws {
+        let auth = try memoryAuth()
+        let escape = "%1B%5B2J%1B%5D0%3Bpwned%07%0D%0Aline2%7F%C2%9B31m%C2%85end"
+        let message = try #require(expectAuthenticationFailed(auth, "app://cb?error=denied" + escape, contains: "denied"))
+        let error = PortalAuthError.authenticationFailed(message: message)
+        for text in [message, error.description] {
+            #expect(!text.unicodeScalars.contains(where: DisplayText.isControl), "control characters in \(text.debugDescription)")
+            #expect(text.contains("[2J") && text.contains("line2") && text.contains("end"), "visible text was lost: \(text.debugDescription)")
+        }
+        // The longest error value a redirect URL can carry (the URL is capped at 8192 bytes)...
+        let long = try #require(expectAuthenticationFailed(auth, "app://cb?error=" + String(repeating: "A", count: 8000), contains: "AAA"))
+        let kept = long.filter { $0 == "A" }.count
+        #expect(kept == DisplayText.maxRedirectErrorCharacters, "kept \(kept) of 8000 characters of the error value")
+        #expect(long.count < 200)
+        // ...and a 10 KB one is refused with the URL, never echoed.
+        expectInvalidArgument("url", "10 KB error value") {
+            _ = try auth.handleRedirect(url: "app://cb?error=" + String(repeating: "\u{1B}[31m", count: 2_048))
+        }
+        // Every PortalAuthError description is sanitized, whatever built the message.
+        let raw = PortalAuthError.sessionStorageFailure(message: "dbus said \u{1B}]52;c;aGk=\u{07} and \u{9B}0m" + String(repeating: "x", count: 5000))
+        #expect(!raw.description.unicodeScalars.contains(where: DisplayText.isControl))
+        #expect(raw.description.count <= DisplayText.maxMessageCharacters + 101)
+    }
+}
+
+// MARK: - Item 2: a proxy from the environment never gets a loopback request
+
+@Suite(.serialized) struct LoopbackProxyTests {
+    /// With http_proxy, HTTP_PROXY and ALL_PROXY pointing at a local listener posing as a proxy
+    /// (and no NO_PROXY), a request to the loopback Portal API succeeds and the "proxy" receives
+    /// zero bytes. Needs scripts/with-portal-api.sh. Kills: security/loopback-proxy-from-env.
+    @Test func environmentProxiesNeverSeeLoopbackRequests() throws {
+        let apiHost = try FakePortalAPI.host()
+        let proxy = try #require(RecordingListener(address: "127.0.0.1"))
+        defer { proxy.stop() }
+        let names = ["http_proxy", "HTTP_PROXY", "ALL_PROXY", "all_proxy", "https_proxy", "HTTPS_PROXY"]
+        let noProxy = ["NO_PROXY", "no_proxy"]
+        let saved = (names + noProxy).map { ($0, getenv($0).map { String(cString: $0) }) }
+        defer { for (name, value) in saved { if let value { setenv(name, value, 1) } else { unsetenv(name) } } }
+        for name in names { setenv(name, "http://127.0.0.1:\(proxy.port)", 1) }
+        for name in noProxy { unsetenv(name) }
+
+        let token = try FakePortalAPI.issueToken(endUserId: "sec-proxy")
+        let portal = try Portal(apiKey: token, apiHost: apiHost)
+        for target in ["/api/v3/clients/me", "http://\(apiHost)/api/v3/clients/me"] {
+            let response = try portal.send(PortalRequest(target: target))
+            #expect(response.status == 200, "\(target): \(response.status) (the proxy answers 401)")
+        }
+        usleep(200_000)
+        #expect(proxy.connections == 0, "the environment's proxy got \(proxy.connections) connection(s)")
+        #expect(proxy.bytes.isEmpty, "the proxy received: \(proxy.text.prefix(200).debugDescription)")
+        #expect(!proxy.saw(token))
+    }
+}
+
+// MARK: - Item 6: TLS verification spelled out; every libcurl option checked
+
+@Suite struct TransportOptionTests {
+    /// Peer and host verification are set explicitly on every request (1 and 2); loopback
+    /// targets disable proxies, other targets leave them to the environment (https: CONNECT).
+    /// Kills: security/tls-verifyhost-off.
+    @Test func tlsVerificationIsExplicit() throws {
+        let http = HTTPClient()
+        for url in ["https://api.portalhq.io/x", "http://127.0.0.1:1/x"] {
+            let target = try #require(TargetURL(url))
+            let options = http.transportOptions(for: target)
+            #expect(options.first { $0.name == "CURLOPT_SSL_VERIFYPEER" }?.value == .long(1), "\(url)")
+            #expect(options.first { $0.name == "CURLOPT_SSL_VERIFYHOST" }?.value == .long(2), "\(url)")
+            #expect(options.first { $0.name == "CURLOPT_FOLLOWLOCATION" }?.value == .long(0), "\(url)")
+            #expect(options.first { $0.name == "CURLOPT_PROTOCOLS_STR" }?.value == .string("http,https"), "\(url)")
+            let proxy = options.first { $0.name == "CURLOPT_PROXY" }?.value
+            #expect(proxy == (target.isLoopback ? .string("") : nil), "\(url): CURLOPT_PROXY \(String(describing: proxy))")
+        }
+    }
+
+    /// An option the loaded libcurl refuses fails the request with the option's name, before
+    /// anything is sent, instead of being ignored. Kills: security/setopt-unchecked.
+    @Test func aRefusedOptionFailsTheRequest() throws {
+        let listener = try #require(RecordingListener(address: "127.0.0.1"))
+        defer { listener.stop() }
+        var http = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeoutMilliseconds: 4_000)
+        http.protocols = "http,no-such-protocol"
+        let target = try #require(TargetURL("http://127.0.0.1:\(listener.port)/x"))
+        do {
+            let response = try http.send(PortalRequest(target: ""), to: target, bearer: nil)
+            Issue.record("a refused option was ignored: HTTP \(response.status)")
+        } catch {
+            #expect(error.message.contains("CURLOPT_PROTOCOLS_STR"), "\(error.message)")
+        }
+        usleep(100_000)
+        #expect(listener.connections == 0)
+    }
+}
