@@ -157,18 +157,24 @@ func say(_ text: String) {
     print(DisplayText.sanitized(text, limit: Int.max))
 }
 
-/// Credentials printed only with --show-token: validated tokens, never altered.
-let verbatimJSONKeys: Set<String> = ["clientSessionToken", "userJwt"]
-
 func json(_ object: [String: String?]) -> String {
-    var present = object.compactMapValues { $0 }
-    for (key, value) in present where !verbatimJSONKeys.contains(key) {
-        present[key] = DisplayText.sanitized(value, limit: Int.max)
-    }
+    // Values keep every character: the encoder escapes C0 controls, and DEL and C1 controls are
+    // escaped here, so nothing in the output drives a terminal and a script reads back exactly
+    // what was stored.
+    let present = object.compactMapValues { $0 }
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     let data = (try? encoder.encode(present)) ?? Data("{}".utf8)
-    return String(decoding: data, as: UTF8.self)
+    var out = ""
+    for scalar in String(decoding: data, as: UTF8.self).unicodeScalars {
+        if scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) {
+            let hex = String(scalar.value, radix: 16)
+            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
 }
 
 /// What was wrong with an argument, in the command's own terms.

@@ -176,7 +176,7 @@ struct SecretBus {
         return g_variant_get_boolean(value) != 0
     }
 
-    /// The provider: its process name (`/proc/PID/comm`) and pid, from the bus daemon.
+    /// The provider: its program name (argv[0] in `/proc/PID/cmdline`) and pid, from the bus daemon.
     func provider() throws(StorageFailure.Classified) -> (name: String, pid: UInt32) {
         let reply = try invoke("/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
                                Variant.tuple([g_variant_new_string(name)]), "(u)", "could not identify the provider",
@@ -185,11 +185,14 @@ struct SecretBus {
         let child = g_variant_get_child_value(reply, 0)!
         defer { g_variant_unref(child) }
         let pid = g_variant_get_uint32(child)
-        var comm = [UInt8](repeating: 0, count: 64)
-        let fd = open("/proc/\(pid)/comm", O_RDONLY | O_CLOEXEC)
-        let count = fd < 0 ? 0 : max(read(fd, &comm, comm.count), 0)
+        // argv[0]'s file name from /proc/PID/cmdline (comm is cut at 15 bytes: "gnome-keyring-d").
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let fd = open("/proc/\(pid)/cmdline", O_RDONLY | O_CLOEXEC)
+        let count = fd < 0 ? 0 : max(read(fd, &buffer, buffer.count), 0)
         if fd >= 0 { close(fd) }
-        let processName = String(decoding: comm[0..<count], as: UTF8.self).trimmingSuffix("\n")
+        let argv0 = buffer[0..<count].split(separator: 0, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
+        let path = String(decoding: argv0, as: UTF8.self)
+        let processName = String(path.split(separator: "/").last ?? "")
         return (processName.isEmpty ? "unknown" : processName, pid)
     }
 
@@ -262,11 +265,5 @@ enum CallContext {
         let context = g_main_context_new()!
         pthread_setspecific(key.key, UnsafeRawPointer(context))
         return context
-    }
-}
-
-private extension String {
-    func trimmingSuffix(_ suffix: String) -> String {
-        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
     }
 }

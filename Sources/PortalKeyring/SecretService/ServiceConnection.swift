@@ -24,7 +24,8 @@ final class ServiceConnection: Sendable {
     private let cached = Mutex(Cache())
 
     /// Runs `body` with a referenced service under the call deadline. A failure on a cached
-    /// service (stale connection, provider restarted) drops it and retries once on a new one.
+    /// service (stale connection, provider restarted), or a provider error on any service (a
+    /// transfer session the provider garbles), drops it and retries once on a new one.
     func run<T>(operation: String, timeouts: KeyringTimeouts,
                 _ body: (UnsafeMutablePointer<SecretService>, Deadline) throws(StorageFailure) -> T)
         throws(StorageFailure) -> T {
@@ -33,17 +34,34 @@ final class ServiceConnection: Sendable {
         return try Deadlines.shared.run(operation: operation, milliseconds: timeouts.callMilliseconds) { call throws(StorageFailure) -> T in
             var retried = false
             while true {
-                let (service, fromCache) = try acquire(call.cancellable)
+                let service: UnsafeMutablePointer<SecretService>
+                let fromCache: Bool
+                do throws(StorageFailure) {
+                    (service, fromCache) = try acquire(call.cancellable)
+                } catch {
+                    // The provider refused to open the transfer session (KWallet rejects about 1 in
+                    // 100 client public keys): once more, with new keys.
+                    if case .failed = error, !retried, g_cancellable_is_cancelled(call.cancellable) == 0 {
+                        retried = true
+                        continue
+                    }
+                    throw error
+                }
                 defer { g_object_unref(service) }
                 do throws(StorageFailure) {
                     return try body(service, call)
                 } catch {
+                    // Retried once on a new proxy and transfer session: a provider error (.failed:
+                    // a secret that does not decrypt under this session — KWallet, about 1 in 100
+                    // sessions —, an object gone), or an unavailable provider when the cached proxy
+                    // may be stale (provider or bus restarted).
                     let retriable: Bool
                     switch error {
-                    case .failed, .unavailable: retriable = true
+                    case .failed: retriable = true
+                    case .unavailable: retriable = fromCache
                     case .locked, .refused, .noDefaultCollection, .timedOut: retriable = false
                     }
-                    if retriable && fromCache && !retried && g_cancellable_is_cancelled(call.cancellable) == 0 {
+                    if retriable && !retried && g_cancellable_is_cancelled(call.cancellable) == 0 {
                         retried = true
                         drop(service)
                         continue
@@ -133,8 +151,13 @@ final class ServiceConnection: Sendable {
         if g_initable_init(OpaquePointer(object), cancellable, &error) == 0 {
             g_object_unref(object)
             let classified = StorageFailure.classify(error, "could not open a Secret Service session")
-            if classified.kind == .cancelled { throw .failed("cancelled") }
-            throw .unavailable(classified.message)
+            switch classified.kind {
+            case .cancelled: throw .failed("cancelled")
+            case .unavailable: throw .unavailable(classified.message)
+            default:
+                // The provider answered, and refused (e.g. KWallet: "Client public key size is invalid").
+                throw .failed("could not open a transfer session: " + classified.message)
+            }
         }
         return UnsafeMutableRawPointer(object).assumingMemoryBound(to: SecretService.self)
     }
