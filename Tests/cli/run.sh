@@ -140,6 +140,18 @@ expect 1 "restore after clear" -- "${cli[@]}" restore
 expect 0 "clear when nothing is stored" -- "${cli[@]}" clear
 expect 2 "no session bus → storage failure, not signed out" -- env DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent "${cli[@]}" restore
 
+# --json keeps every character of a value (escaped), so a script reads back what was stored; no
+# raw control character reaches the terminal.
+odd_id=$(printf 'a\tb\\c\001d\302\233e')
+expect 0 "persist an end user id with a tab, a backslash, \\001 and U+009B" -- \
+    sh -c 'printf tok-odd | "$@"' sh "${cli[@]}" persist --end-user-id "$odd_id"
+expect 0 "restore --json" -- "${cli[@]}" restore --json
+got_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["endUserId"], end="")' "$out")
+[[ $got_id == "$odd_id" ]] && ok "the JSON endUserId is exactly the stored one" || bad "JSON endUserId: $(printf '%q' "$got_id")"
+if LC_ALL=C grep -q $'[\x01-\x1f\x7f]\|\xc2[\x80-\x9f]' <<<"$out"; then bad "raw control characters in JSON: $(printf '%q' "$out")"
+else ok "the JSON holds them escaped"; fi
+expect 0 "clear" -- "${cli[@]}" clear
+
 echo "== send-magic-link / handle-redirect / verify-totp"
 expect 0 "send-magic-link" -- "${cli[@]}" send-magic-link "  CLI.User@Example.com "
 link=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["links"][-1]["link"] if d["links"][-1]["email"]=="cli.user@example.com" else "")' "$(admin GET magic-links)")
