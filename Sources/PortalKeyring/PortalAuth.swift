@@ -288,7 +288,7 @@ public final class PortalAuth: Sendable {
             return last
         }
     }
-    private static let lastTimestamp = Mutex<UInt64>(0)
+    private static let lastTimestamp = Lock<UInt64>(0)
 }
 
 import Synchronization

@@ -21,7 +21,7 @@ public final class PortalSession: Sendable {
         var token: SecretBytes?
         var storedItemRemoved = false
     }
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     init(authEnvironmentId: String, endUserId: String, apiHost: String, token: SecretBytes, generation: String?,
          itemId: String? = nil, storage: any SessionStorage) {
@@ -31,7 +31,7 @@ public final class PortalSession: Sendable {
         self.generation = generation
         self.itemId = itemId
         self.storage = storage
-        self.state = Mutex(State(token: token))
+        self.state = Lock(State(token: token))
     }
 
     /// Invalidates the session: drops the in-memory token first, then deletes the stored item

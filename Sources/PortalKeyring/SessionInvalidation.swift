@@ -124,11 +124,11 @@ final class InvalidationCenter: Sendable {
         var nextId: UInt64 = 1
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
     private let queue = DispatchQueue(label: "io.portalhq.PortalKeyring.invalidation")
 
     init(phase: Phase) {
-        state = Mutex(State(phase: phase))
+        state = Lock(State(phase: phase))
     }
 
     var phase: Phase { state.withLock { $0.phase } }

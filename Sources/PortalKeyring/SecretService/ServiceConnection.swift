@@ -21,7 +21,7 @@ final class ServiceConnection: Sendable {
         var connection: OpaquePointer?
         var service: UnsafeMutablePointer<SecretService>?
     }
-    private let cached = Mutex(Cache())
+    private let cached = Lock(Cache())
 
     /// Runs `body` with a referenced service under the call deadline. A failure on a cached
     /// service (stale connection, provider restarted), or a provider error on any service (a
