@@ -84,7 +84,14 @@ enum KeyringControl {
             Issue.record("keyringctl lock failed on \(provider)")
         }
     }
-    static func unlock() throws { #expect(try run(["unlock"]).status == 0) }
+    /// Unlocks the default collection. KeePassXC 2.7.4 reports the collection unlocked before it
+    /// has exported the database's items again; a search in that window finds nothing (seen once
+    /// in a CI run: restore right after openDatabase said signed out). The tests give it a second;
+    /// the library's answer in that window is an open problem (closing note of issue 11).
+    static func unlock() throws {
+        #expect(try run(["unlock"]).status == 0)
+        if provider.hasPrefix("keepassxc") { usleep(1_000_000) }
+    }
 }
 
 private extension String {
