@@ -98,17 +98,9 @@ struct SecretBus {
 
     /// Properties.Get(Item.Attributes) of the item at `path`.
     func attributes(_ path: String) throws(StorageFailure.Classified) -> [String: String] {
-        let reply = try invoke(path, "org.freedesktop.DBus.Properties", "Get",
-                               Variant.tuple([g_variant_new_string(Self.itemInterface), g_variant_new_string("Attributes")]),
-                               "(v)", "could not read the item's attributes")
-        defer { g_variant_unref(reply) }
-        let boxed = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(boxed) }
-        let dictionary = g_variant_get_variant(boxed)!
+        let dictionary = try property(path, Self.itemInterface, "Attributes", type: "a{ss}",
+                                      "could not read the item's attributes")
         defer { g_variant_unref(dictionary) }
-        guard String(cString: g_variant_get_type_string(dictionary)) == "a{ss}" else {
-            throw StorageFailure.Classified(kind: .other, message: "unexpected attributes of a stored item")
-        }
         var result: [String: String] = [:]
         for index in 0..<g_variant_n_children(dictionary) {
             let entry = g_variant_get_child_value(dictionary, index)!
@@ -161,19 +153,28 @@ struct SecretBus {
 
     /// Properties.Get(Collection.Locked) of the collection at `path`.
     func isLocked(collection path: String) throws(StorageFailure.Classified) -> Bool {
+        let value = try property(path, "org.freedesktop.Secret.Collection", "Locked", type: "b",
+                                 "could not read whether the collection is locked")
+        defer { g_variant_unref(value) }
+        return g_variant_get_boolean(value) != 0
+    }
+
+    /// Properties.Get of `interface`.`name` at `path`, unboxed; its type must be `type`. The
+    /// caller unrefs the value.
+    private func property(_ path: String, _ interface: String, _ name: String, type: String,
+                          _ fallback: String) throws(StorageFailure.Classified) -> OpaquePointer {
         let reply = try invoke(path, "org.freedesktop.DBus.Properties", "Get",
-                               Variant.tuple([g_variant_new_string("org.freedesktop.Secret.Collection"),
-                                              g_variant_new_string("Locked")]),
-                               "(v)", "could not read whether the collection is locked")
+                               Variant.tuple([g_variant_new_string(interface), g_variant_new_string(name)]),
+                               "(v)", fallback)
         defer { g_variant_unref(reply) }
         let boxed = g_variant_get_child_value(reply, 0)!
         defer { g_variant_unref(boxed) }
         let value = g_variant_get_variant(boxed)!
-        defer { g_variant_unref(value) }
-        guard String(cString: g_variant_get_type_string(value)) == "b" else {
-            throw StorageFailure.Classified(kind: .other, message: "unexpected Locked property of the collection")
+        guard String(cString: g_variant_get_type_string(value)) == type else {
+            g_variant_unref(value)
+            throw StorageFailure.Classified(kind: .other, message: "unexpected type of the \(name) property")
         }
-        return g_variant_get_boolean(value) != 0
+        return value
     }
 
     /// The provider: its program name (argv[0] in `/proc/PID/cmdline`) and pid, from the bus daemon.
