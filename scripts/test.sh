@@ -54,7 +54,6 @@ step "build"
 bounded "${PORTAL_TIMEOUT_BUILD:-1800}" "swift build" swift build --build-tests 2>&1 | grep -v "prohibited flag" | tail -n 3
 mkdir -p build
 # The libsecret functions the adapter relies on beyond libsecret's stable API (SUBJECT_TO_CHANGE).
-bounded 120 "secret-paths check" gcc -Wall -Wextra -Werror -o build/secret-paths-check build-support/secret-paths-check.c $(pkg-config --cflags --libs libsecret-1)
 bounded 120 "build keyringctl" gcc -O1 -Wall -Wextra -Werror -o build/keyringctl Tests/tools/keyringctl.c $(pkg-config --cflags --libs libsecret-1)
 export PORTAL_TEST_KEYRINGCTL=$PWD/build/keyringctl
 

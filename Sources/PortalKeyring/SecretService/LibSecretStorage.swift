@@ -9,19 +9,18 @@ import Glibc
 /// `xdg:schema` must match and other applications' look-alike items are never seen) with the
 /// attributes `auth_environment_id`, `session_generation` and `persisted_at` (SPEC §2).
 ///
-/// The adapter keeps one `SecretService` proxy of its own (with an encrypted transfer session)
-/// for the process, on a private session-bus connection (`ServiceConnection`). When a call fails
-/// on the cached proxy, the proxy is dropped and the call retried once on a fresh one, so a
-/// provider restart between calls is survived; a closed connection (the bus restarted) is
-/// replaced at the start of the next call. Prompts (unlock, and KeePassXC's for every create and
-/// delete) go through `Prompts`.
+/// The adapter keeps one endpoint of its own for the process: a private session-bus connection,
+/// the provider's unique name and an encrypted transfer session (`ServiceConnection`,
+/// `TransferSession`). When a call fails on the cached endpoint, it is dropped and the call
+/// retried once on a new one, so a provider restart between calls is survived; a closed
+/// connection (the bus restarted) is replaced at the start of the next call. Prompts (unlock, and
+/// KeePassXC's for every create and delete) go through `Prompts`.
 ///
 /// Items and collections are addressed by object path through the Secret Service D-Bus API
 /// (`SecretBus`), never through libsecret's `SecretItem`/`SecretCollection` proxies: building one
 /// costs four blocking round trips (StartServiceByName, GetNameOwner, GetAll, signal
-/// subscriptions) and, in libsecret 0.20, leaks about 1 KiB. libsecret still provides the
-/// transfer session: its key encrypts every secret sent (`secret_service_encode_dbus_secret`)
-/// and decrypts every secret received (`secret_service_decode_dbus_secret`), so a token never
+/// subscriptions) and, in libsecret 0.20, leaks about 1 KiB. The transfer session's key encrypts
+/// every secret sent and decrypts every secret received, so a token never
 /// crosses the bus in clear. Round trips per operation (gnome-keyring, unlocked, nothing racing):
 ///
 /// | operation | calls |
@@ -56,8 +55,8 @@ struct LibSecretStorage: SessionStorage {
     }
 
     func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem] {
-        try ServiceConnection.shared.run(operation: "restore", timeouts: timeouts) { service, call throws(StorageFailure) in
-            let bus = try SecretBus(service, call)
+        try ServiceConnection.shared.run(operation: "restore", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
+            let bus = SecretBus(endpoint, call)
             if !withSecrets {
                 // Attributes can be read while an item is locked: no unlock, no prompt.
                 let found = try bus.search(Self.match(authEnvironmentId))
@@ -139,8 +138,8 @@ struct LibSecretStorage: SessionStorage {
 
     func store(authEnvironmentId: String, generation: String, persistedAt: UInt64,
                label: String, secret: SecretBytes) throws(StorageFailure) {
-        try ServiceConnection.shared.run(operation: "persist", timeouts: timeouts) { service, call throws(StorageFailure) in
-            let bus = try SecretBus(service, call)
+        try ServiceConnection.shared.run(operation: "persist", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
+            let bus = SecretBus(endpoint, call)
             _ = try createItem(bus, authEnvironmentId: authEnvironmentId, generation: generation,
                                persistedAt: persistedAt, label: label, secret: secret)
         }
@@ -155,8 +154,8 @@ struct LibSecretStorage: SessionStorage {
     /// whole cleanup: one round trip.
     func replace(authEnvironmentId: String, generation: String, persistedAt: UInt64,
                  label: String, secret: SecretBytes) throws(StorageFailure) {
-        try ServiceConnection.shared.run(operation: "persist", timeouts: timeouts) { service, call throws(StorageFailure) in
-            let bus = try SecretBus(service, call)
+        try ServiceConnection.shared.run(operation: "persist", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
+            let bus = SecretBus(endpoint, call)
             let ours = try createItem(bus, authEnvironmentId: authEnvironmentId, generation: generation,
                                       persistedAt: persistedAt, label: label, secret: secret)
             // Stored. From here on nothing throws: a failed removal is left to the next persist or
@@ -246,16 +245,16 @@ struct LibSecretStorage: SessionStorage {
     }
 
     func delete(itemId: String) throws(StorageFailure) {
-        try ServiceConnection.shared.run(operation: "delete", timeouts: timeouts) { service, call throws(StorageFailure) in
-            let bus = try SecretBus(service, call)
+        try ServiceConnection.shared.run(operation: "delete", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
+            let bus = SecretBus(endpoint, call)
             _ = try delete(bus, itemId)
         }
     }
 
     @discardableResult
     func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int {
-        try ServiceConnection.shared.run(operation: "clear", timeouts: timeouts) { service, call throws(StorageFailure) in
-            let bus = try SecretBus(service, call)
+        try ServiceConnection.shared.run(operation: "clear", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
+            let bus = SecretBus(endpoint, call)
             let paths = try locate(bus, authEnvironmentId, generation: generation)
             var deleted = 0
             for item in try confirmedAttributes(bus, paths, authEnvironmentId, generation: generation) {
@@ -269,8 +268,8 @@ struct LibSecretStorage: SessionStorage {
     /// process, the transfer algorithm that protects secrets on the bus, the default collection and
     /// whether it is locked. No unlock, no secret read.
     func describe() throws(StorageFailure) -> [(String, String)] {
-        try ServiceConnection.shared.run(operation: "status", timeouts: timeouts) { service, call throws(StorageFailure) in
-            let bus = try SecretBus(service, call)
+        try ServiceConnection.shared.run(operation: "status", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
+            let bus = SecretBus(endpoint, call)
             do throws(StorageFailure.Classified) {
                 let provider = try bus.provider()
                 var result = [("provider", "\(provider.name) (pid \(provider.pid))"), ("transfer", bus.transferAlgorithm)]

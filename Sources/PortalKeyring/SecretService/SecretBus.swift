@@ -12,44 +12,27 @@ import Glibc
 struct SecretBus {
     static let servicePath = "/org/freedesktop/secrets"
     static let defaultCollection = "/org/freedesktop/secrets/aliases/default"
-    private static let serviceInterface = "org.freedesktop.Secret.Service"
+    static let serviceInterface = "org.freedesktop.Secret.Service"
     private static let itemInterface = "org.freedesktop.Secret.Item"
 
-    let service: UnsafeMutablePointer<SecretService>
-    /// The private `GDBusConnection` the service proxy lives on.
-    let connection: OpaquePointer
+    let endpoint: ServiceEndpoint
+    /// The private `GDBusConnection` the endpoint lives on.
+    var connection: OpaquePointer { endpoint.connection }
     /// The provider's unique bus name (the owner of `org.freedesktop.secrets` when the transfer
     /// session was opened).
-    let name: String
+    ///
+    /// Calls go to it, never to the well-known name: a restarted KWallet holds other clients'
+    /// sessions at the paths ours had, so a GetSecrets under our stale session path came back
+    /// encrypted with another client's key ("could not decrypt a stored secret", seen in the
+    /// kwallet matrix run), and a CreateItem would be decrypted with the wrong key — stored as
+    /// garbage whenever the padding happens to check out. Addressed to the old instance, the call
+    /// fails with ServiceUnknown instead, and `ServiceConnection` retries on a new endpoint.
+    var name: String { endpoint.name }
     let call: Deadline
 
-    init(_ service: UnsafeMutablePointer<SecretService>, _ call: Deadline) throws(StorageFailure) {
-        let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
-        guard let connection = g_dbus_proxy_get_connection(proxy) else {
-            throw .unavailable("the Secret Service proxy has no connection")
-        }
-        // Calls go to the provider's unique name, the one instance that opened the transfer
-        // session, never to the well-known name. A restarted KWallet holds other clients'
-        // sessions at the paths ours had: a GetSecrets under our stale session path came back
-        // encrypted with another client's key ("could not decrypt a stored secret", seen in the
-        // kwallet matrix run), and a CreateItem would be decrypted with the wrong key — stored as
-        // garbage whenever the padding happens to check out. Addressed to the old instance, the
-        // call fails with ServiceUnknown instead, and `ServiceConnection` retries on a new proxy.
-        guard let owner = g_dbus_proxy_get_name_owner(proxy) else {
-            throw .unavailable("no provider owns org.freedesktop.secrets")
-        }
-        defer { g_free(owner) }
-        self.service = service
-        self.connection = connection
-        self.name = String(cString: owner)
+    init(_ endpoint: ServiceEndpoint, _ call: Deadline) {
+        self.endpoint = endpoint
         self.call = call
-        if secret_service_get_session_dbus_path(service) == nil {
-            // Normally opened with the proxy (SECRET_SERVICE_OPEN_SESSION); never send without one.
-            var error: UnsafeMutablePointer<GError>?
-            if secret_service_ensure_session_sync(service, call.cancellable, &error) == 0 {
-                throw StorageFailure(consuming: error, default: "could not open a transfer session")
-            }
-        }
     }
 
     /// Service.SearchItems: the matching items' paths, unlocked and locked (any collection).
@@ -67,11 +50,8 @@ struct SecretBus {
     /// Service.GetSecrets for `paths`, decrypted with the transfer session's key into wiped
     /// memory. Items the provider cannot serve (deleted, locked) are absent from the result.
     func secrets(_ paths: [String]) throws(StorageFailure.Classified) -> [String: SecretBytes] {
-        guard let session = secret_service_get_session_dbus_path(service) else {
-            throw StorageFailure.Classified(kind: .other, message: "no transfer session is open")
-        }
         let reply = try invoke(Self.servicePath, Self.serviceInterface, "GetSecrets",
-                               Variant.tuple([Variant.objectPaths(paths), g_variant_new_object_path(session)]),
+                               Variant.tuple([Variant.objectPaths(paths), g_variant_new_object_path(endpoint.session.path)]),
                                "(a{o(oayays)})", "could not load secrets")
         defer { g_variant_unref(reply) }
         let dictionary = g_variant_get_child_value(reply, 0)!
@@ -85,13 +65,7 @@ struct SecretBus {
             g_variant_unref(key)
             let encoded = g_variant_get_child_value(entry, 1)!
             defer { g_variant_unref(encoded) }
-            guard let value = secret_service_decode_dbus_secret(service, encoded) else {
-                throw StorageFailure.Classified(kind: .other, message: "could not decrypt a stored secret")
-            }
-            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-            var length = 0
-            let bytes = secret_value_get(value, &length)
-            result[path] = SecretBytes(copying: UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length))
+            result[path] = try endpoint.session.decode(encoded)
         }
         return result
     }
@@ -118,14 +92,7 @@ struct SecretBus {
     /// Returns the new item's path and the prompt's ("/" for none; the item is "/" with a prompt).
     func createItem(in collection: String, label: String, attributes: [(String, String)],
                     secret: SecretBytes) throws(StorageFailure.Classified) -> (item: String, prompt: String) {
-        let value = secret.withUnsafeBytes { bytes in
-            secret_value_new(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count,
-                             SessionDocument.contentType)
-        }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-        guard let encoded = secret_service_encode_dbus_secret(service, value) else {
-            throw StorageFailure.Classified(kind: .other, message: "could not encrypt the secret")
-        }
+        let encoded = try endpoint.session.encode(secret, contentType: SessionDocument.contentType)
         let properties = Variant.propertyDictionary([
             ("org.freedesktop.Secret.Item.Label", g_variant_new_string(label)),
             ("org.freedesktop.Secret.Item.Attributes", Variant.stringDictionary(attributes)),
@@ -199,9 +166,7 @@ struct SecretBus {
 
     /// The transfer session's algorithm (`dh-ietf1024-sha256-aes128-cbc-pkcs7`, or `plain` when the
     /// provider offers no encryption).
-    var transferAlgorithm: String {
-        secret_service_get_session_algorithms(service).map { String(cString: $0) } ?? "none"
-    }
+    var transferAlgorithm: String { endpoint.session.algorithm }
 
     /// Service.ReadAlias.
     func readAlias(_ alias: String) throws(StorageFailure.Classified) -> String {
@@ -213,23 +178,40 @@ struct SecretBus {
 
     /// One method call, bounded by the operation's deadline (its cancellable). `parameters` is
     /// consumed (floating). The reply has type `replyType`; the caller unrefs it.
+    private func invoke(_ path: String, _ interface: String, _ method: String, _ parameters: OpaquePointer?,
+                        _ replyType: StaticString, _ fallback: String,
+                        destination: String? = nil) throws(StorageFailure.Classified) -> OpaquePointer {
+        let outcome = Self.send(connection, destination: destination ?? name, path, interface, method, parameters,
+                                replyType, call.cancellable)
+        guard let reply = outcome.reply else { throw StorageFailure.classify(outcome.error, fallback) }
+        return reply
+    }
+
+    /// What `send` delivered: the reply, or the error (the caller frees whichever it gets).
+    struct Outcome {
+        var done = false
+        var reply: OpaquePointer?
+        var error: UnsafeMutablePointer<GError>?
+    }
+
+    /// One method call on `connection`, waited for under `cancellable`. `parameters` is consumed.
     ///
     /// Made asynchronously and waited for on a main context of the calling thread's own that is
     /// kept for the thread's life (`CallContext`): `g_dbus_connection_call_sync` creates and
     /// destroys a main context (and its eventfd) per call, which measurably slowed every round
     /// trip (about 25 µs of about 350 µs with gnome-keyring). GDBus calls the callback exactly
     /// once, also on cancellation, so the wait always ends.
-    private func invoke(_ path: String, _ interface: String, _ method: String, _ parameters: OpaquePointer?,
-                        _ replyType: StaticString, _ fallback: String,
-                        destination: String? = nil) throws(StorageFailure.Classified) -> OpaquePointer {
+    static func send(_ connection: OpaquePointer, destination: String, _ path: String, _ interface: String,
+                     _ method: String, _ parameters: OpaquePointer?, _ replyType: StaticString,
+                     _ cancellable: UnsafeMutablePointer<GCancellable>?) -> Outcome {
         let context = CallContext.current
-        var outcome = CallOutcome()
+        var outcome = Outcome()
         withUnsafeMutablePointer(to: &outcome) { outcome in
             g_main_context_push_thread_default(context)
             defer { g_main_context_pop_thread_default(context) }
-            g_dbus_connection_call(connection, destination ?? name, path, interface, method, parameters, Variant.type(replyType),
-                                   G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, call.cancellable, { source, result, data in
-                guard let outcome = data?.assumingMemoryBound(to: CallOutcome.self) else { return }
+            g_dbus_connection_call(connection, destination, path, interface, method, parameters, Variant.type(replyType),
+                                   G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable, { source, result, data in
+                guard let outcome = data?.assumingMemoryBound(to: Outcome.self) else { return }
                 var error: UnsafeMutablePointer<GError>?
                 outcome.pointee.reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
                 outcome.pointee.error = error
@@ -237,16 +219,8 @@ struct SecretBus {
             }, outcome)
             while !outcome.pointee.done { g_main_context_iteration(context, 1) }
         }
-        guard let reply = outcome.reply else { throw StorageFailure.classify(outcome.error, fallback) }
-        return reply
+        return outcome
     }
-}
-
-/// What an asynchronous call in `SecretBus.invoke` delivered.
-struct CallOutcome {
-    var done = false
-    var reply: OpaquePointer?
-    var error: UnsafeMutablePointer<GError>?
 }
 
 /// A main context per thread that makes keyring calls, created on its first call and released

@@ -4,14 +4,46 @@ import Synchronization
 import Glibc
 #endif
 
-/// The process-wide `SecretService` proxy with an open (encrypted) transfer session, on a
-/// session-bus connection of the library's own, created lazily and rebuilt after a failure.
+/// What keyring calls run against: the library's own session-bus connection, the provider's
+/// unique bus name, and the transfer session opened with that provider on that connection.
+/// Immutable; shared by the calls of every thread until `ServiceConnection` drops it.
+final class ServiceEndpoint: @unchecked Sendable {
+    /// The private `GDBusConnection` (one reference owned).
+    let connection: OpaquePointer
+    /// The provider's unique bus name (the owner of `org.freedesktop.secrets` when the transfer
+    /// session was opened).
+    let name: String
+    let session: TransferSession
+
+    init(connection: OpaquePointer, name: String, session: TransferSession) {
+        g_object_ref(UnsafeMutableRawPointer(connection))
+        self.connection = connection
+        self.name = name
+        self.session = session
+    }
+
+    deinit {
+        // Session.Close, not waited for (sent without a reply expected); the provider also closes
+        // it when the connection goes away.
+        if g_dbus_connection_is_closed(connection) == 0 {
+            g_dbus_connection_call(connection, name, session.path, "org.freedesktop.Secret.Session", "Close", nil, nil,
+                                   G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, nil, nil, nil)
+        }
+        g_object_unref(UnsafeMutableRawPointer(connection))
+    }
+}
+
+/// The process-wide endpoint: a session-bus connection of the library's own, the provider's
+/// unique name and an open (encrypted) transfer session, created lazily and rebuilt after a
+/// failure.
 ///
 /// The connection is private rather than GLib's shared `g_bus_get` singleton: that one belongs to
-/// the host application, and once the bus goes away it stays closed for the life of the process
-/// (every later call failed with "The connection is closed" until the app restarted). A closed
-/// connection is detected at the start of the next call and replaced; a provider restart on a
-/// live bus is handled by the one retry on a fresh proxy.
+/// the host application, terminates the process when the bus goes away (its `exit-on-close`),
+/// and once closed it stays closed for the life of the process (every later call failed with
+/// "The connection is closed" until the app restarted). libsecret's `SecretService` can only be
+/// created on that shared connection, so the transfer session is the library's own
+/// (`TransferSession`). A closed connection is detected at the start of the next call and
+/// replaced; a provider restart on a live bus is handled by the one retry on a new endpoint.
 final class ServiceConnection: Sendable {
     /// This process's instance (a fork child gets its own: `ForkSafety`).
     static var shared: ServiceConnection { slot.get }
@@ -19,42 +51,40 @@ final class ServiceConnection: Sendable {
 
     private struct Cache: @unchecked Sendable {
         var connection: OpaquePointer?
-        var service: UnsafeMutablePointer<SecretService>?
+        var endpoint: ServiceEndpoint?
     }
     private let cached = Lock(Cache())
 
-    /// Runs `body` with a referenced service under the call deadline. A failure on a cached
-    /// service (stale connection, provider restarted), or a provider error on any service (a
-    /// transfer session the provider garbles), drops it and retries once on a new one.
+    /// Runs `body` with an endpoint under the call deadline. A failure on a cached endpoint (stale
+    /// connection, provider restarted), or a provider error on any endpoint (a transfer session
+    /// the provider garbles), drops it and retries once on a new one.
     func run<T>(operation: String, timeouts: KeyringTimeouts,
-                _ body: (UnsafeMutablePointer<SecretService>, Deadline) throws(StorageFailure) -> T)
+                _ body: (ServiceEndpoint, Deadline) throws(StorageFailure) -> T)
         throws(StorageFailure) -> T {
         ForkSafety.install()
         if ForkSafety.dbusUnusable { throw ForkSafety.childFailure }
         return try Deadlines.shared.run(operation: operation, milliseconds: timeouts.callMilliseconds) { call throws(StorageFailure) -> T in
             var retried = false
             while true {
-                let service: UnsafeMutablePointer<SecretService>
+                let endpoint: ServiceEndpoint
                 let fromCache: Bool
                 do throws(StorageFailure) {
-                    (service, fromCache) = try acquire(call.cancellable)
+                    (endpoint, fromCache) = try acquire(call.cancellable)
                 } catch {
-                    // The provider refused to open the transfer session (KWallet rejects about 1 in
-                    // 100 client public keys): once more, with new keys.
+                    // The provider refused to open the transfer session: once more, with new keys.
                     if case .failed = error, !retried, g_cancellable_is_cancelled(call.cancellable) == 0 {
                         retried = true
                         continue
                     }
                     throw error
                 }
-                defer { g_object_unref(service) }
                 do throws(StorageFailure) {
-                    return try body(service, call)
+                    return try body(endpoint, call)
                 } catch {
-                    // Retried once on a new proxy and transfer session: a provider error (.failed:
+                    // Retried once on a new endpoint and transfer session: a provider error (.failed:
                     // a secret that does not decrypt under this session — KWallet, about 1 in 100
-                    // sessions —, an object gone), or an unavailable provider when the cached proxy
-                    // may be stale (provider or bus restarted).
+                    // sessions —, an object gone), or an unavailable provider when the cached
+                    // endpoint may be stale (provider or bus restarted).
                     let retriable: Bool
                     switch error {
                     case .failed: retriable = true
@@ -63,7 +93,7 @@ final class ServiceConnection: Sendable {
                     }
                     if retriable && !retried && g_cancellable_is_cancelled(call.cancellable) == 0 {
                         retried = true
-                        drop(service)
+                        drop(endpoint)
                         continue
                     }
                     throw error
@@ -72,35 +102,38 @@ final class ServiceConnection: Sendable {
         }
     }
 
-    /// Forgets the cached service (for example after the provider restarted). The connection is
+    /// Forgets the cached endpoint (for example after the provider restarted). The connection is
     /// kept while it is open.
-    func drop(_ service: UnsafeMutablePointer<SecretService>) {
-        let old: Cache = cached.withLock { cache in
-            guard cache.service == service else { return Cache() }
-            cache.service = nil
-            return Cache(connection: nil, service: service)
+    func drop(_ endpoint: ServiceEndpoint) {
+        let old: ServiceEndpoint? = cached.withLock { cache in
+            guard cache.endpoint === endpoint else { return nil }
+            defer { cache.endpoint = nil }
+            return cache.endpoint
         }
-        if let service = old.service { g_object_unref(service) }
+        _ = old  // released outside the lock
     }
 
-    /// Returns a service with a new reference, and whether it came from the cache.
+    /// Returns an endpoint, and whether it came from the cache.
     private func acquire(_ cancellable: UnsafeMutablePointer<GCancellable>) throws(StorageFailure)
-        -> (UnsafeMutablePointer<SecretService>, Bool) {
-        let current: Cache = cached.withLock { cache in
+        -> (ServiceEndpoint, Bool) {
+        // Register libsecret's D-Bus error names (org.freedesktop.Secret.Error.IsLocked, …) before
+        // the first reply can carry one, so that `StorageFailure.classify` recognizes them.
+        _ = secret_error_get_quark()
+        var stale: ServiceEndpoint?
+        let current: (connection: OpaquePointer?, endpoint: ServiceEndpoint?) = cached.withLock { cache in
             if let connection = cache.connection, g_dbus_connection_is_closed(connection) != 0 {
-                // The bus went away (or restarted): forget the connection and its proxy.
-                if let service = cache.service { g_object_unref(service) }
+                // The bus went away (or restarted): forget the connection and its endpoint.
+                stale = cache.endpoint
                 g_object_unref(UnsafeMutableRawPointer(connection))
                 cache = Cache()
             }
-            if let service = cache.service {
-                g_object_ref(service)
-                return Cache(connection: nil, service: service)
-            }
+            if let endpoint = cache.endpoint { return (nil, endpoint) }
             if let connection = cache.connection { g_object_ref(UnsafeMutableRawPointer(connection)) }
-            return Cache(connection: cache.connection, service: nil)
+            return (cache.connection, nil)
         }
-        if let service = current.service { return (service, true) }
+        withExtendedLifetime(stale) {}  // released here, outside the lock
+        stale = nil
+        if let endpoint = current.endpoint { return (endpoint, true) }
         let connection: OpaquePointer
         if let existing = current.connection { connection = existing } else { connection = try connect(cancellable) }
         defer { g_object_unref(UnsafeMutableRawPointer(connection)) }
@@ -111,9 +144,8 @@ final class ServiceConnection: Sendable {
                 g_object_ref(UnsafeMutableRawPointer(connection))
                 cache.connection = connection
             }
-            if cache.service == nil && cache.connection == connection {
-                g_object_ref(fresh)
-                cache.service = fresh
+            if cache.endpoint == nil && cache.connection == connection {
+                cache.endpoint = fresh
             }
         }
         return (fresh, false)
@@ -140,98 +172,36 @@ final class ServiceConnection: Sendable {
         return connection
     }
 
-    /// Opens a new `SecretService` proxy on `connection` (not libsecret's process-wide singleton,
-    /// which would be shared with the host application) with an encrypted transfer session.
+    /// The provider's unique name on `connection`, and a transfer session opened with it.
     private func open(on connection: OpaquePointer,
-                      _ cancellable: UnsafeMutablePointer<GCancellable>) throws(StorageFailure) -> UnsafeMutablePointer<SecretService> {
-        guard let object = PrivateSecretService.new(on: connection) else {
-            throw .failed("could not create a Secret Service proxy")
-        }
-        var error: UnsafeMutablePointer<GError>?
-        if g_initable_init(OpaquePointer(object), cancellable, &error) == 0 {
-            g_object_unref(object)
-            let classified = StorageFailure.classify(error, "could not open a Secret Service session")
-            switch classified.kind {
+                      _ cancellable: UnsafeMutablePointer<GCancellable>) throws(StorageFailure) -> ServiceEndpoint {
+        let name = try ProviderName.resolve(on: connection, cancellable)
+        do throws(StorageFailure.Classified) {
+            let session = try TransferSession.open { algorithm, input throws(StorageFailure.Classified) -> OpaquePointer? in
+                let outcome = SecretBus.send(connection, destination: name, SecretBus.servicePath, SecretBus.serviceInterface,
+                                             "OpenSession", Variant.tuple([g_variant_new_string(algorithm), input]),
+                                             "(vo)", cancellable)
+                if let reply = outcome.reply { return reply }
+                if let error = outcome.error, error.pointee.domain == g_dbus_error_quark(),
+                   error.pointee.code == Int32(G_DBUS_ERROR_NOT_SUPPORTED.rawValue) {
+                    g_error_free(error)
+                    return nil
+                }
+                throw StorageFailure.classify(outcome.error, "could not open a transfer session")
+            }
+            return ServiceEndpoint(connection: connection, name: name, session: session)
+        } catch {
+            switch error.kind {
             case .cancelled: throw .failed("cancelled")
-            case .unavailable: throw .unavailable(classified.message)
+            case .unavailable: throw .unavailable(error.message)
             default:
                 // The provider answered, and refused (e.g. KWallet: "Client public key size is invalid").
-                throw .failed("could not open a transfer session: " + classified.message)
+                throw .failed("could not open a transfer session: " + error.message)
             }
         }
-        return UnsafeMutableRawPointer(object).assumingMemoryBound(to: SecretService.self)
     }
 
     private static func message(consuming error: UnsafeMutablePointer<GError>?) -> String {
         StorageFailure.classify(error, "unknown error").message
-    }
-}
-
-/// A `SecretService` subclass whose D-Bus proxy uses the connection given as "g-connection".
-/// libsecret's constructor always selects GLib's shared session bus ("g-bus-type"); this one
-/// undoes that after chaining up (construct-only properties may still be set inside a
-/// constructor), and turns off property loading and signal subscriptions, which the adapter
-/// does not use (their callbacks would be queued to contexts nobody runs).
-enum PrivateSecretService {
-    typealias Constructor = @convention(c) (GType, guint, UnsafeMutablePointer<GObjectConstructParam>?)
-        -> UnsafeMutablePointer<GObject>?
-    nonisolated(unsafe) static var parentConstructor: Constructor?
-
-    static let type: GType = {
-        var query = GTypeQuery()
-        g_type_query(secret_service_get_type(), &query)
-        return g_type_register_static_simple(secret_service_get_type(), "PortalKeyringSecretService", query.class_size, { klass, _ in
-            guard let objectClass = klass?.assumingMemoryBound(to: GObjectClass.self) else { return }
-            // The class structure starts as a copy of the parent's: this is libsecret's constructor.
-            PrivateSecretService.parentConstructor = objectClass.pointee.constructor
-            objectClass.pointee.constructor = { type, count, parameters in
-                guard let object = PrivateSecretService.parentConstructor?(type, count, parameters) else { return nil }
-                var value = GValue()
-                g_value_init(&value, g_bus_type_get_type())
-                g_value_set_enum(&value, G_BUS_TYPE_NONE.rawValue)
-                g_object_set_property(object, "g-bus-type", &value)
-                g_value_unset(&value)
-                g_value_init(&value, g_dbus_proxy_flags_get_type())
-                g_value_set_flags(&value, G_DBUS_PROXY_FLAGS_DO_NOT_LOAD_PROPERTIES.rawValue
-                                  | G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS.rawValue)
-                g_object_set_property(object, "g-flags", &value)
-                g_value_unset(&value)
-                return object
-            }
-        }, query.instance_size, nil, GTypeFlags(rawValue: 0))
-    }()
-
-    /// `SecretServiceFlags`, registered once. libsecret 0.20's generated enum getters are not
-    /// thread-safe: when two threads register the type at once, the loser stores 0 and every
-    /// later call fails ("cannot register existing type"), so services were created without
-    /// their flags (no transfer session) for the rest of the process. The class is initialized
-    /// here too, since its class_init calls the same getter.
-    private static let flagsType: GType = {
-        g_type_class_unref(g_type_class_ref(type))
-        return secret_service_flags_get_type()
-    }()
-
-    /// A new, not yet initialized proxy on `connection` that opens a transfer session when
-    /// initialized (`g_initable_init`).
-    static func new(on connection: OpaquePointer) -> UnsafeMutablePointer<GObject>? {
-        let flagsType = Self.flagsType
-        var values = [GValue](repeating: GValue(), count: 2)
-        return values.withUnsafeMutableBufferPointer { values -> UnsafeMutablePointer<GObject>? in
-            guard let base = values.baseAddress else { return nil }
-            g_value_init(base, g_dbus_connection_get_type())
-            g_value_set_object(base, UnsafeMutableRawPointer(connection))
-            g_value_init(base + 1, flagsType)
-            g_value_set_flags(base + 1, SECRET_SERVICE_OPEN_SESSION.rawValue)
-            defer {
-                g_value_unset(base)
-                g_value_unset(base + 1)
-            }
-            var names: [UnsafePointer<CChar>?] = [cString("g-connection"), cString("flags")]
-            return g_object_new_with_properties(type, 2, &names, base)
-        }
-    }
-
-    private static func cString(_ literal: StaticString) -> UnsafePointer<CChar> {
-        UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)
     }
 }

@@ -1,0 +1,114 @@
+import CLibSecret
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A Secret Service transfer session: the key that secrets crossing the bus are encrypted with.
+///
+/// Negotiated with `Service.OpenSession` as the Secret Service API specifies for the algorithm
+/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` ("Transfer of Secrets"): Diffie-Hellman over the
+/// 1024-bit MODP group of RFC 2409 §6.2 (generator 2), the shared value (padded to 128 bytes)
+/// through HKDF-SHA256 (RFC 5869, no salt, no info) into a 16-byte AES-128 key, each secret
+/// encrypted with AES-128-CBC under a fresh random 16-byte IV, PKCS#7-padded. The arithmetic,
+/// hash, cipher and random numbers are libgcrypt's (the library libsecret and gnome-keyring use,
+/// already loaded with libsecret); only the protocol's glue is here.
+///
+/// The session is the library's own because libsecret's `SecretService` can only be created on
+/// GLib's shared session-bus connection, which belongs to the host application (see
+/// `ServiceConnection`), and a transfer session is bound to the connection that opened it.
+///
+/// A provider that offers no encryption (OpenSession answers NotSupported) gets a `plain`
+/// session, as libsecret does; `algorithm` says which is in use (`portal-session status`).
+///
+/// Immutable after opening; `encode` and `decode` may run on any thread at once.
+final class TransferSession: @unchecked Sendable {
+    static let encryptedAlgorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
+    static let plainAlgorithm = "plain"
+
+    /// The session's object path on the provider.
+    let path: String
+    /// `encryptedAlgorithm` or `plainAlgorithm`.
+    let algorithm: String
+    /// The AES-128 key; nil for a plain session.
+    private let key: SecretBytes?
+
+    init(path: String, algorithm: String, key: SecretBytes?) {
+        self.path = path
+        self.algorithm = algorithm
+        self.key = key
+    }
+
+    /// Opens a session through `openSession`, which makes the `Service.OpenSession` call with the
+    /// algorithm name and the (floating) input variant and returns the reply `(vo)`, nil when the
+    /// provider answers NotSupported, or throws.
+    static func open(_ openSession: (String, OpaquePointer) throws(StorageFailure.Classified) -> OpaquePointer?)
+        throws(StorageFailure.Classified) -> TransferSession {
+        guard Crypto.ready else {
+            throw StorageFailure.Classified(kind: .other, message: "libgcrypt is older than the version built against")
+        }
+        let keys = try Crypto.KeyPair()
+        let offered = keys.publicKey.withUnsafeBytes { Crypto.byteArray($0) }
+        guard let reply = try openSession(encryptedAlgorithm, g_variant_new_variant(offered)) else {
+            // No encryption offered: a plain session, as libsecret falls back to.
+            guard let plain = try openSession(plainAlgorithm, g_variant_new_variant(g_variant_new_string(""))) else {
+                throw StorageFailure.Classified(kind: .other, message: "the provider supports no transfer algorithm")
+            }
+            defer { g_variant_unref(plain) }
+            return TransferSession(path: Variant.string(plain, 1), algorithm: plainAlgorithm, key: nil)
+        }
+        defer { g_variant_unref(reply) }
+        let boxed = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(boxed) }
+        let output = g_variant_get_variant(boxed)!
+        defer { g_variant_unref(output) }
+        guard String(cString: g_variant_get_type_string(output)) == "ay" else {
+            throw StorageFailure.Classified(kind: .other, message: "the provider's session output is not a byte array")
+        }
+        var count: gsize = 0
+        let peer = g_variant_get_fixed_array(output, &count, 1)
+        let key = try keys.sharedKey(peer: UnsafeRawBufferPointer(start: peer, count: Int(count)))
+        return TransferSession(path: Variant.string(reply, 1), algorithm: encryptedAlgorithm, key: key)
+    }
+
+    /// The Secret Service `Secret` struct `(oayays)` carrying `secret`, encrypted under this
+    /// session, as a floating variant.
+    func encode(_ secret: SecretBytes, contentType: String) throws(StorageFailure.Classified) -> OpaquePointer {
+        guard let key else {
+            let value = secret.withUnsafeBytes { Crypto.byteArray($0) }
+            return Variant.tuple([g_variant_new_object_path(path), Crypto.byteArray(UnsafeRawBufferPointer(start: nil, count: 0)),
+                                  value, g_variant_new_string(contentType)])
+        }
+        guard Crypto.ready else { throw StorageFailure.Classified(kind: .other, message: "libgcrypt is not usable") }
+        var iv = [UInt8](repeating: 0, count: Crypto.blockSize)
+        gcry_create_nonce(&iv, iv.count)
+        let ciphertext = try Crypto.encrypt(secret, key: key, iv: iv)
+        return iv.withUnsafeBytes { iv in
+            ciphertext.withUnsafeBytes { ciphertext in
+                Variant.tuple([g_variant_new_object_path(path), Crypto.byteArray(iv), Crypto.byteArray(ciphertext),
+                               g_variant_new_string(contentType)])
+            }
+        }
+    }
+
+    /// The secret carried by `secret`, a `(oayays)` struct from GetSecrets, decrypted into wiped
+    /// memory. Throws when it was not made for this session or does not decrypt.
+    func decode(_ secret: OpaquePointer) throws(StorageFailure.Classified) -> SecretBytes {
+        guard String(cString: g_variant_get_type_string(secret)) == "(oayays)", Variant.string(secret, 0) == path else {
+            throw StorageFailure.Classified(kind: .other, message: "a secret arrived for another transfer session")
+        }
+        let parameters = g_variant_get_child_value(secret, 1)!
+        defer { g_variant_unref(parameters) }
+        let value = g_variant_get_child_value(secret, 2)!
+        defer { g_variant_unref(value) }
+        var ivCount: gsize = 0
+        let iv = g_variant_get_fixed_array(parameters, &ivCount, 1)
+        var count: gsize = 0
+        let bytes = g_variant_get_fixed_array(value, &count, 1)
+        let body = UnsafeRawBufferPointer(start: bytes, count: Int(count))
+        guard let key else { return SecretBytes(copying: body) }
+        guard let iv, ivCount == gsize(Crypto.blockSize) else {
+            throw StorageFailure.Classified(kind: .other, message: "could not decrypt a stored secret: no 16-byte IV")
+        }
+        return try Crypto.decrypt(body, key: key, iv: UnsafeRawBufferPointer(start: iv, count: Crypto.blockSize))
+    }
+}
