@@ -87,8 +87,11 @@ if wait_for_connection "$handler"; then
     else
         ok "/proc/PID/cmdline of a blocked handle-redirect has no grant"
     fi
-    [[ $cmdline == *"handle-redirect $redirect"* ]] && ok "its cmdline still shows the command and the URL without query ($cmdline)" ||
+    if [[ $cmdline == *"handle-redirect $redirect"* ]]; then
+        ok "its cmdline still shows the command and the URL without query ($cmdline)"
+    else
         bad "cmdline lost more than the query: $cmdline"
+    fi
 
     echo "== core dumps: the handler is non-dumpable"
     if [[ $(cat /proc/sys/kernel/core_pattern) == \|* ]]; then
@@ -102,8 +105,11 @@ if wait_for_connection "$handler"; then
         if compgen -G "$dir/core*" >/dev/null; then
             bad "a core file was written for portal-session: $(ls "$dir")"
         else
-            ((status == 128 + 11)) && ok "no core file for portal-session killed by SIGSEGV" ||
+            if ((status == 128 + 11)); then
+                ok "no core file for portal-session killed by SIGSEGV"
+            else
                 bad "portal-session did not die of SIGSEGV (exit $status): the check proves nothing"
+            fi
         fi
         (cd "$dir" && ulimit -c unlimited && exec sleep 30) &
         control=$!

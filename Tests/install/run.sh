@@ -271,6 +271,7 @@ mkdir -p "$curldir"
 marker=$curldir/fake-curl-loaded
 planted=()
 if cc -shared -fPIC -o "$curldir/libcurl.so.4" Tests/install/fake_curl.c >"$log" 2>&1 &&
+    # shellcheck disable=SC2046 # pkg-config's output is a list of flags
     cc Tests/install/curl_search.c $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs portal-keyring) \
         -Wl,--enable-new-dtags -Wl,-rpath,"$prefix/lib" -o "$curldir/curl_search" >>"$log" 2>&1; then
     for name in libcurl.so.4 libcurl-gnutls.so.4; do
