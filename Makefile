@@ -78,7 +78,11 @@ REALNAME := $(LINKNAME).$(VERSION)
 # symbols; with lld a header function that Swift does not implement fails the link.
 # --gc-sections is kept although it removes almost nothing today: Swift's metadata sections
 # reference every function, and the runtime archives are not built with -ffunction-sections.
-SWIFT_FLAGS := -c release --scratch-path $(SCRATCH) -Xswiftc -static-stdlib \
+# --disable-local-rpath: no RUNPATH $ORIGIN in the installed library or command. The library
+# dlopen()s libcurl.so.4 by soname, and a RUNPATH would make the loader look next to the library
+# first: a libcurl.so.4 placed there would run its code in every host process (issue 14 item 7).
+# Everything the library needs comes from the system library path (ld.so.conf, ld.so.cache).
+SWIFT_FLAGS := -c release --scratch-path $(SCRATCH) --disable-local-rpath -Xswiftc -static-stdlib \
 	$(if $(SWIFT_LINKER),-Xswiftc -use-ld=$(SWIFT_LINKER))
 LIB_LINK_FLAGS := -Xlinker --version-script=$(CURDIR)/$(OUT)/portal-keyring.map \
 	-Xlinker -soname=$(SONAME) -Xlinker --gc-sections -Xlinker -z -Xlinker defs

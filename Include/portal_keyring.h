@@ -157,7 +157,11 @@ PORTAL_API const char *portal_last_error_message(void);
 
 /**
  * Wipes (overwrites with zeros) and frees a string that the library returned as caller-owned,
- * such as the token from portal_session_copy_token(). NULL is a no-op. Thread-safe.
+ * such as the token from portal_session_copy_token() or a body from portal_request(). The whole
+ * allocation is wiped, by the length the library recorded when it handed the string out (a
+ * response body with NUL bytes inside is wiped to its end, not to its first NUL). NULL, a
+ * pointer the library did not return and a second free of the same pointer are no-ops.
+ * Thread-safe.
  */
 PORTAL_API void portal_string_free(char *string);
 
@@ -498,7 +502,8 @@ PORTAL_API portal_status portal_clear_session(portal *portal);
  * @param body              optional JSON body (NULL for none).
  * @param[out] status_out   receives the HTTP status.
  * @param[out] body_out     optional: receives the response body (at most 4 MiB), with a NUL
- *                          after it, owned by the caller (portal_string_free()).
+ *                          after it, owned by the caller (portal_string_free(), which wipes all
+ *                          of it, NUL bytes inside included).
  * @param[out] body_len_out optional: receives the body's length in bytes (the body may contain
  *                          NUL bytes; then use this length, not strlen).
  * @return PORTAL_OK (whatever the HTTP status), PORTAL_ERR_SESSION_INVALIDATED,

@@ -11,7 +11,8 @@
 #   4. C tests and examples (Tests/c/run.sh) inside the same kind of environment;
 #   5. the Python ctypes module (pytest, installed if missing), the C++ RAII wrapper and the
 #      Python/C++ examples, checked against the C example's output (Tests/bindings/run.sh);
-#      the portal-session command and the desktop redirect handler (Tests/cli/run.sh);
+#      the portal-session command and the desktop redirect handler (Tests/cli/run.sh), and the
+#      command's process hardening: argv scrub, non-dumpable (Tests/cli/hardening.sh);
 #   6. the install test (Tests/install/run.sh: release build with the Swift runtime linked in,
 #      make install into a temporary prefix, exported symbols == header, versions, abidiff);
 #   7. the fault-injection suite (Tests/fault/run.sh: 14 conditions on real daemons it starts
@@ -72,6 +73,10 @@ bounded "${PORTAL_TIMEOUT_BINDINGS:-600}" "Python, C++ bindings" \
 step "portal-session command and desktop handler (private keyring + loopback Portal API)"
 bounded "${PORTAL_TIMEOUT_CLI:-300}" "portal-session command" \
     scripts/with-keyring.sh scripts/with-portal-api.sh Tests/cli/run.sh
+
+step "portal-session process hardening: grant scrubbed from argv, non-dumpable (private keyring + loopback Portal API)"
+bounded "${PORTAL_TIMEOUT_CLI:-300}" "portal-session hardening" \
+    scripts/with-keyring.sh scripts/with-portal-api.sh Tests/cli/hardening.sh
 
 step "install like a system library: make install, pkg-config program without the toolchain, symbols, versions, ABI"
 bounded "${PORTAL_TIMEOUT_INSTALL:-1800}" "install test" Tests/install/run.sh

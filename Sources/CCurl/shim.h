@@ -20,3 +20,14 @@ static inline CURLcode portal_curl_setopt_xferinfo(void *fn, CURL *c,
 static inline CURLcode portal_curl_getinfo_long(void *fn, CURL *c, CURLINFO i, long *v) {
     return ((portal_curl_variadic_fn)fn)(c, (int)i, v);
 }
+/* The usable size of a malloc'd block (glibc's <malloc.h>, which the Swift Glibc module does not
+ * export): the wiping allocator given to curl_global_init_mem wipes that many bytes. */
+#include <malloc.h>
+static inline size_t portal_malloc_usable_size(void *block) { return malloc_usable_size(block); }
+/* prctl is variadic, which Swift cannot call: PR_SET_DUMPABLE / PR_GET_DUMPABLE for
+ * ProcessHardening.swift (the portal-session command makes itself non-dumpable). */
+#include <sys/prctl.h>
+static inline int portal_prctl_set_dumpable(int dumpable) {
+    return prctl(PR_SET_DUMPABLE, (unsigned long)dumpable, 0UL, 0UL, 0UL);
+}
+static inline int portal_prctl_get_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL); }

@@ -8,7 +8,17 @@ import Glibc
 /// Restoring, persisting and clearing sessions never touch the network, and linking libcurl made
 /// every host process load ~30 more libraries (TLS, Kerberos, LDAP, …): about +5 ms and +6 MiB
 /// per process start (bench/results.md). The library tries `libcurl.so.4` (Debian's OpenSSL
-/// build), then `libcurl-gnutls.so.4`. Loaded once per process, never unloaded; thread-safe.
+/// build), then `libcurl-gnutls.so.4`, by soname only: the dynamic loader's system search path
+/// decides (the release library carries no RUNPATH, so a file placed next to it is not loaded).
+/// Loaded once per process, never unloaded; thread-safe.
+///
+/// Memory: when this library is the first to initialize libcurl in the process, it does so with
+/// `curl_global_init_mem` and an allocator whose free and realloc wipe each block first
+/// (`malloc_usable_size` bytes), so libcurl's own copies of a request (the request line and
+/// headers it builds, with `Authorization: Bearer …`; a copied request body; response buffers)
+/// are not left in freed heap memory. If the host process initialized libcurl before, libcurl
+/// keeps the host's allocator and those copies stay (docs/security.md). TLS libraries allocate
+/// on their own (OpenSSL's buffers of an HTTPS connection are not wiped by this).
 struct Curl: @unchecked Sendable {
     typealias Easy = UnsafeMutableRawPointer
     typealias SList = UnsafeMutablePointer<curl_slist>
@@ -50,14 +60,14 @@ struct Curl: @unchecked Sendable {
         }
         let symbols = ["curl_easy_init", "curl_easy_cleanup", "curl_easy_perform", "curl_easy_strerror",
                        "curl_slist_append", "curl_slist_free_all", "curl_url", "curl_url_cleanup", "curl_url_set",
-                       "curl_url_get", "curl_free", "curl_easy_setopt", "curl_easy_getinfo", "curl_global_init"]
+                       "curl_url_get", "curl_free", "curl_easy_setopt", "curl_easy_getinfo", "curl_global_init_mem"]
         let found = symbols.map(address)
         guard missing.isEmpty else {
             return .failure(.transport("libcurl lacks \(missing.joined(separator: ", "))"))
         }
         let f = found.map { $0! }
-        typealias GlobalInit = @convention(c) (Int) -> CURLcode
-        guard unsafeBitCast(f[13], to: GlobalInit.self)(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK else {
+        guard unsafeBitCast(f[13], to: GlobalInitMem.self)(Int(CURL_GLOBAL_DEFAULT), wipingMalloc, wipingFree,
+                                                            wipingRealloc, wipingStrdup, wipingCalloc) == CURLE_OK else {
             return .failure(.transport("libcurl could not be initialized"))
         }
         return .success(Curl(
@@ -76,4 +86,47 @@ struct Curl: @unchecked Sendable {
             setopt: f[11],
             getinfo: f[12]))
     }
+}
+
+extension Curl {
+    /// Wipes the text of every entry of a header list (one may be the bearer), then returns it
+    /// for `curl_slist_free_all`.
+    static func wipe(_ list: SList?) -> SList? {
+        var entry = list
+        while let current = entry {
+            if let data = current.pointee.data { SecretBytes.wipe(data, strlen(data)) }
+            entry = current.pointee.next
+        }
+        return list
+    }
+
+    typealias GlobalInitMem = @convention(c) (
+        Int,
+        @convention(c) (Int) -> UnsafeMutableRawPointer?,
+        @convention(c) (UnsafeMutableRawPointer?) -> Void,
+        @convention(c) (UnsafeMutableRawPointer?, Int) -> UnsafeMutableRawPointer?,
+        @convention(c) (UnsafePointer<CChar>?) -> UnsafeMutablePointer<CChar>?,
+        @convention(c) (Int, Int) -> UnsafeMutableRawPointer?
+    ) -> CURLcode
+}
+
+// libcurl's allocator (curl_global_init_mem): the C library's, except that a block is wiped
+// before it is freed, and a growing realloc moves into a new block and wipes the old one.
+private let wipingMalloc: @convention(c) (Int) -> UnsafeMutableRawPointer? = { malloc($0) }
+private let wipingCalloc: @convention(c) (Int, Int) -> UnsafeMutableRawPointer? = { calloc($0, $1) }
+private let wipingStrdup: @convention(c) (UnsafePointer<CChar>?) -> UnsafeMutablePointer<CChar>? = { $0.flatMap { strdup($0) } }
+private let wipingFree: @convention(c) (UnsafeMutableRawPointer?) -> Void = { block in
+    guard let block else { return }
+    SecretBytes.wipe(block, portal_malloc_usable_size(block))
+    free(block)
+}
+private let wipingRealloc: @convention(c) (UnsafeMutableRawPointer?, Int) -> UnsafeMutableRawPointer? = { block, size in
+    guard let block else { return malloc(size) }
+    let usable = portal_malloc_usable_size(block)
+    if size <= usable && size > 0 { return block }
+    guard let moved = malloc(max(size, 1)) else { return nil }
+    moved.copyMemory(from: block, byteCount: min(usable, size))
+    SecretBytes.wipe(block, usable)
+    free(block)
+    return moved
 }

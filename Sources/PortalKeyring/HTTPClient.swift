@@ -60,8 +60,27 @@ extension PortalRequest {
 public struct PortalResponse: Sendable {
     /// The HTTP status code.
     public let status: Int
-    /// The response body, at most `HTTPClient.maxBodyBytes`.
-    public let body: [UInt8]
+    /// The response body, at most `HTTPClient.maxBodyBytes`: a new copy on every read, which is
+    /// the caller's (the library's own copy is wiped when the last `PortalResponse` holding it
+    /// goes away; a body may carry a credential, such as a sign-in exchange's token).
+    public var body: [UInt8] { bodyBytes.withUnsafeBytes { Array($0) } }
+    /// The library's copy of the body (wiped on release).
+    let bodyBytes: SecretBytes
+
+    init(status: Int, bodyBytes: SecretBytes) {
+        self.status = status
+        self.bodyBytes = bodyBytes
+    }
+
+    /// The body's length in bytes.
+    @_spi(PortalKeyringC)
+    public var bodyCount: Int { bodyBytes.count }
+
+    /// Calls `body` with the response body in place, without a copy (valid only during the call).
+    @_spi(PortalKeyringC)
+    public func withBodyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try bodyBytes.withUnsafeBytes(body)
+    }
 }
 
 /// Why a request did not produce a response.
@@ -176,7 +195,8 @@ struct HTTPClient: Sendable {
         let setopt = curl.setopt
 
         var headers: UnsafeMutablePointer<curl_slist>?
-        defer { curl.slistFreeAll(headers) }
+        // Every header line is wiped before the list is freed: one of them is the bearer.
+        defer { curl.slistFreeAll(Curl.wipe(headers)) }
         var hasContentType = false
         for (name, value) in request.headers where name.lowercased() != "authorization" {
             if name.lowercased() == "content-type" { hasContentType = true }
@@ -226,7 +246,7 @@ struct HTTPClient: Sendable {
             let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
             let length = size * count
             if sink.bytes.count + length > HTTPClient.maxBodyBytes { return 0 }
-            sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+            sink.bytes.append(UnsafeRawBufferPointer(start: data, count: length))
             return length
         }, "CURLOPT_WRITEFUNCTION")
         try check(portal_curl_setopt_ptr(setopt, easy, CURLOPT_WRITEDATA, sinkPointer.toOpaque()), "CURLOPT_WRITEDATA")
@@ -263,7 +283,7 @@ struct HTTPClient: Sendable {
         }
         var status = 0
         portal_curl_getinfo_long(curl.getinfo, easy, CURLINFO_RESPONSE_CODE, &status)
-        return PortalResponse(status: status, body: sink.bytes)
+        return PortalResponse(status: status, bodyBytes: sink.bytes.freeze())
     }
 }
 
@@ -303,6 +323,8 @@ extension HTTPClient {
     }
 }
 
+/// Where libcurl's write callback puts the body: pages that are wiped, never left behind, as it
+/// grows and when the request ends.
 private final class ResponseSink {
-    var bytes: [UInt8] = []
+    let bytes = SecretBytes.Growable()
 }

@@ -2,29 +2,33 @@
 import Glibc
 #endif
 
-/// Heap memory holding secret bytes (a CST or a serialized session document).
+/// Memory holding secret bytes (a CST, an API key, a serialized session document, a response
+/// body).
 ///
-/// The bytes are overwritten with zeros before the memory is released, so the library never
-/// frees a token it owns without wiping it first (SPEC §5). Immutable after creation, so it is
-/// safe to share between threads.
+/// The bytes live in anonymous memory marked `MADV_DONTDUMP`, so that a core dump of the host
+/// process leaves them out: a slot of `SecretPool` for small secrets, pages of their own for
+/// larger ones. They are overwritten with zeros before the memory is reused or unmapped: the
+/// library never releases a token it owns without wiping it first (SPEC §5), and nothing of it
+/// goes to the C allocator's free lists. Immutable after creation (except
+/// `Growable`), so it is safe to share between threads.
 final class SecretBytes: @unchecked Sendable {
     let count: Int
     private let base: UnsafeMutablePointer<UInt8>
+    private let mapped: Int
 
     /// Copies `bytes` into fresh memory.
-    init(copying bytes: UnsafeRawBufferPointer) {
-        count = bytes.count
-        base = .allocate(capacity: max(count, 1))
-        if count > 0, let src = bytes.baseAddress {
-            base.update(from: src.assumingMemoryBound(to: UInt8.self), count: count)
+    convenience init(copying bytes: UnsafeRawBufferPointer) {
+        self.init(count: bytes.count) { out in
+            if let src = bytes.baseAddress, bytes.count > 0 {
+                UnsafeMutableRawPointer(out.baseAddress!).copyMemory(from: src, byteCount: bytes.count)
+            }
         }
     }
 
     /// `count` bytes written by `fill` (which must write all of them) straight into wiped memory.
     init(count: Int, _ fill: (UnsafeMutableBufferPointer<UInt8>) -> Void) {
         self.count = count
-        base = .allocate(capacity: max(count, 1))
-        base.initialize(repeating: 0, count: max(count, 1))
+        (base, mapped) = SecretBytes.allocatePages(count)
         fill(UnsafeMutableBufferPointer(start: base, count: count))
     }
 
@@ -35,8 +39,7 @@ final class SecretBytes: @unchecked Sendable {
     }
 
     deinit {
-        SecretBytes.wipe(UnsafeMutableRawPointer(base), count)
-        base.deallocate()
+        SecretBytes.releasePages(base, mapped, wiping: count)
     }
 
     func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -53,4 +56,143 @@ final class SecretBytes: @unchecked Sendable {
         guard let pointer, count > 0 else { return }
         explicit_bzero(pointer, count)
     }
+
+    /// Zeroes the UTF-8 storage of `string` in place, where the string owns heap storage (a
+    /// native string longer than 15 bytes; a shorter one lives inline, in registers or on the
+    /// stack, and is left alone). For strings this library made from a secret it was given (a C
+    /// argument) and that nothing reads afterwards: every other holder of the same storage sees
+    /// zeros. A bridged or shared-literal string is not touched.
+    static func wipeStorage(of string: inout String) {
+        guard string.utf8.count > 15, string.isContiguousUTF8 else { return }
+        string.withUTF8 { wipe(UnsafeMutableRawPointer(mutating: $0.baseAddress), $0.count) }
+    }
+
+    // MARK: - Pages
+
+    private static let pageSize = max(Int(sysconf(Int32(_SC_PAGESIZE))), 4096)
+
+    /// Zeroed memory for `count` bytes, excluded from core dumps: a slot of `SecretPool` for up
+    /// to `SecretPool.slotSize` bytes (`mapped` is then `pooled`), else pages of its own. Falls
+    /// back to the heap when mmap fails (`mapped` is then 0).
+    private static func allocatePages(_ count: Int) -> (UnsafeMutablePointer<UInt8>, Int) {
+        if count <= SecretPool.slotSize, let slot = SecretPool.take() {
+            return (slot.assumingMemoryBound(to: UInt8.self), pooled)
+        }
+        let length = (max(count, 1) + pageSize - 1) / pageSize * pageSize
+        let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        if let address, address != MAP_FAILED {
+            _ = madvise(address, length, MADV_DONTDUMP)
+            return (address.assumingMemoryBound(to: UInt8.self), length)
+        }
+        let heap = UnsafeMutablePointer<UInt8>.allocate(capacity: max(count, 1))
+        heap.initialize(repeating: 0, count: max(count, 1))
+        return (heap, 0)
+    }
+
+    /// `mapped` of memory that is a `SecretPool` slot.
+    private static let pooled = -1
+
+    private static func releasePages(_ base: UnsafeMutablePointer<UInt8>, _ mapped: Int, wiping count: Int) {
+        if mapped == pooled {
+            SecretPool.give(UnsafeMutableRawPointer(base))  // wipes the whole slot
+            return
+        }
+        wipe(UnsafeMutableRawPointer(base), count)
+        if mapped > 0 {
+            munmap(UnsafeMutableRawPointer(base), mapped)
+        } else {
+            base.deallocate()
+        }
+    }
+
+    /// A byte buffer that grows (a response body being received) without leaving copies: each
+    /// growth copies into new pages and wipes the old ones. Not thread-safe (one transfer).
+    final class Growable {
+        private(set) var count = 0
+        private var base: UnsafeMutablePointer<UInt8>
+        private var mapped: Int
+        private var capacity: Int
+
+        init(capacity: Int = 4096) {
+            (base, mapped) = SecretBytes.allocatePages(capacity)
+            self.capacity = mapped > 0 ? mapped : max(capacity, 1)  // a pool slot holds `capacity`
+        }
+
+        func append(_ bytes: UnsafeRawBufferPointer) {
+            guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+            if count + bytes.count > capacity {
+                var newCapacity = capacity
+                while newCapacity < count + bytes.count { newCapacity *= 2 }
+                let (newBase, newMapped) = SecretBytes.allocatePages(newCapacity)
+                newBase.update(from: base, count: count)
+                SecretBytes.releasePages(base, mapped, wiping: count)
+                (base, mapped) = (newBase, newMapped)
+                capacity = newMapped > 0 ? newMapped : newCapacity
+            }
+            UnsafeMutableRawPointer(base + count).copyMemory(from: source, byteCount: bytes.count)
+            count += bytes.count
+        }
+
+        /// The bytes received so far, as `SecretBytes` (one copy; this buffer is wiped on deinit).
+        func freeze() -> SecretBytes {
+            SecretBytes(copying: UnsafeRawBufferPointer(start: base, count: count))
+        }
+
+        deinit {
+            SecretBytes.releasePages(base, mapped, wiping: count)
+        }
+    }
+}
+
+/// Slots for small secrets (tokens, API keys, session documents: at most `slotSize` bytes) in
+/// shared anonymous chunks marked `MADV_DONTDUMP`, so that a `SecretBytes` costs no system call:
+/// a page of its own is three (mmap, madvise, munmap: about 7 µs, and a restore makes five).
+/// A slot is wiped whole when it is given back, before it can be handed out again; chunks are
+/// never unmapped (the pool is as large as the most small secrets alive at once, 128 per
+/// 64 KiB chunk). Thread-safe (one pthread mutex, held across fork() by an atfork handler so that
+/// a child never inherits it locked).
+enum SecretPool {
+    static let slotSize = 512
+    private static let chunkSize = 64 * 1024
+
+    nonisolated(unsafe) private static var freeSlots: [UnsafeMutableRawPointer] = []
+    nonisolated(unsafe) private static let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        pthread_atfork({ pthread_mutex_lock(SecretPool.mutex) },
+                       { pthread_mutex_unlock(SecretPool.mutex) },
+                       { pthread_mutex_unlock(SecretPool.mutex) })
+        return mutex
+    }()
+
+    /// A zeroed slot of `slotSize` bytes, or nil when no chunk can be mapped.
+    static func take() -> UnsafeMutableRawPointer? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if freeSlots.isEmpty {
+            let address = mmap(nil, chunkSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+            guard let address, address != MAP_FAILED else { return nil }
+            _ = madvise(address, chunkSize, MADV_DONTDUMP)
+            freeSlots.reserveCapacity(freeSlots.count + chunkSize / slotSize)
+            for index in stride(from: chunkSize / slotSize - 1, through: 0, by: -1) {
+                freeSlots.append(address + index * slotSize)
+            }
+        }
+        return freeSlots.popLast()
+    }
+
+    /// Wipes a slot from `take()` and makes it available again.
+    static func give(_ slot: UnsafeMutableRawPointer) {
+        explicit_bzero(slot, slotSize)
+        pthread_mutex_lock(mutex)
+        freeSlots.append(slot)
+        pthread_mutex_unlock(mutex)
+    }
+}
+
+/// `SecretBytes.wipeStorage(of:)` for the C exports: wipes, in place, the heap storage of a
+/// String the caller made from a secret C argument and no longer reads.
+@_spi(PortalKeyringC)
+public func wipeStringStorage(_ string: inout String) {
+    SecretBytes.wipeStorage(of: &string)
 }

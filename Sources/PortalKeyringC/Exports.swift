@@ -53,8 +53,10 @@ public func portal_last_error_message() -> UnsafePointer<CChar>! {
 @c @implementation
 public func portal_string_free(_ string: UnsafeMutablePointer<CChar>?) {
     // A pointer the library did not hand out, or one freed already, is ignored.
-    guard let string, takeBackString(string) else { return }
-    explicit_bzero(string, strlen(string))
+    // The size recorded when it was handed out: a response body with an embedded NUL is wiped
+    // to its end, not to its first NUL.
+    guard let string, let size = takeBackString(string) else { return }
+    explicit_bzero(string, size)
     free(string)
 }
 
@@ -119,7 +121,9 @@ public func portal_auth_persist_session(_ auth: OpaquePointer?, _ endUserId: Uns
     exported { () throws(CFailure) in
         let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
         let user = try stringArgument(endUserId, "end_user_id", maxBytes: PortalAuth.maxIdentifierBytes)
-        let token = try stringArgument(clientSessionToken, "client_session_token", maxBytes: PortalAuth.maxTokenBytes)
+        var token = try stringArgument(clientSessionToken, "client_session_token", maxBytes: PortalAuth.maxTokenBytes)
+        // The String made from the caller's token is this call's own: wiped when the call ends.
+        defer { wipeStringStorage(&token) }
         let session = try core(names: authNames) { () throws(PortalAuthError) in
             try handle.current.persistSession(endUserId: user, clientSessionToken: token)
         }
@@ -307,14 +311,14 @@ public func portal_request(_ portal: OpaquePointer?, _ method: UnsafePointer<CCh
             try portal.send(PortalRequest(method: method, target: target, body: bodyBytes))
         }
         if let bodyOut {
-            guard let copy = malloc(response.body.count + 1) else {
+            guard let copy = malloc(response.bodyCount + 1) else {
                 throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory")
             }
-            response.body.withUnsafeBytes { if let base = $0.baseAddress { memcpy(copy, base, $0.count) } }
-            copy.storeBytes(of: 0, toByteOffset: response.body.count, as: UInt8.self)
-            bodyOut.pointee = handOutString(copy.assumingMemoryBound(to: CChar.self))
+            response.withBodyBytes { if let base = $0.baseAddress { memcpy(copy, base, $0.count) } }
+            copy.storeBytes(of: 0, toByteOffset: response.bodyCount, as: UInt8.self)
+            bodyOut.pointee = handOutString(copy.assumingMemoryBound(to: CChar.self), size: response.bodyCount + 1)
         }
-        bodyLenOut?.pointee = response.body.count
+        bodyLenOut?.pointee = response.bodyCount
         statusOut.pointee = response.status
     }
 }

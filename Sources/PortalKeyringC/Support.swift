@@ -183,7 +183,8 @@ final class SessionHandle {
 // another thread is still inside a call with it (the call keeps the object alive, but the
 // caller broke the contract). One process-wide lock; held only for a dictionary operation.
 private let liveHandles = Mutex<[UInt: ObjectIdentifier]>([:])
-private let liveStrings = Mutex<Set<UInt>>([])
+/// Caller-owned strings by address, with the number of bytes to wipe when they come back.
+private let liveStrings = Mutex<[UInt: Int]>([:])
 
 func retainHandle(_ object: AnyObject) -> OpaquePointer {
     let pointer = Unmanaged.passRetained(object).toOpaque()
@@ -222,15 +223,20 @@ func releaseHandle<T: AnyObject>(_ pointer: OpaquePointer?, as type: T.Type) -> 
     return Unmanaged<T>.fromOpaque(UnsafeRawPointer(pointer)).takeRetainedValue()
 }
 
-/// Records a malloc'd string handed to the caller (released with `portal_string_free`).
-func handOutString(_ string: UnsafeMutablePointer<CChar>) -> UnsafeMutablePointer<CChar> {
-    _ = liveStrings.withLock { $0.insert(UInt(bitPattern: string)) }
+/// Records a malloc'd string handed to the caller (released with `portal_string_free`), with
+/// its size in bytes including the terminating NUL (default: up to its first NUL, plus one).
+/// `portal_string_free` wipes exactly that many bytes, so a body with an embedded NUL is wiped
+/// whole.
+func handOutString(_ string: UnsafeMutablePointer<CChar>, size: Int? = nil) -> UnsafeMutablePointer<CChar> {
+    let size = size ?? strlen(string) + 1
+    liveStrings.withLock { $0[UInt(bitPattern: string)] = size }
     return string
 }
 
-/// Whether `string` was handed out and not yet freed; forgets it if so.
-func takeBackString(_ string: UnsafeMutablePointer<CChar>) -> Bool {
-    liveStrings.withLock { $0.remove(UInt(bitPattern: string)) != nil }
+/// The recorded size of `string` if it was handed out and not yet freed (forgotten now); nil
+/// for a pointer the library did not hand out or took back already.
+func takeBackString(_ string: UnsafeMutablePointer<CChar>) -> Int? {
+    liveStrings.withLock { $0.removeValue(forKey: UInt(bitPattern: string)) }
 }
 
 /// Hands a session to the caller as a new handle.

@@ -408,8 +408,13 @@ func run(_ options: Options) throws(UsageError) -> Exit {
     }
 }
 
+// No core file, no ptrace by other processes of the user (docs/security.md, "Core dumps").
+ProcessHardening.makeNonDumpable()
 do {
-    let options = try Options.parse(try commandLineArguments())
+    let arguments = try commandLineArguments()
+    // The redirect URL's grant leaves /proc/PID/cmdline as soon as it has been copied.
+    ProcessHardening.scrubURLQueriesFromArgv()
+    let options = try Options.parse(arguments)
     exit(try run(options).rawValue)
 } catch {
     printError("\(error.message)\nsee: portal-session --help")

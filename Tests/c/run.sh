@@ -11,8 +11,9 @@
 #   2. check that `nm -D --defined-only` of the library exports every portal_* function the
 #      header declares, and no other portal_* symbol;
 #   3. run the header tests, abi_test (which reports every failed check, then exits 1;
-#      PORTAL_ABI_TEST_STOP_AT_FIRST=1 stops at the first), invalidation_test and wipe_test (a
-#      memory scan for a marker token after portal_string_free / session / portal release);
+#      PORTAL_ABI_TEST_STOP_AT_FIRST=1 stops at the first), invalidation_test, wipe_test (a
+#      memory scan for a marker token after portal_string_free / session / portal release) and
+#      memscan_test (no copy of the token left after each API path, handles freed);
 #   4. run the examples end to end as separate processes (persist_session, then
 #      restore_on_launch, with first-launch flag files under fresh XDG_STATE_HOMEs).
 # Every step runs even after a failure; exits 1 if any check failed.
@@ -96,6 +97,8 @@ compile persist_order_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$
     -o "$build/persist_order_test" -rdynamic "${link[@]}"
 compile fork_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/fork_test.c" \
     -o "$build/fork_test" "${link[@]}"
+compile memscan_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/memscan_test.c" \
+    -o "$build/memscan_test" -pthread "${link[@]}"
 compile wipe_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/wipe_test.c" \
     -o "$build/wipe_test" -pthread "${link[@]}"
 for example in restore_on_launch persist_session; do
@@ -223,6 +226,16 @@ if out=$("$build/wipe_test" 2>&1); then
     sed 's/^/  | /' <<<"$out" | grep -v 'wipe_test:'
 else
     fail "wipe_test: $out"
+fi
+
+section "memscan_test (no token copy in memory after persist, restore, sign-in, request, invalidate)"
+if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
+    fail "memscan_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
+elif out=$(PORTAL_SESSION_BIN=${PORTAL_SESSION_BIN:-$repo/.build/debug/portal-session} timeout 300 "$build/memscan_test" 2>&1); then
+    pass "$(tail -n 1 <<<"$out")"
+    sed 's/^/  | /' <<<"$out" | grep -v 'memscan_test:'
+else
+    fail "memscan_test: $out"
 fi
 
 # ------------------------------------------------------------------------------- examples

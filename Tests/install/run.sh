@@ -15,6 +15,10 @@
 #      - ldd: only libc/libm/libstdc++/libgcc_s, GLib/GIO/GObject, libsecret and libcurl plus their
 #        own dependencies; nothing from the Swift toolchain, nothing "not found";
 #      - versions: header macros, runtime functions, soname, file name and pkg-config agree;
+#      - libcurl search path: no RUNPATH/RPATH in the library or portal-session, libcurl neither
+#        DT_NEEDED nor in the .pc; a fake libcurl.so.4 planted in <prefix>/lib (its constructor
+#        leaves a file; control: it does when loaded) is never loaded by a request
+#        (Tests/install/curl_search.c, fake_curl.c);
 #      - `cc app.c $(pkg-config --cflags --libs portal-keyring)` with PATH and PKG_CONFIG_PATH
 #        free of the toolchain, then the program persists / restores (separate processes) / clears
 #        a session in a private keyring with LD_LIBRARY_PATH=<prefix>/lib only and /opt/swift
@@ -240,6 +244,56 @@ lib_soname=$(readelf -d "$lib" | sed -nE 's/.*\(SONAME\).*\[(.*)\]/\1/p')
 if [[ $lib_soname == "$soname" ]]; then pass "soname $lib_soname (major $major)"; else fail "soname '$lib_soname', expected $soname"; fi
 pc_version=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --modversion portal-keyring 2>&1)
 if [[ $pc_version == "$version" ]]; then pass "pkg-config --modversion $pc_version"; else fail "pkg-config --modversion: '$pc_version', expected $version"; fi
+
+# ------------------------------------------------------------------------------ libcurl search path
+
+section "libcurl comes from the system library path only (issue 14 item 7)"
+dyn=$(readelf -d "$lib")
+if grep -qE '\((RUNPATH|RPATH)\)' <<<"$dyn"; then
+    fail "the installed library has a search path of its own: $(grep -E '\((RUNPATH|RPATH)\)' <<<"$dyn")"
+else
+    pass "no RUNPATH or RPATH in $realname"
+fi
+if [[ -x $prefix/bin/portal-session ]] && readelf -d "$prefix/bin/portal-session" | grep -qE '\((RUNPATH|RPATH)\)'; then
+    fail "portal-session has a RUNPATH/RPATH: $(readelf -d "$prefix/bin/portal-session" | grep -E '\((RUNPATH|RPATH)\)')"
+else
+    pass "no RUNPATH or RPATH in portal-session"
+fi
+if grep -qE '(NEEDED).*libcurl' <<<"$dyn"; then fail "libcurl is a DT_NEEDED entry"; else pass "libcurl is not a DT_NEEDED entry (dlopen at the first request)"; fi
+if grep -qiE '^(Requires|Requires\.private|Libs(\.private)?):.*curl' "$prefix/lib/pkgconfig/portal-keyring.pc"; then
+    fail "portal-keyring.pc names libcurl as a build or link dependency"
+else
+    pass "portal-keyring.pc names no libcurl link dependency"
+fi
+# A fake libcurl next to the installed library: its constructor would leave $marker.
+curldir=$work/curl-search
+mkdir -p "$curldir"
+marker=$curldir/fake-curl-loaded
+planted=()
+if cc -shared -fPIC -o "$curldir/libcurl.so.4" Tests/install/fake_curl.c >"$log" 2>&1 &&
+    # shellcheck disable=SC2046 # pkg-config's output is a list of flags
+    cc Tests/install/curl_search.c $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs portal-keyring) \
+        -Wl,--enable-new-dtags -Wl,-rpath,"$prefix/lib" -o "$curldir/curl_search" >>"$log" 2>&1; then
+    for name in libcurl.so.4 libcurl-gnutls.so.4; do
+        cp "$curldir/libcurl.so.4" "$prefix/lib/$name" && planted+=("$prefix/lib/$name")
+    done
+    # Control: the fake does run its constructor when it is loaded.
+    rm -f "$marker"
+    FAKE_CURL_MARKER=$marker python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$prefix/lib/libcurl.so.4"
+    if [[ -f $marker ]]; then pass "control: loading the planted fake libcurl.so.4 runs its constructor"; else fail "control: the fake libcurl left no marker when loaded"; fi
+    rm -f "$marker"
+    out=$(env -u LD_LIBRARY_PATH FAKE_CURL_MARKER="$marker" "$curldir/curl_search" 2>&1)
+    rc=$?
+    if [[ -f $marker ]]; then
+        fail "the library loaded the libcurl.so.4 planted next to it ($prefix/lib): $out"
+    else
+        pass "a libcurl.so.4 planted next to the installed library is never loaded"
+    fi
+    if ((rc == 0)); then pass "the system libcurl made the request ($out)"; else fail "curl_search: exit $rc: $out"; fi
+    rm -f "${planted[@]}" "$marker"
+else
+    fail "building the fake libcurl or curl_search failed: $(cat "$log")"
+fi
 
 # ------------------------------------------------------------------------------ compile and run
 

@@ -23,6 +23,8 @@
 # Suite kinds (a mutant's `suite:` lines):
 #   swift FILTER     swift test --skip-build --filter FILTER, inside scripts/with-keyring.sh and
 #                    scripts/with-portal-api.sh (must run at least one test)
+#   script PATH      a test script of the tree (Tests/cli/hardening.sh) inside the same two
+#                    harnesses, PORTAL_SESSION_BIN set to the scratch copy's portal-session
 #   c PROGRAM        Tests/c/PROGRAM.c compiled against the library and run inside the same
 #   swift-on P FILTER  the same under scripts/with-keyring.sh --provider P
 #   provider P       Tests/providers/run.sh inside scripts/with-keyring.sh --provider P
@@ -102,7 +104,7 @@ build_for() {
     for s in "$@"; do
         case ${s%% *} in
         swift | swift-on) tests=1 ;;
-        c | fault | provider) lib=1 ;;
+        c | fault | provider | script) lib=1 ;;
         esac
     done
     if ((tests)); then
@@ -134,6 +136,13 @@ run_suite() {
             -Wl,-rpath,"$scratch/.build/debug" >"$log" 2>&1 || { echo "run.sh: cannot compile $arg" >>"$log"; return 3; }
         timeout --kill-after=10 "$limit" \
             scripts/with-keyring.sh scripts/with-portal-api.sh "$cbuild/$arg" >>"$log" 2>&1
+        return $?
+        ;;
+    script)
+        # script PATH: a test script of the tree (e.g. Tests/cli/hardening.sh) inside the same two
+        # harnesses ($PORTAL_SESSION_BIN is the scratch copy's portal-session, exported above).
+        timeout --kill-after=10 "$limit" \
+            scripts/with-keyring.sh scripts/with-portal-api.sh "$scratch/$arg" >"$log" 2>&1
         return $?
         ;;
     fault)
