@@ -112,8 +112,9 @@ typedef enum portal_status {
     /**
      * The Secret Service could not be used this time: no session bus, no provider, the collection
      * is locked and was not unlocked, the prompt was dismissed, the provider did not answer within
-     * the deadline, or there is no default collection. This is never "signed out", and nothing was
-     * deleted. The message says which.
+     * the deadline, or there is no default collection; from the sign-in starters, also: the pending
+     * sign-in marker could not be written. This is never "signed out", and nothing was deleted.
+     * The message says which.
      */
     PORTAL_ERR_SESSION_STORAGE = 2,
     /** The session was invalidated; its token is gone. */

@@ -366,7 +366,7 @@ func run(_ options: Options) throws(UsageError) -> Exit {
         case "login-with-google", "login-with-apple":
             try options.expectArguments(0, "no arguments")
             let auth = try options.auth(needsRedirect: true)
-            print(command == "login-with-google" ? try auth.loginWithGoogle() : try auth.loginWithApple())
+            say(command == "login-with-google" ? try auth.loginWithGoogle() : try auth.loginWithApple()) // server text
             return .ok
         case "handle-redirect":
             try options.expectArguments(1, "one URL")
