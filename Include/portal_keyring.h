@@ -41,7 +41,8 @@
  *    answer <operation> within N ms", "keyring locked: …" (dismissed, could not be shown, or not
  *    answered within N ms), "keyring refused: …" (the provider's confirmation prompt for storing
  *    or deleting the item was dismissed or not answered; KeePassXC asks for every store and
- *    delete), "no default keyring: …", "Secret Service error: …". None of them deletes anything
+ *    delete), "no default keyring: …", "Secret Service error: …", or (from the sign-in starters only)
+ *    "pending sign-in marker: …". None of them deletes anything
  *    or means signed out; a locked keyring is never reported as "nothing stored".
  *  - Prompts: every prompt a provider returns (unlock, and KeePassXC's for each store and delete)
  *    is run with an empty window id, under the prompt deadline.
@@ -111,8 +112,9 @@ typedef enum portal_status {
     /**
      * The Secret Service could not be used this time: no session bus, no provider, the collection
      * is locked and was not unlocked, the prompt was dismissed, the provider did not answer within
-     * the deadline, or there is no default collection. This is never "signed out", and nothing was
-     * deleted. The message says which.
+     * the deadline, or there is no default collection; from the sign-in starters, also: the pending
+     * sign-in marker could not be written. This is never "signed out", and nothing was deleted.
+     * The message says which.
      */
     PORTAL_ERR_SESSION_STORAGE = 2,
     /** The session was invalidated; its token is gone. */
@@ -132,7 +134,20 @@ typedef enum portal_status {
     /** The user JWT of a TOTP verification was rejected (expired, used, malformed). */
     PORTAL_ERR_INVALID_USER_JWT = 10,
     /** Sign-in failed: an error redirect, a wrong TOTP code, or another backend error. */
-    PORTAL_ERR_AUTHENTICATION_FAILED = 11
+    PORTAL_ERR_AUTHENTICATION_FAILED = 11,
+    /**
+     * portal_auth_handle_redirect() refused a redirect that no sign-in asked for: no
+     * portal_auth_send_magic_link() / portal_auth_login_with_google() / _apple() for this auth
+     * environment by this user (any process) in the last 15 minutes, or that sign-in completed
+     * already. Nothing was exchanged or stored (login CSRF, README "Redirect hijacking").
+     */
+    PORTAL_ERR_UNSOLICITED_REDIRECT = 12,
+    /**
+     * portal_auth_handle_redirect() signed in an end user other than the one whose session is
+     * stored: nothing was stored. Confirm with portal_auth_handle_redirect_v2() and
+     * PORTAL_REDIRECT_REPLACE_END_USER (same handle and URL: no second exchange).
+     */
+    PORTAL_ERR_DIFFERENT_END_USER = 13
 } portal_status;
 
 /**
@@ -267,14 +282,22 @@ PORTAL_API portal_status portal_auth_get_methods(portal_auth *auth, char **metho
  * Asks Portal to email a sign-in link to email (trimmed and lower-cased) that opens the app's
  * redirect URL. Never retried automatically (a retry could send a second email). Blocks (network).
  *
- * @return PORTAL_OK, PORTAL_ERR_INVALID_ARGUMENT, PORTAL_ERR_RATE_LIMITED, PORTAL_ERR_NETWORK or
- *         PORTAL_ERR_AUTHENTICATION_FAILED.
+ * First records the pending sign-in marker that portal_auth_handle_redirect() requires: a
+ * non-secret 0600 file under $XDG_RUNTIME_DIR/portal-keyring/ (or, when that is unset or not a
+ * private directory of this user, $XDG_STATE_HOME/portal-keyring-pending/, default
+ * ~/.local/state/…), valid 15 minutes, shared by every process of this user. When it cannot be
+ * written this returns PORTAL_ERR_SESSION_STORAGE (message "pending sign-in marker: …") and sends
+ * nothing.
+ *
+ * @return PORTAL_OK, PORTAL_ERR_INVALID_ARGUMENT, PORTAL_ERR_RATE_LIMITED, PORTAL_ERR_NETWORK,
+ *         PORTAL_ERR_SESSION_STORAGE or PORTAL_ERR_AUTHENTICATION_FAILED.
  */
 PORTAL_API portal_status portal_auth_send_magic_link(portal_auth *auth, const char *email);
 
 /**
  * The Google (or Apple) authorize URL to open in the end user's browser; Portal redirects back to
- * the app's redirect URL with a grant for portal_auth_handle_redirect(). Blocks (network).
+ * the app's redirect URL with a grant for portal_auth_handle_redirect(). Blocks (network). First
+ * records the pending sign-in marker, as portal_auth_send_magic_link() does (same errors).
  *
  * @param[out] url_out  receives the URL; free with portal_string_free().
  */
@@ -292,9 +315,35 @@ typedef enum portal_redirect_kind {
     PORTAL_REDIRECT_TOTP_REQUIRED = 2
 } portal_redirect_kind;
 
+/** Flags of portal_auth_handle_redirect_v2(); combine with |. Unknown bits: INVALID_ARGUMENT. */
+typedef enum portal_redirect_flags {
+    /** The defaults: both login CSRF defences on. */
+    PORTAL_REDIRECT_FLAGS_NONE = 0,
+    /**
+     * Opt-out: exchange the grant although no sign-in is pending (no marker), for apps whose
+     * sign-ins start elsewhere (e.g. their backend sends the magic links). Re-opens login CSRF.
+     */
+    PORTAL_REDIRECT_ALLOW_UNSOLICITED = 1,
+    /** Confirmation after PORTAL_ERR_DIFFERENT_END_USER: replace the other end user's session. */
+    PORTAL_REDIRECT_REPLACE_END_USER = 2
+} portal_redirect_flags;
+
 /**
  * Completes a sign-in from the redirect URL the browser opened (query parameters token, error,
- * authMethod=EMAIL_MAGIC_LINK, login_type=GOOGLE|APPLE). The grant is exchanged once per
+ * authMethod=EMAIL_MAGIC_LINK, login_type=GOOGLE|APPLE); portal_auth_handle_redirect_v2() with
+ * flags PORTAL_REDIRECT_FLAGS_NONE.
+ *
+ * Login CSRF defences (README "Redirect hijacking"): the grant is exchanged only while a sign-in
+ * started by portal_auth_send_magic_link() or portal_auth_login_with_google()/_apple() for this
+ * auth environment is pending (a marker file, see portal_auth_send_magic_link(): at most 15
+ * minutes old, any process of this user); otherwise PORTAL_ERR_UNSOLICITED_REDIRECT and nothing is
+ * done. PORTAL_REDIRECT_AUTHENTICATED or PORTAL_REDIRECT_TOTP_REQUIRED completes (removes) the
+ * pending sign-in, so a second grant needs a new sign-in. When the keyring holds a session of
+ * another end user, nothing is stored and PORTAL_ERR_DIFFERENT_END_USER is returned; the same end
+ * user signing in again replaces the session silently. Error redirects and URLs without a grant
+ * are reported as below whatever the marker says (they do nothing either way).
+ *
+ * The grant is exchanged once per
  * portal_auth handle: delivering the same redirect again returns the same result without a second
  * exchange; if the exchange succeeded but the keyring write failed, this returns
  * PORTAL_ERR_SESSION_STORAGE and a repeat delivery retries only the write. A failed exchange stays
@@ -315,12 +364,25 @@ typedef enum portal_redirect_kind {
  *                               (portal_string_free()).
  * @return PORTAL_OK (check *kind_out), PORTAL_ERR_AUTHENTICATION_FAILED (an error parameter or an
  *         unknown method), PORTAL_ERR_INVALID_GRANT, PORTAL_ERR_RATE_LIMITED,
- *         PORTAL_ERR_MALFORMED_RESPONSE, PORTAL_ERR_NETWORK, PORTAL_ERR_SESSION_STORAGE or
+ *         PORTAL_ERR_MALFORMED_RESPONSE, PORTAL_ERR_NETWORK, PORTAL_ERR_SESSION_STORAGE,
+ *         PORTAL_ERR_UNSOLICITED_REDIRECT, PORTAL_ERR_DIFFERENT_END_USER or
  *         PORTAL_ERR_INVALID_ARGUMENT.
  */
 PORTAL_API portal_status portal_auth_handle_redirect(portal_auth *auth, const char *url, portal_redirect_kind *kind_out,
                                                      portal_session **session_out, char **user_jwt_out,
                                                      char **totp_link_out);
+
+/**
+ * portal_auth_handle_redirect() with flags (portal_redirect_flags, combined with |). Prefer this
+ * function when an app needs either flag. With PORTAL_REDIRECT_REPLACE_END_USER, after
+ * PORTAL_ERR_DIFFERENT_END_USER, the same handle and URL persist the remembered exchange without a
+ * second one; on another handle or in another process the grant is spent, so the end user signs in
+ * again. Returns the same kinds (never a new one) and statuses as portal_auth_handle_redirect(),
+ * plus PORTAL_ERR_INVALID_ARGUMENT for unknown flag bits. Thread-safe; blocks (network, keyring).
+ */
+PORTAL_API portal_status portal_auth_handle_redirect_v2(portal_auth *auth, const char *url, uint32_t flags,
+                                                        portal_redirect_kind *kind_out, portal_session **session_out,
+                                                        char **user_jwt_out, char **totp_link_out);
 
 /**
  * Completes a TOTP sign-in: exchanges code (digits) with the user JWT, persists the session and

@@ -128,6 +128,10 @@ PORTAL_KEYRING_HPP_ERROR(invalid_grant);
 PORTAL_KEYRING_HPP_ERROR(invalid_user_jwt);
 /** PORTAL_ERR_AUTHENTICATION_FAILED: sign-in failed (error redirect, wrong TOTP code). */
 PORTAL_KEYRING_HPP_ERROR(authentication_failed);
+/** PORTAL_ERR_UNSOLICITED_REDIRECT: a redirect no pending sign-in asked for; nothing done. */
+PORTAL_KEYRING_HPP_ERROR(unsolicited_redirect);
+/** PORTAL_ERR_DIFFERENT_END_USER: another end user's session is stored; nothing stored. */
+PORTAL_KEYRING_HPP_ERROR(different_end_user);
 
 #undef PORTAL_KEYRING_HPP_ERROR
 
@@ -147,6 +151,8 @@ namespace detail {
     case PORTAL_ERR_INVALID_GRANT: throw invalid_grant(code, message);
     case PORTAL_ERR_INVALID_USER_JWT: throw invalid_user_jwt(code, message);
     case PORTAL_ERR_AUTHENTICATION_FAILED: throw authentication_failed(code, message);
+    case PORTAL_ERR_UNSOLICITED_REDIRECT: throw unsolicited_redirect(code, message);
+    case PORTAL_ERR_DIFFERENT_END_USER: throw different_end_user(code, message);
     case PORTAL_OK: break;
     }
     throw error(code, message); // a code newer than this header

@@ -40,6 +40,18 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// Sign-in failed: an `error` redirect parameter, a wrong TOTP code, or another backend
     /// error; `message` says which (never a token).
     case authenticationFailed(message: String)
+
+    /// `handleRedirect` refused a redirect no sign-in here asked for: no `sendMagicLink`,
+    /// `loginWithGoogle` or `loginWithApple` for this auth environment, by this user, in the last
+    /// 15 minutes, or that sign-in was completed already. Nothing was exchanged or stored (login
+    /// CSRF defence; README "Redirect hijacking"). Start the sign-in again.
+    case unsolicitedRedirect
+
+    /// `handleRedirect` signed in `newEndUserId`, but a session of `storedEndUserId` is stored:
+    /// nothing was stored. To replace it, call `handleRedirect` again with the same URL on the
+    /// same instance and `.replaceDifferentEndUser` (no second exchange). End user ids are not
+    /// secrets.
+    case differentEndUser(storedEndUserId: String, newEndUserId: String)
 }
 
 extension PortalAuthError: CustomStringConvertible {
@@ -61,6 +73,10 @@ extension PortalAuthError: CustomStringConvertible {
         case .invalidGrant: return "invalid grant"
         case .invalidUserJwt: return "invalid user JWT"
         case .authenticationFailed(let message): return "authentication failed: \(message)"
+        case .unsolicitedRedirect:
+            return "unsolicited redirect: no sign-in was started for this auth environment in the last 15 minutes; nothing done"
+        case .differentEndUser(let stored, let new):
+            return "the redirect signs in end user \(new), but end user \(stored) is signed in; nothing stored"
         }
     }
 }

@@ -23,6 +23,21 @@ public enum RedirectResult: Sendable {
     case totpRequired(userJwt: String, totpLink: String?)
 }
 
+/// What `handleRedirect(url:options:)` may do beyond the default (README "Redirect hijacking").
+public struct RedirectOptions: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// The opt-out: exchange a grant although no sign-in was started for this auth environment
+    /// (no pending sign-in marker), e.g. when the app's backend sends the magic links. This
+    /// re-opens login CSRF: any link an attacker sends the end user can sign them in to the
+    /// attacker's account (the different-end-user check still applies).
+    public static let allowUnsolicited = RedirectOptions(rawValue: 1 << 0)
+    /// The confirmation after `PortalAuthError.differentEndUser`: replace the stored session of
+    /// another end user. Given with the same URL to the same instance, it persists the
+    /// remembered exchange without a second one.
+    public static let replaceDifferentEndUser = RedirectOptions(rawValue: 1 << 1)
+}
+
 extension PortalAuth {
     // MARK: - Public sign-in API (SPEC §3 sign-in row, §4)
 
@@ -41,18 +56,23 @@ extension PortalAuth {
     /// Asks Portal to email a sign-in link to `email` (trimmed and lower-cased) that opens this
     /// app's `redirectUrl`. Never retried automatically: a retry could send a second email.
     /// - Throws: `invalidArgument(name: "email")`, `rateLimited`, `networkFailure`, `authenticationFailed`.
+    ///
+    /// Records the pending sign-in marker first (see `handleRedirect(url:options:)`); when it cannot
+    /// be written this throws `sessionStorageFailure` and sends nothing.
     public func sendMagicLink(email: String) throws(PortalAuthError) {
         let normalized = String(email.unicodeScalars.drop { $0.properties.isWhitespace }.reversed()
             .drop { $0.properties.isWhitespace }.reversed().map(Character.init)).lowercased()
         guard normalized.contains("@"), normalized.utf8.count <= 320,
               !normalized.contains(where: { $0.isWhitespace }) else { throw .invalidArgument(name: "email") }
+        try pendingSignIn.record()
         struct Body: Encodable { let email: String; let redirectUrl: String }
         struct Empty: Decodable {}
         let _: Empty = try api("POST", "/api/v3/auth/magic-links", body: Body(email: normalized, redirectUrl: redirectUrl))
     }
 
     /// The Google authorize URL to open in the end user's browser; Portal redirects back to
-    /// `redirectUrl` (sent form-encoded) with a grant for `handleRedirect(url:)`.
+    /// `redirectUrl` (sent form-encoded) with a grant for `handleRedirect(url:)`. Records the
+    /// pending sign-in marker first, like `sendMagicLink(email:)`.
     public func loginWithGoogle() throws(PortalAuthError) -> String { try authorizeURL(provider: "GOOGLE") }
 
     /// The Apple authorize URL; see `loginWithGoogle()`.
@@ -64,6 +84,17 @@ extension PortalAuth {
     /// Completes a sign-in from the redirect URL the browser opened (query parameters `token`,
     /// `error`, `authMethod=EMAIL_MAGIC_LINK`, `login_type=GOOGLE|APPLE`).
     ///
+    /// Login CSRF defences (README "Redirect hijacking"): a grant is exchanged only while a sign-in
+    /// started by `sendMagicLink`, `loginWithGoogle` or `loginWithApple` for this auth environment,
+    /// by this user (any process), is pending: at most `PendingSignIn.lifetimeSeconds` (15 min)
+    /// old and not completed since; otherwise this throws `unsolicitedRedirect` and does nothing
+    /// (`options: .allowUnsolicited` opts out). A signed-in redirect or `.totpRequired` completes
+    /// (consumes) the pending sign-in. A stored session of a different end user is never replaced
+    /// silently: this throws `differentEndUser` and stores nothing, and the exchange is remembered
+    /// so that the same URL with `.replaceDifferentEndUser` persists it. The same end user
+    /// signing in again replaces the session silently. Error redirects and URLs without a grant
+    /// do nothing whatever the marker says, and are reported as before.
+    ///
     /// The grant is exchanged once: delivering the same redirect again returns the same result
     /// without a second exchange. When the exchange succeeded but the keyring write failed, this
     /// throws `sessionStorageFailure` and a repeat delivery retries only the write. A failed
@@ -74,8 +105,9 @@ extension PortalAuth {
     /// - Throws: `authenticationFailed(message:)` for an `error` parameter or an unknown method,
     ///   `invalidGrant`, `rateLimited`, `malformedResponse(field:)`, `networkFailure`,
     ///   `sessionStorageFailure`; `invalidArgument(name: "url")` for a URL longer than
-    ///   `maxRedirectURLBytes` (8192 bytes, PortalSwift's limit), before it is parsed.
-    public func handleRedirect(url: String) throws(PortalAuthError) -> RedirectResult {
+    ///   `maxRedirectURLBytes` (8192 bytes, PortalSwift's limit), before it is parsed;
+    ///   `unsolicitedRedirect`, `differentEndUser(storedEndUserId:newEndUserId:)`.
+    public func handleRedirect(url: String, options: RedirectOptions = []) throws(PortalAuthError) -> RedirectResult {
         guard url.utf8.count <= Self.maxRedirectURLBytes else { throw .invalidArgument(name: "url") }
         guard let query = RedirectQuery(url: url, redirectUrl: redirectUrl) else { return .notHandled }
         if let error = query["error"] {
@@ -100,9 +132,13 @@ extension PortalAuth {
         case .cached(let result):
             return result
         case .persistOnly(let exchange):
-            return try finishAuthenticated(grant, exchange)
+            return try finishAuthenticated(grant, exchange, options)
         case .exchange:
-            break
+            // A grant nobody here asked for is not exchanged (login CSRF).
+            guard options.contains(.allowUnsolicited) || pendingSignIn.isPending() else {
+                grants.abandon(grant)
+                throw .unsolicitedRedirect
+            }
         }
         let exchange: Exchange
         do {
@@ -115,9 +151,10 @@ extension PortalAuth {
         if let userJwt = exchange.userJwt {
             let result = RedirectResult.totpRequired(userJwt: userJwt.string(), totpLink: exchange.totpLink)
             grants.finish(grant, result)
+            pendingSignIn.consume()
             return result
         }
-        return try finishAuthenticated(grant, exchange)
+        return try finishAuthenticated(grant, exchange, options)
     }
 
     /// Completes a TOTP sign-in: exchanges `code` with the user JWT from `.totpRequired`,
@@ -151,14 +188,24 @@ extension PortalAuth {
         var totpLink: String?
     }
 
-    private func finishAuthenticated(_ grant: String, _ exchange: Exchange) throws(PortalAuthError) -> RedirectResult {
+    /// The pending sign-in marker of this auth environment (`PendingSignIn`).
+    var pendingSignIn: PendingSignIn { PendingSignIn(authEnvironmentId: authEnvironmentId) }
+
+    private func finishAuthenticated(_ grant: String, _ exchange: Exchange,
+                                     _ options: RedirectOptions) throws(PortalAuthError) -> RedirectResult {
         guard let endUserId = exchange.endUserId, let token = exchange.clientSessionToken else {
             grants.abandon(grant)
             throw .malformedResponse(field: exchange.endUserId == nil ? "endUserId" : "clientSessionToken")
         }
-        do {
+        do throws(PortalAuthError) {
+            // Another end user's stored session is replaced only on confirmation.
+            if !options.contains(.replaceDifferentEndUser), let stored = try restoreSession()?.endUserId,
+               stored != endUserId {
+                throw PortalAuthError.differentEndUser(storedEndUserId: stored, newEndUserId: endUserId)
+            }
             let result = RedirectResult.authenticated(try persist(endUserId: endUserId, token: token))
             grants.finish(grant, result)
+            pendingSignIn.consume()
             return result
         } catch {
             grants.exchangedButNotPersisted(grant, exchange)
@@ -191,6 +238,7 @@ extension PortalAuth {
     }
 
     private func authorizeURL(provider: String) throws(PortalAuthError) -> String {
+        try pendingSignIn.record()
         struct Wire: Decodable { let google: String?; let apple: String?; let url: String? }
         let wire: Wire = try api("GET", "/api/v3/auth/oauth/urls?redirectUrl=\(Self.formEncode(redirectUrl))&provider=\(provider)")
         guard let url = wire.url ?? (provider == "GOOGLE" ? wire.google : wire.apple) else {

@@ -41,6 +41,8 @@ public func portal_status_str(_ status: portal_status) -> UnsafePointer<CChar>! 
     case PORTAL_ERR_INVALID_GRANT: return staticCString("invalid grant")
     case PORTAL_ERR_INVALID_USER_JWT: return staticCString("invalid user JWT")
     case PORTAL_ERR_AUTHENTICATION_FAILED: return staticCString("authentication failed")
+    case PORTAL_ERR_UNSOLICITED_REDIRECT: return staticCString("unsolicited redirect")
+    case PORTAL_ERR_DIFFERENT_END_USER: return staticCString("different end user")
     default: return staticCString("unknown status")
     }
 }
@@ -376,11 +378,25 @@ public func portal_auth_handle_redirect(_ auth: OpaquePointer?, _ url: UnsafePoi
                                         _ sessionOut: UnsafeMutablePointer<OpaquePointer?>?,
                                         _ userJwtOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                                         _ totpLinkOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
+    portal_auth_handle_redirect_v2(auth, url, 0, kindOut, sessionOut, userJwtOut, totpLinkOut)
+}
+
+@c @implementation
+public func portal_auth_handle_redirect_v2(_ auth: OpaquePointer?, _ url: UnsafePointer<CChar>?, _ flags: UInt32,
+                                           _ kindOut: UnsafeMutablePointer<portal_redirect_kind>?,
+                                           _ sessionOut: UnsafeMutablePointer<OpaquePointer?>?,
+                                           _ userJwtOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                           _ totpLinkOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
     exported { () throws(CFailure) in
         let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
         let url = try stringArgument(url, "url", maxBytes: PortalAuth.maxRedirectURLBytes)
         let kindOut = try outArgument(kindOut, "kind_out")
-        let result = try core { () throws(PortalAuthError) in try handle.current.handleRedirect(url: url) }
+        let known = UInt32(PORTAL_REDIRECT_ALLOW_UNSOLICITED.rawValue | PORTAL_REDIRECT_REPLACE_END_USER.rawValue)
+        guard flags & ~known == 0 else { throw .invalidArgument("flags", "unknown bits \(flags & ~known)") }
+        var options: RedirectOptions = []
+        if flags & PORTAL_REDIRECT_ALLOW_UNSOLICITED.rawValue != 0 { options.insert(.allowUnsolicited) }
+        if flags & PORTAL_REDIRECT_REPLACE_END_USER.rawValue != 0 { options.insert(.replaceDifferentEndUser) }
+        let result = try core { () throws(PortalAuthError) in try handle.current.handleRedirect(url: url, options: options) }
         // Build every output first so that a failure writes none of them.
         var session: OpaquePointer?
         var jwt: UnsafeMutablePointer<CChar>?

@@ -84,6 +84,11 @@ struct CFailure: Error {
             self.init(status: PORTAL_ERR_INVALID_USER_JWT, message: "the user JWT was rejected (expired, used or malformed)")
         case .authenticationFailed(let message):
             self.init(status: PORTAL_ERR_AUTHENTICATION_FAILED, message: message)
+        case .unsolicitedRedirect:
+            self.init(status: PORTAL_ERR_UNSOLICITED_REDIRECT, message: "\(error)")
+        case .differentEndUser:
+            self.init(status: PORTAL_ERR_DIFFERENT_END_USER, message: "\(error); to replace it, repeat the call with "
+                      + "PORTAL_REDIRECT_REPLACE_END_USER (portal_auth_handle_redirect_v2)")
         }
     }
 }

@@ -12,6 +12,8 @@ enum Exit: Int32 {
     case signedOut = 1      // restore/status: nothing usable stored; handle-redirect: not our URL
     case storage = 2        // the keyring could not be used this time (NOT signed out)
     case signIn = 3         // sign-in or network failure (invalid grant, rate limited, …)
+    case unsolicited = 4    // handle-redirect: no sign-in pending (login CSRF); nothing done
+    case differentUser = 5  // handle-redirect: another end user's session is stored; nothing stored
     case usage = 64         // bad command line (EX_USAGE)
 }
 
@@ -26,7 +28,9 @@ commands:
   clear                             delete the stored session (sign out)
   persist --end-user-id ID          store a session; the Client Session Token is read from stdin
   send-magic-link EMAIL             email a sign-in link that opens the redirect URL
-  handle-redirect URL [--json] [--show-token]
+  login-with-google | login-with-apple
+                                    print the authorize URL to open in a browser
+  handle-redirect URL [--json] [--show-token] [--allow-unsolicited] [--replace-user]
                                     complete a sign-in from a redirect URL (magic link, Google, Apple)
   verify-totp CODE                  complete a TOTP sign-in; the user JWT is read from stdin
   status [--json]                   configuration and whether a session is stored
@@ -42,9 +46,17 @@ options (or environment variables):
                        --timeout-ms; a prompt not answered in time stays open)
 
 exit status: 0 ok/restored, 1 signed out (or: not our redirect URL), 2 keyring unavailable,
-locked or timed out (NOT signed out), 3 sign-in or network failure, 64 usage error.
+locked or timed out (NOT signed out), 3 sign-in or network failure, 4 unsolicited redirect (no
+sign-in pending), 5 another end user is signed in (nothing stored), 64 usage error.
 Tokens are never printed unless --show-token is given, and never accepted in arguments.
 """
+
+let loginHelp = """
+    usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL login-with-google|login-with-apple
+    Prints the Google (Apple) authorize URL to open in the end user's browser; Portal then opens
+    the redirect URL (handle-redirect). Records the pending sign-in first, like send-magic-link.
+    exit: 0 printed, 2 the pending sign-in could not be recorded, 3 network / rejected, 64 usage.
+    """
 
 let commandHelp: [String: String] = [
     "restore": """
@@ -70,16 +82,32 @@ let commandHelp: [String: String] = [
     usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL send-magic-link EMAIL
     Asks Portal to email a sign-in link (to EMAIL, trimmed and lower-cased) that opens the
     redirect URL; the desktop handler then completes the sign-in (handle-redirect). Not retried.
-    exit: 0 sent, 3 rate limited / network / rejected, 64 usage or invalid email.
+    First records the pending sign-in that handle-redirect requires (15 minutes; a file under
+    $XDG_RUNTIME_DIR/portal-keyring, else $XDG_STATE_HOME or ~/.local/state/portal-keyring-pending).
+    exit: 0 sent, 2 the pending sign-in could not be recorded, 3 rate limited / network / rejected,
+    64 usage or invalid email.
     """,
+    "login-with-google": loginHelp,
+    "login-with-apple": loginHelp,
     "handle-redirect": """
     usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL handle-redirect URL [--json] [--show-token]
+                          [--allow-unsolicited] [--replace-user]
     Completes a sign-in from the redirect URL a browser opened (desktop URL-scheme handler:
     Exec=portal-session … handle-redirect %u). Exchanges the grant with the Portal API and
     persists the session before reporting success. Prints the end user id, or "totp required"
     (with --show-token also the user JWT for verify-totp, and the enrolment link if any).
+    Redirect hijacking (login CSRF): the grant is exchanged only while a sign-in started by
+    send-magic-link or login-with-* (this user, any process, this --env) is pending, at most 15
+    minutes; success completes it. Otherwise exit 4 and nothing is done; --allow-unsolicited opts
+    out (then any link sent to the user can sign them in to someone else's account). When the
+    keyring holds another end user's session, nothing is stored and the exit is 5: sign out
+    (clear) and sign in again, or confirm up front with --replace-user (the grant is single-use,
+    so a refused one cannot be confirmed afterwards). The same end user signing in is silent.
+    --json reports these as {"status":"unsolicitedRedirect"} and
+    {"status":"differentEndUser","endUserId":NEW,"storedEndUserId":OLD}.
     exit: 0 signed in or TOTP required, 1 not this app's redirect URL, 2 keyring failure,
-    3 sign-in failed (error redirect, invalid grant, rate limited, network), 64 usage.
+    3 sign-in failed (error redirect, invalid grant, rate limited, network), 4 unsolicited
+    redirect, 5 another end user is signed in, 64 usage.
     """,
     "verify-totp": """
     usage: portal-session [--env ID] [--api-host HOST] verify-totp CODE  < user-jwt
@@ -179,6 +207,13 @@ func json(_ object: [String: String?]) -> String {
 
 /// What was wrong with an argument, in the command's own terms.
 func usageMessage(for error: PortalAuthError) -> String {
+    switch error {
+    case .unsolicitedRedirect:
+        return "\(error) (start the sign-in again: send-magic-link or login-with-*; or --allow-unsolicited)"
+    case .differentEndUser:
+        return "\(error) (sign out with clear and sign in again, or confirm with --replace-user)"
+    default: break
+    }
     guard case .invalidArgument(let name) = error else { return error.description }
     let limit = "at most \(PortalAuth.maxIdentifierBytes) bytes, not blank, no NUL"
     switch name {
@@ -201,6 +236,8 @@ func exitCode(for error: PortalAuthError) -> Exit {
     case .sessionInvalidated, .unauthorized, .networkFailure, .rateLimited, .malformedResponse, .invalidGrant,
          .invalidUserJwt, .authenticationFailed:
         return .signIn
+    case .unsolicitedRedirect: return .unsolicited
+    case .differentEndUser: return .differentUser
     }
 }
 
@@ -242,7 +279,7 @@ struct Options {
                 }
                 options.promptTimeoutMs = ms
             case "--end-user-id": options.values["end-user-id"] = try value(argument)
-            case "--json", "--show-token", "--help", "-h":
+            case "--json", "--show-token", "--help", "-h", "--allow-unsolicited", "--replace-user":
                 options.flags.insert(argument == "-h" ? "--help" : argument)
             case "--token", "--cst", "--client-session-token", "--user-jwt":
                 throw UsageError(message: "\(argument): secrets are read from stdin, never from arguments")
@@ -326,13 +363,21 @@ func run(_ options: Options) throws(UsageError) -> Exit {
             try options.auth(needsRedirect: true).sendMagicLink(email: options.arguments[0])
             print("sign-in link sent")
             return .ok
+        case "login-with-google", "login-with-apple":
+            try options.expectArguments(0, "no arguments")
+            let auth = try options.auth(needsRedirect: true)
+            say(command == "login-with-google" ? try auth.loginWithGoogle() : try auth.loginWithApple()) // server text
+            return .ok
         case "handle-redirect":
             try options.expectArguments(1, "one URL")
             if options.arguments[0].allSatisfy({ $0.isWhitespace }) { throw UsageError(message: "handle-redirect: the URL is empty") }
             if options.arguments[0].utf8.count > PortalAuth.maxRedirectURLBytes {
                 throw UsageError(message: "handle-redirect: the URL is longer than \(PortalAuth.maxRedirectURLBytes) bytes")
             }
-            switch try options.auth(needsRedirect: true).handleRedirect(url: options.arguments[0]) {
+            var redirectOptions: RedirectOptions = []
+            if options.flags.contains("--allow-unsolicited") { redirectOptions.insert(.allowUnsolicited) }
+            if options.flags.contains("--replace-user") { redirectOptions.insert(.replaceDifferentEndUser) }
+            switch try options.auth(needsRedirect: true).handleRedirect(url: options.arguments[0], options: redirectOptions) {
             case .notHandled:
                 printError("not this app's redirect URL; nothing done")
                 return .signedOut
@@ -397,6 +442,13 @@ func run(_ options: Options) throws(UsageError) -> Exit {
         throw error
     } catch let error as PortalAuthError {
         printError(usageMessage(for: error))
+        if command == "handle-redirect" && options.flags.contains("--json") {
+            if case .differentEndUser(let stored, let new) = error {
+                print(json(["status": "differentEndUser", "endUserId": new, "storedEndUserId": stored]))
+            } else if case .unsolicitedRedirect = error {
+                print(json(["status": "unsolicitedRedirect"]))
+            }
+        }
         if command == "restore" && options.flags.contains("--json") {
             print(json(["status": exitCode(for: error) == .storage ? "unavailable" : "error",
                         "authEnvironmentId": options.env, "message": usageMessage(for: error)]))

@@ -6,13 +6,13 @@ import FoundationEssentials
 import Glibc
 #endif
 
-private let redirect = "portalkeyring://auth/callback"
+let redirect = "portalkeyring://auth/callback"
 
 private struct Grant: Decodable { let token: String?; let redirectUrl: String }
 private struct Envelope<T: Decodable>: Decodable { let data: T }
 
 /// Mints a grant on the loopback Portal API; returns the redirect URL a browser would open.
-private func grant(_ kind: String, user: String, totp: Bool = false, provider: String? = nil, error: String? = nil) throws -> String {
+func grant(_ kind: String, user: String, totp: Bool = false, provider: String? = nil, error: String? = nil) throws -> String {
     var body = #"{"kind":"\#(kind)","endUserId":"\#(user)","totpRequired":\#(totp),"redirectUrl":"\#(redirect)""#
     if let provider { body += #","provider":"\#(provider)""# }
     if let error { body += #","error":"\#(error)""# }
@@ -23,11 +23,15 @@ private func grant(_ kind: String, user: String, totp: Bool = false, provider: S
 
 /// Sign-in flows against the loopback Portal API and the real keyring (SPEC §3 sign-in row, §4).
 @Suite(.serialized) struct SignInTests {
+    /// A fresh auth environment with a sign-in pending (grants here are minted by the fake API,
+    /// not started by sendMagicLink, so the marker is recorded directly).
     private func auth() throws -> PortalAuth {
         _ = try KeyringControl.environment()
-        return try PortalAuth(authEnvironmentId: "signin-\(PortalAuth.newGeneration().prefix(12))", redirectUrl: redirect,
+        let auth = try PortalAuth(authEnvironmentId: "signin-\(PortalAuth.newGeneration().prefix(12))", redirectUrl: redirect,
                               apiHost: try FakePortalAPI.host(),
                               keyringTimeouts: KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000))
+        try auth.pendingSignIn.record()
+        return auth
     }
 
     @Test func methodsAndAuthorizeURLs() throws {
@@ -78,7 +82,8 @@ private func grant(_ kind: String, user: String, totp: Bool = false, provider: S
         for case .authenticated(let s) in results { tokens.append(try s.getToken()) }
         #expect(tokens.count == 2 && tokens[0] == tokens[1])
         #expect(try FakePortalAPI.requests("/api/v3/auth/magic-links/validations").total == before + 1)
-        // Concurrent deliveries of one grant also exchange once.
+        // Concurrent deliveries of one grant also exchange once (a new sign-in: the first completed).
+        try a.pendingSignIn.record()
         let url2 = try grant("oauth", user: "eu-repeat", provider: "GOOGLE")
         let before2 = try FakePortalAPI.requests("/api/v3/auth/oauth/tokens").total
         DispatchQueue.concurrentPerform(iterations: 6) { _ in _ = try? a.handleRedirect(url: url2) }
@@ -174,7 +179,9 @@ private func grant(_ kind: String, user: String, totp: Bool = false, provider: S
         // The clear waited for the exchange, then removed what it persisted.
         #expect(exchange.wait(timeout: .now()) == .success)
         #expect(try a.restoreSession() == nil)
-        // And the grant is forgotten: delivering it again goes to the server (used → invalid).
+        // And the grant is forgotten: delivering it again (with a sign-in pending) goes to the
+        // server (used → invalid).
+        try a.pendingSignIn.record()
         #expect(throws: PortalAuthError.invalidGrant) { try a.handleRedirect(url: url) }
     }
 }

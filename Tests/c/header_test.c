@@ -80,6 +80,8 @@ static portal_status (*const p_auth_login_with_google)(portal_auth *, char **) =
 static portal_status (*const p_auth_login_with_apple)(portal_auth *, char **) = portal_auth_login_with_apple;
 static portal_status (*const p_auth_handle_redirect)(portal_auth *, const char *, portal_redirect_kind *,
                                                      portal_session **, char **, char **) = portal_auth_handle_redirect;
+static portal_status (*const p_auth_handle_redirect_v2)(portal_auth *, const char *, uint32_t, portal_redirect_kind *,
+                                                        portal_session **, char **, char **) = portal_auth_handle_redirect_v2;
 static portal_status (*const p_auth_verify_totp)(portal_auth *, const char *, const char *,
                                                  portal_session **) = portal_auth_verify_totp;
 
@@ -125,6 +127,7 @@ static const struct {
     ENTRY(portal_auth_login_with_apple),
     ENTRY(portal_auth_handle_redirect),
     ENTRY(portal_auth_verify_totp),
+    ENTRY(portal_auth_handle_redirect_v2),
 };
 
 int main(void) {
@@ -144,6 +147,7 @@ int main(void) {
         (any_function)p_auth_get_methods, (any_function)p_auth_send_magic_link,
         (any_function)p_auth_login_with_google, (any_function)p_auth_login_with_apple,
         (any_function)p_auth_handle_redirect, (any_function)p_auth_verify_totp,
+        (any_function)p_auth_handle_redirect_v2,
     };
     const size_t n = sizeof functions / sizeof functions[0];
     size_t i;

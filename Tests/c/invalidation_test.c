@@ -276,6 +276,51 @@ static void test_newer_sign_in_by_another_process_survives(void) {
     portal_auth_free(auth);
 }
 
+/* The redirect URL of a grant minted on the loopback Portal API for end_user ("" on failure). */
+static void mint_grant(const char *end_user, char *redirect, size_t size) {
+    char command[1024];
+    snprintf(command, sizeof command,
+             "python3 -c 'import json,sys,urllib.request as u; r=u.Request(sys.argv[1],data=json.dumps({\"kind\":\"magic_link\",\"endUserId\":sys.argv[2],\"redirectUrl\":\"portalkeyring://auth/callback\"}).encode(),headers={\"Content-Type\":\"application/json\"}); print(json.load(u.urlopen(r))[\"data\"][\"redirectUrl\"])' '%s/_admin/grants' '%s'",
+             api_url, end_user);
+    redirect[0] = '\0';
+    FILE *p = popen(command, "r");
+    CHECK(p && fgets(redirect, (int)size, p));
+    if (p) pclose(p);
+    redirect[strcspn(redirect, "\n")] = '\0';
+}
+
+/* Issue 14 item 3 (login CSRF), with eu-c's session stored and no sign-in pending: a grant is
+ * refused as unsolicited (nothing stored); with a sign-in pending, another end user's grant gives
+ * PORTAL_ERR_DIFFERENT_END_USER with no outputs and eu-c still stored, and the same URL with
+ * PORTAL_REDIRECT_REPLACE_END_USER persists it. */
+static void test_redirect_hijacking(portal_auth *auth) {
+    char redirect[1024];
+    portal_redirect_kind kind = PORTAL_REDIRECT_NOT_HANDLED;
+    portal_session *session = (portal_session *)0x1, *restored = NULL;
+    mint_grant("eu-attacker", redirect, sizeof redirect);
+    CHECK(portal_auth_handle_redirect(auth, redirect, &kind, &session, NULL, NULL) == PORTAL_ERR_UNSOLICITED_REDIRECT);
+    CHECK(kind == PORTAL_REDIRECT_NOT_HANDLED && session == (portal_session *)0x1);
+    CHECK(portal_auth_restore_session(auth, &restored) == PORTAL_OK && restored &&
+          strcmp(portal_session_get_end_user_id(restored), "eu-c") == 0);
+    portal_session_free(restored);
+
+    CHECK(portal_auth_send_magic_link(auth, "someone@example.com") == PORTAL_OK);
+    CHECK(portal_auth_handle_redirect(auth, redirect, &kind, &session, NULL, NULL) == PORTAL_ERR_DIFFERENT_END_USER);
+    CHECK(kind == PORTAL_REDIRECT_NOT_HANDLED && session == (portal_session *)0x1);
+    CHECK(strstr(portal_last_error_message(), "eu-attacker") && strstr(portal_last_error_message(), "eu-c"));
+    CHECK(portal_auth_restore_session(auth, &restored) == PORTAL_OK && restored &&
+          strcmp(portal_session_get_end_user_id(restored), "eu-c") == 0);
+    portal_session_free(restored);
+    CHECK(portal_auth_handle_redirect_v2(auth, redirect, PORTAL_REDIRECT_REPLACE_END_USER, &kind, &session, NULL, NULL) ==
+          PORTAL_OK);
+    CHECK(kind == PORTAL_REDIRECT_AUTHENTICATED && session && session != (portal_session *)0x1 &&
+          strcmp(portal_session_get_end_user_id(session), "eu-attacker") == 0);
+    if (session != (portal_session *)0x1) portal_session_free(session);
+    CHECK(portal_auth_restore_session(auth, &restored) == PORTAL_OK && restored &&
+          strcmp(portal_session_get_end_user_id(restored), "eu-attacker") == 0);
+    portal_session_free(restored);
+}
+
 /* A magic-link sign-in through the C ABI: the session is persisted before it is returned and a
  * repeat delivery of the same redirect gives the same session without a second exchange. */
 static void test_sign_in_flow(void) {
@@ -318,6 +363,7 @@ static void test_sign_in_flow(void) {
     portal_session_free(first);
     portal_session_free(second);
     portal_session_free(restored);
+    test_redirect_hijacking(auth);
     CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
     portal_auth_free(auth);
 }

@@ -63,7 +63,7 @@ cli=("$ps_bin" --env "$env_id" --redirect-url "$redirect")
 
 echo "== usage and help"
 expect 0 "--help" -- "$ps_bin" --help
-for sub in restore clear persist send-magic-link handle-redirect verify-totp status; do
+for sub in restore clear persist send-magic-link login-with-google login-with-apple handle-redirect verify-totp status; do
     expect 0 "$sub --help" -- "$ps_bin" "$sub" --help
     grep -q "usage: portal-session" <<<"$out" || bad "$sub --help prints no usage"
 done
@@ -161,11 +161,12 @@ expect 0 "handle-redirect of the emailed link" -- "${cli[@]}" handle-redirect "$
 expect 64 "send-magic-link with an invalid address" -- "${cli[@]}" send-magic-link "no address"
 grant=$(admin POST grants "{\"kind\":\"magic_link\",\"endUserId\":\"eu-link\",\"redirectUrl\":\"$redirect\"}")
 url=$(field "$grant" redirectUrl)
+"${cli[@]}" login-with-google >/dev/null || bad "login-with-google (starts the next sign-in)"
 expect 0 "handle-redirect (magic link)" -- "${cli[@]}" handle-redirect "$url"
 [[ $out == eu-link ]] && ok "prints the end user id" || bad "handle-redirect printed '$out'"
 expect 0 "restore from another process" -- "${cli[@]}" restore
 [[ $out == eu-link ]] && ok "the redirect's session was persisted" || bad "restore printed '$out'"
-expect 3 "the same grant in a new process is used up" -- "${cli[@]}" handle-redirect "$url"
+expect 4 "the same grant in a new process: the sign-in completed, so it is unsolicited" -- "${cli[@]}" handle-redirect "$url"
 expect 1 "a foreign URL is not handled" -- "${cli[@]}" handle-redirect "https://example.com/callback?token=x"
 expect 3 "an error redirect" -- "${cli[@]}" handle-redirect "$redirect?error=access_denied&authMethod=EMAIL_MAGIC_LINK"
 # Issue 14: attacker text from a redirect never drives the terminal; URLs are capped at 8192 bytes.
@@ -183,6 +184,8 @@ expect 1 "an 8192-byte URL of slashes is handled (not ours)" -- "${cli[@]}" hand
 elapsed_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
 [[ $elapsed_ms -lt 3000 ]] && ok "in ${elapsed_ms} ms" || bad "an 8192-byte URL of slashes took ${elapsed_ms} ms"
 expect 64 "handle-redirect without --redirect-url" -- env -u PORTAL_REDIRECT_URL "$ps_bin" --env "$env_id" handle-redirect "$url"
+"${cli[@]}" clear >/dev/null
+"${cli[@]}" login-with-apple >/dev/null || bad "login-with-apple (starts the TOTP sign-in)"
 grant=$(admin POST grants "{\"kind\":\"oauth\",\"provider\":\"GOOGLE\",\"endUserId\":\"eu-totp\",\"totpRequired\":true,\"redirectUrl\":\"$redirect\"}")
 expect 0 "handle-redirect → totp required" -- "${cli[@]}" handle-redirect "$(field "$grant" redirectUrl)" --json --show-token
 [[ $(field "$out" status) == totpRequired ]] && ok "status totpRequired" || bad "totp: $out"
@@ -194,6 +197,43 @@ expect 0 "verify-totp" -- sh -c "printf '%s' \"\$0\" | \"\$@\" verify-totp $code
 expect 64 "verify-totp with a non-numeric code" -- sh -c "printf 'x' | \"\$@\" verify-totp abc" sh "${cli[@]}"
 "${cli[@]}" clear >/dev/null
 
+echo "== redirect hijacking: pending sign-in and different end user (issue 14 item 3)"
+csrf=("$ps_bin" --env "cli-csrf-$$" --redirect-url "$redirect")
+exchanges() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])["routes"].get("/api/v3/auth/magic-links/validations",{}).get("requests",0))' "$(admin GET stats)"; }
+mint() { field "$(admin POST grants "{\"kind\":\"magic_link\",\"endUserId\":\"$1\",\"redirectUrl\":\"$redirect\"}")" redirectUrl; }
+before=$(exchanges)
+expect 4 "an attacker's grant with no sign-in pending" -- "${csrf[@]}" handle-redirect "$(mint eu-attacker)" --json
+[[ $(field "$out" status) == unsolicitedRedirect && $err == *unsolicited* ]] && ok "reported as unsolicited" || bad "out: $out err: $err"
+[[ $(exchanges) == "$before" ]] && ok "the grant was not exchanged" || bad "an unsolicited grant was exchanged"
+expect 1 "nothing was stored" -- "${csrf[@]}" restore
+expect 0 "login-with-google prints the authorize URL" -- "${csrf[@]}" login-with-google
+[[ $out == http* ]] && ok "an http(s) URL" || bad "login-with-google printed '$out'"
+marker=$(ls "$XDG_RUNTIME_DIR"/portal-keyring/signin-* 2>/dev/null | head -n 1)
+[[ -n $marker && $(stat -c %a "$marker") == 600 && $(stat -c %a "$XDG_RUNTIME_DIR/portal-keyring") == 700 ]] &&
+    ok "the marker is a 0600 file in a 0700 directory under XDG_RUNTIME_DIR" || bad "marker: '$marker'"
+expect 0 "the handler (another process) completes the started sign-in" -- "${csrf[@]}" handle-redirect "$(mint eu-owner)"
+expect 4 "a second grant after the sign-in completed" -- "${csrf[@]}" handle-redirect "$(mint eu-owner)"
+"${csrf[@]}" send-magic-link owner@example.com >/dev/null || bad "send-magic-link"
+expect 5 "another end user's grant while eu-owner is signed in" -- "${csrf[@]}" handle-redirect "$(mint eu-other)" --json
+[[ $(field "$out" status) == differentEndUser && $(field "$out" endUserId) == eu-other && $(field "$out" storedEndUserId) == eu-owner ]] &&
+    ok "JSON names both end users" || bad "out: $out"
+[[ $err == *--replace-user* ]] && ok "the message says how to confirm" || bad "err: $err"
+expect 0 "eu-owner is still stored" -- "${csrf[@]}" restore
+[[ $out == eu-owner ]] && ok "not replaced" || bad "restore printed '$out'"
+expect 0 "--replace-user confirms the switch (the refused one left the sign-in pending)" -- "${csrf[@]}" handle-redirect "$(mint eu-other)" --replace-user
+expect 0 "restore" -- "${csrf[@]}" restore
+[[ $out == eu-other ]] && ok "switched to eu-other" || bad "restore printed '$out'"
+"${csrf[@]}" login-with-apple >/dev/null || bad "login-with-apple"
+expect 0 "the same end user signing in again is silent" -- "${csrf[@]}" handle-redirect "$(mint eu-other)"
+expect 0 "--allow-unsolicited opts out" -- "${csrf[@]}" handle-redirect "$(mint eu-other)" --allow-unsolicited
+# Without XDG_RUNTIME_DIR the marker lives under XDG_STATE_HOME; it is seen only there.
+expect 0 "send-magic-link without XDG_RUNTIME_DIR" -- env -u XDG_RUNTIME_DIR "${csrf[@]}" send-magic-link owner@example.com
+[[ -n $(ls "$XDG_STATE_HOME"/portal-keyring-pending/signin-* 2>/dev/null) ]] && ok "the marker is under \$XDG_STATE_HOME/portal-keyring-pending" || bad "no marker under XDG_STATE_HOME"
+url=$(mint eu-other)
+expect 4 "a handler with XDG_RUNTIME_DIR does not see it" -- "${csrf[@]}" handle-redirect "$url"
+expect 0 "a handler without XDG_RUNTIME_DIR does" -- env -u XDG_RUNTIME_DIR "${csrf[@]}" handle-redirect "$url"
+"${csrf[@]}" clear >/dev/null
+
 echo "== desktop handler (examples/desktop)"
 desktop=$repo/examples/desktop/portal-example-signin.desktop
 desktop_env=$(python3 - "$desktop" <<'PY'
@@ -204,16 +244,23 @@ PY
 )
 grant=$(admin POST grants "{\"kind\":\"magic_link\",\"endUserId\":\"eu-desktop\",\"redirectUrl\":\"portal-example://auth/callback\"}")
 url=$(field "$grant" redirectUrl)
+desktop_app=("$ps_bin" --env "$desktop_env" --redirect-url portal-example://auth/callback)
 # Run the Exec line as a desktop launcher does: split per the Desktop Entry spec, %u → the URL as
 # one argument, no shell. portal-session is found on PATH like an installed command.
-if PATH="$(dirname "$ps_bin"):$PATH" python3 - "$desktop" "$url" <<'PY'
+run_exec_line() { # URL → the handler's exit status
+    PATH="$(dirname "$ps_bin"):$PATH" python3 - "$desktop" "$1" <<'PY'
 import shlex, subprocess, sys
 path, url = sys.argv[1], sys.argv[2]
 exec_line = next(l.split("=", 1)[1].strip() for l in open(path) if l.startswith("Exec="))
 argv = [url if a == "%u" else a for a in shlex.split(exec_line)]
-sys.exit(subprocess.run(argv, stdout=subprocess.DEVNULL).returncode)
+sys.exit(subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode)
 PY
-then ok "the desktop Exec line completed the sign-in"; else bad "the desktop Exec line failed"; fi
+}
+run_exec_line "$url"; status=$?
+[[ $status == 4 ]] && ok "the Exec line refuses a sign-in nobody started (exit 4)" || bad "unsolicited via the Exec line: exit $status"
+# The app (another process than the handler) starts the sign-in, then the link arrives.
+"${desktop_app[@]}" send-magic-link desktop@example.com >/dev/null || bad "the app's send-magic-link"
+if run_exec_line "$url"; then ok "the desktop Exec line completed the sign-in"; else bad "the desktop Exec line failed"; fi
 expect 0 "restore the desktop sign-in from another process" -- "$ps_bin" --env "$desktop_env" restore
 [[ $out == eu-desktop ]] && ok "restored eu-desktop" || bad "restore printed '$out'"
 grep -q "^MimeType=x-scheme-handler/portal-example;" "$desktop" && ok "the desktop file registers x-scheme-handler/portal-example" || bad "MimeType missing"

@@ -79,6 +79,8 @@ __all__ = [
     "InvalidGrant",
     "InvalidUserJwt",
     "AuthenticationFailed",
+    "UnsolicitedRedirect",
+    "DifferentEndUser",
     "SecretToken",
     "PortalAuth",
     "Session",
@@ -176,6 +178,8 @@ class Status(enum.IntEnum):
     INVALID_GRANT = 9
     INVALID_USER_JWT = 10
     AUTHENTICATION_FAILED = 11
+    UNSOLICITED_REDIRECT = 12
+    DIFFERENT_END_USER = 13
 
 
 def _errcheck(result: int, func: Any, args: Any) -> int:
@@ -333,6 +337,14 @@ class AuthenticationFailed(PortalKeyringError):
     """``PORTAL_ERR_AUTHENTICATION_FAILED``: sign-in failed (error redirect, wrong TOTP code)."""
 
 
+class UnsolicitedRedirect(PortalKeyringError):
+    """``PORTAL_ERR_UNSOLICITED_REDIRECT``: a redirect no pending sign-in asked for; nothing done."""
+
+
+class DifferentEndUser(PortalKeyringError):
+    """``PORTAL_ERR_DIFFERENT_END_USER``: another end user's session is stored; nothing stored."""
+
+
 _ERRORS: Dict[int, Type[PortalKeyringError]] = {
     Status.INVALID_ARGUMENT: InvalidArgument,
     Status.SESSION_STORAGE: SessionStorageFailure,
@@ -345,6 +357,8 @@ _ERRORS: Dict[int, Type[PortalKeyringError]] = {
     Status.INVALID_GRANT: InvalidGrant,
     Status.INVALID_USER_JWT: InvalidUserJwt,
     Status.AUTHENTICATION_FAILED: AuthenticationFailed,
+    Status.UNSOLICITED_REDIRECT: UnsolicitedRedirect,
+    Status.DIFFERENT_END_USER: DifferentEndUser,
 }
 
 

@@ -1,0 +1,169 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The pending sign-in marker: the login-CSRF ("redirect hijacking") defence of issue 14.
+///
+/// `sendMagicLink`, `loginWithGoogle` and `loginWithApple` record that this user started a
+/// sign-in for an auth environment; `handleRedirect(url:)` exchanges a grant only while such a
+/// marker exists and is younger than `lifetimeSeconds`, and a completed sign-in consumes it. The
+/// desktop URL handler is a separate process from the app that started the sign-in, so the marker
+/// is a small file, not process memory.
+///
+/// Where: `$XDG_RUNTIME_DIR/portal-keyring/` when `XDG_RUNTIME_DIR` is an absolute path to a
+/// directory owned by this user with no group or other permissions (the XDG rule; tmpfs, per
+/// user, emptied at logout). Otherwise `$XDG_STATE_HOME/portal-keyring-pending/` (default
+/// `$HOME/.local/state/…`; missing components created 0700), whose parent must be owned by this
+/// user and not writable by group or others. Never `/tmp`: another user could take the name
+/// there first. No usable place → recording fails (`sessionStorageFailure`), and the sign-in is
+/// not started.
+///
+/// Safety: the marker directory is created 0700 and opened with `O_NOFOLLOW`; it must be owned
+/// by this user with no group or other permissions, else it is not used. Marker files live only
+/// in it (`openat`), are written to a temporary name (`O_EXCL | O_NOFOLLOW`, 0600) and renamed
+/// into place, and are read with `O_NOFOLLOW | O_NONBLOCK` only when they are regular files owned
+/// by this user with no group or other permissions, at most 4 KiB: a symlink, FIFO or another
+/// user's file is no marker. The marker is not secret: "the auth environment X had a sign-in
+/// started at time T". Another process of the same user can plant one (it can equally write the
+/// keyring), which the different-end-user check still covers.
+struct PendingSignIn {
+    /// 15 minutes: long enough for an email to arrive and be opened, or for an OAuth consent
+    /// screen with a password manager or second factor; short enough that a forgotten sign-in
+    /// does not leave the door open for long. Portal's magic links and OAuth grants are
+    /// themselves short-lived.
+    static let lifetimeSeconds: Int64 = 15 * 60
+    /// A marker from the future by more than this (clock moved back) is no marker.
+    static let clockSkewSeconds: Int64 = 60
+    static let magic = "portal-keyring-pending-sign-in/1"
+
+    let authEnvironmentId: String
+    /// `XDG_RUNTIME_DIR`, `XDG_STATE_HOME` and `HOME` as tests set them; nil: the process's.
+    var environment: [String: String]? = nil
+
+    /// Records a sign-in started now (or at `time`, seconds since the epoch: tests only).
+    func record(at time: Int64? = nil) throws(PortalAuthError) {
+        let dir = try openDirectory(create: true)
+        defer { close(dir) }
+        let content = Array("\(Self.magic)\n\(time ?? Int64(Glibc.time(nil)))\n\(authEnvironmentId)".utf8)
+        var rng = SystemRandomNumberGenerator()
+        let temporary = fileName + ".tmp.\(getpid()).\(rng.next() as UInt32)"
+        let fd = openat(dir, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Self.failure("cannot create \(temporary)") }
+        let written = content.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let closed = close(fd)
+        guard written == content.count, closed == 0, renameat(dir, temporary, dir, fileName) == 0 else {
+            let error = Self.failure("cannot write \(fileName)")
+            unlinkat(dir, temporary, 0)
+            throw error
+        }
+    }
+
+    /// Whether a sign-in for this auth environment was started by this user less than
+    /// `lifetimeSeconds` ago and not completed since. Any doubt (no directory, no file, a file
+    /// that fails a check, unreadable, malformed, expired) is false.
+    func isPending(now: Int64 = Int64(time(nil))) -> Bool {
+        guard let dir = try? openDirectory(create: false) else { return false }
+        defer { close(dir) }
+        let fd = openat(dir, fileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
+              info.st_mode & 0o077 == 0, info.st_size <= 4096 else { return false }
+        var buffer = [UInt8](repeating: 0, count: 4097)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0, count <= 4096 else { return false }
+        let lines = buffer[..<count].split(separator: UInt8(ascii: "\n"), maxSplits: 2, omittingEmptySubsequences: false)
+        guard lines.count == 3, String(decoding: lines[0], as: UTF8.self) == Self.magic,
+              let started = Int64(String(decoding: lines[1], as: UTF8.self)),
+              Array(lines[2]) == Array(authEnvironmentId.utf8) else { return false }
+        return started <= now + Self.clockSkewSeconds && now - started < Self.lifetimeSeconds
+    }
+
+    /// Removes the marker (a completed sign-in). Errors are ignored: an undeletable marker
+    /// still expires.
+    func consume() {
+        guard let dir = try? openDirectory(create: false) else { return }
+        unlinkat(dir, fileName, 0)
+        close(dir)
+    }
+
+    /// `signin-<FNV-1a 64 of the auth environment id, hex>`; the file also holds the id, which is
+    /// compared, so a hash collision is no marker.
+    var fileName: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in authEnvironmentId.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let digits = String(hash, radix: 16)
+        return "signin-" + String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    // MARK: - The directory
+
+    /// The marker directory for this process's environment, as (base, name inside base), or nil.
+    static func location(runtimeDir: String?, stateHome: String?, home: String?) -> (base: String, name: String, fallback: Bool)? {
+        if let runtimeDir, runtimeDir.hasPrefix("/"), privateDirectory(runtimeDir) {
+            return (runtimeDir, "portal-keyring", false)
+        }
+        if let stateHome, stateHome.hasPrefix("/") { return (stateHome, "portal-keyring-pending", true) }
+        if let home, home.hasPrefix("/") { return (home + "/.local/state", "portal-keyring-pending", true) }
+        return nil
+    }
+
+    /// Opens the marker directory (creating it, and a missing fallback base, when `create`).
+    func openDirectory(create: Bool) throws(PortalAuthError) -> Int32 {
+        guard let place = Self.location(runtimeDir: variable("XDG_RUNTIME_DIR"), stateHome: variable("XDG_STATE_HOME"),
+                                        home: variable("HOME") ?? (environment == nil ? Self.passwdHome() : nil)) else {
+            throw Self.failure("no XDG_RUNTIME_DIR and no home directory", errno: false)
+        }
+        if create && place.fallback { Self.makeDirectories(place.base) }
+        if place.fallback {
+            var info = stat()
+            guard stat(place.base, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid(),
+                  info.st_mode & 0o022 == 0 else {
+                throw Self.failure("\(place.base) is not a directory of this user that only it can write", errno: false)
+            }
+        }
+        let path = place.base + "/" + place.name
+        if create { mkdir(path, 0o700) }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.failure("cannot open \(path)") }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
+            close(fd)
+            throw Self.failure("\(path) is not a private directory of this user (owner and mode 0700 required)", errno: false)
+        }
+        return fd
+    }
+
+    /// An existing directory owned by this user with no group or other permissions.
+    private static func privateDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR && info.st_uid == geteuid()
+            && info.st_mode & 0o077 == 0
+    }
+
+    /// `mkdir -p` with mode 0700 for the components that are missing.
+    private static func makeDirectories(_ path: String) {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            mkdir(prefix, 0o700)
+        }
+    }
+
+    private func variable(_ name: String) -> String? {
+        if let environment { return environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        guard let value = getenv(name), value.pointee != 0 else { return nil }
+        return String(validatingCString: value)
+    }
+
+    private static func passwdHome() -> String? {
+        guard let entry = getpwuid(geteuid()), let dir = entry.pointee.pw_dir else { return nil }
+        return String(validatingCString: dir)
+    }
+
+    private static func failure(_ what: String, errno withErrno: Bool = true) -> PortalAuthError {
+        let reason = withErrno ? ": " + String(cString: strerror(errno)) : ""
+        return .sessionStorageFailure(message: "pending sign-in marker: \(what)\(reason)")
+    }
+}
