@@ -100,6 +100,9 @@ step "provider matrix: the keyring contract (Tests/providers/run.sh) on $all_pro
 bounded "${PORTAL_TIMEOUT_MATRIX:-1500}" "provider contract matrix" \
     scripts/test-matrix.sh --providers "$all_providers" --timeout 400 --no-portal-api --log-dir build/matrix/providers \
     -- Tests/providers/run.sh
+step "a provider without encrypted transfer sessions gets nothing (Tests/providers/plain_refused.sh)"
+bounded 180 "plain transfer refused" Tests/providers/plain_refused.sh
+
 step "provider matrix: Swift tests on the other providers"
 bounded "${PORTAL_TIMEOUT_MATRIX:-1500}" "Swift tests matrix" \
     scripts/test-matrix.sh --providers gnome-keyring-locked,gnome-keyring-passwordless,keepassxc,kwallet --timeout 400 \

@@ -219,12 +219,15 @@ extension PortalAuth {
             throw .malformedResponse(field: "clientSessionToken")
         }
         var exchange = Exchange(endUserId: data.endUserId, totpLink: data.totpLink)
-        if let token = data.clientSessionToken {
+        // The decoder's Strings are this call's own: copied into wiped memory, then zeroed in place.
+        if var token = data.clientSessionToken {
             let bytes = SecretBytes.copyingUTF8(of: token)
+            SecretBytes.wipeStorage(of: &token)
             do { try Self.checkToken(bytes, name: "clientSessionToken") } catch { throw .malformedResponse(field: "clientSessionToken") }
             exchange.clientSessionToken = bytes
-        } else if let jwt = data.userJwt {
+        } else if var jwt = data.userJwt {
             exchange.userJwt = SecretBytes.copyingUTF8(of: jwt)
+            SecretBytes.wipeStorage(of: &jwt)
         }
         return exchange
     }
@@ -268,7 +271,7 @@ extension PortalAuth {
         }
         switch response.status {
         case 200..<300:
-            guard let envelope = try? JSONDecoder().decode(Envelope<Response>.self, from: Data(response.body)) else {
+            guard let envelope = try? Self.decode(Envelope<Response>.self, response) else {
                 throw .malformedResponse(field: "data")
             }
             guard let data = envelope.data else { throw .malformedResponse(field: "data") }
@@ -278,10 +281,20 @@ extension PortalAuth {
         case 401:
             throw unauthorized
         default:
-            let detail = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body))
+            let detail = try? Self.decode(ErrorBody.self, response)
             // The server's text is outside input: no control characters, bounded length.
             let text = (detail?.error ?? detail?.message).map { ": " + DisplayText.sanitized($0) } ?? ""
             throw .authenticationFailed(message: "HTTP \(response.status)" + text)
+        }
+    }
+
+    /// Decodes the response body where the library received it (wiped on release): no array or
+    /// `Data` copy of a body that may carry a CST is left behind in freed memory.
+    private static func decode<T: Decodable>(_ type: T.Type, _ response: PortalResponse) throws -> T {
+        try response.withBodyBytes { bytes in
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return try JSONDecoder().decode(type, from: Data()) }
+            let view = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
+            return try JSONDecoder().decode(type, from: view)
         }
     }
 

@@ -17,13 +17,16 @@ import Glibc
 /// GLib's shared session-bus connection, which belongs to the host application (see
 /// `ServiceConnection`), and a transfer session is bound to the connection that opened it.
 ///
-/// A provider that offers no encryption (OpenSession answers NotSupported) gets a `plain`
-/// session, as libsecret does; `algorithm` says which is in use (`portal-session status`).
+/// A provider that offers no encryption (OpenSession answers NotSupported) gets no session at
+/// all: every call fails with "no encrypted transfer session", unlike libsecret, which falls back
+/// to `plain` and sends secrets in clear. `algorithm` is shown by `portal-session status`; `plain`
+/// remains only for sessions built by tests.
 ///
 /// Immutable after opening; `encode` and `decode` may run on any thread at once.
 final class TransferSession: @unchecked Sendable {
     static let encryptedAlgorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
     static let plainAlgorithm = "plain"
+    static let noEncryption = "the provider offers no encrypted transfer session (only plain), and the session is never sent in clear"
 
     /// The session's object path on the provider.
     let path: String
@@ -49,12 +52,9 @@ final class TransferSession: @unchecked Sendable {
         let keys = try Crypto.KeyPair()
         let offered = keys.publicKey.withUnsafeBytes { Crypto.byteArray($0) }
         guard let reply = try openSession(encryptedAlgorithm, g_variant_new_variant(offered)) else {
-            // No encryption offered: a plain session, as libsecret falls back to.
-            guard let plain = try openSession(plainAlgorithm, g_variant_new_variant(g_variant_new_string(""))) else {
-                throw StorageFailure.Classified(kind: .other, message: "the provider supports no transfer algorithm")
-            }
-            defer { g_variant_unref(plain) }
-            return TransferSession(path: Variant.string(plain, 1), algorithm: plainAlgorithm, key: nil)
+            // Never the "plain" fallback libsecret makes: every process on the bus could read the
+            // session (SPEC §5: the token never crosses the bus in clear).
+            throw StorageFailure.Classified(kind: .other, message: noEncryption)
         }
         defer { g_variant_unref(reply) }
         let boxed = g_variant_get_child_value(reply, 0)!
