@@ -29,7 +29,7 @@ import Glibc
 /// | restore | SearchItems, GetSecrets (one call for all matches) |
 /// | … with ≥ 2 matches lacking `g`/`t` in their documents, or one usable document without `g` (stored by an earlier version) | + SearchItems, Get(Attributes) per match (`items(withSecrets: false)`) |
 /// | … with a locked match | + Unlock and the prompt (`Prompts`), SearchItems |
-/// | … with nothing found | + SearchItems without `xdg:schema`, ReadAlias, Get(Locked) (`locate`) |
+/// | … with nothing found | + SearchItems without `xdg:schema`, ReadAlias, Get(Locked), SearchItems again (`locate`) |
 /// | … with a version-1 document (0.1.0) or an unusable one | + SearchItems, Get(Attributes) per match |
 /// | persist, nothing older stored | ReadAlias, CreateItem, SearchItems |
 /// | persist, replacing k older sign-ins | + Get(Attributes) and Delete per other item |
@@ -337,11 +337,18 @@ struct LibSecretStorage: SessionStorage {
     ///   its locked results are unlocked (the schema is confirmed afterwards).
     /// - KeePassXC, database locked: SearchItems skips locked databases and answers nothing. So
     ///   when nothing matches at all, the default collection's `Locked` property is read.
+    ///
+    /// "Nothing stored" is only answered from a search made after the collection was seen
+    /// unlocked. The searches above ran before `Locked` was read: a database unlocked in between
+    /// (KeePassXC: by the person or `openDatabase`, between our SearchItems and Get(Locked)) made
+    /// them answer nothing while `Locked` then says false. So the search is repeated once; it
+    /// costs one round trip on the "nothing found" path only.
     private func locate(_ bus: SecretBus, _ authEnvironmentId: String,
                         generation: String? = nil) throws(StorageFailure) -> [String] {
         var match = Self.match(authEnvironmentId)
         if let generation { match.append((Self.generationAttribute, generation)) }
         var unlockAttempted = false
+        var searchedAfterLockState = false
         while true {
             let found = try bus.search(match)
             if !found.locked.isEmpty {
@@ -350,9 +357,12 @@ struct LibSecretStorage: SessionStorage {
                 try unlock(found.locked, bus, what: "the session item")
                 continue
             }
-            if !found.unlocked.isEmpty || unlockAttempted { return found.unlocked }
+            if !found.unlocked.isEmpty || unlockAttempted || searchedAfterLockState { return found.unlocked }
             let hiding = try lockedHidingPlaces(bus, Array(match.dropFirst()))
-            if hiding.isEmpty { return [] }
+            if hiding.isEmpty {
+                searchedAfterLockState = true
+                continue
+            }
             unlockAttempted = true
             try unlock(hiding, bus, what: "the keyring that may hold the session")
         }
@@ -368,6 +378,7 @@ struct LibSecretStorage: SessionStorage {
         do throws(StorageFailure.Classified) {
             collection = try bus.readAlias("default")
             if collection == "/" { return [] }
+            FaultInjectionSeam.beforeLockedCheck(bus.call.cancellable)
             return try bus.isLocked(collection: collection) ? [collection] : []
         } catch {
             // The alias names a collection that is gone: nothing can hide there.
