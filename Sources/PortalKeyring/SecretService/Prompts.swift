@@ -104,7 +104,8 @@ final class Prompts: @unchecked Sendable {
         guard enter(until: end) else { return (.timedOut, nil) }
         defer { leave() }
         let owner = try nameOwner(busName, connection, end)
-        let (outcome, prompt) = try runPrompt(promptPath, owner: owner, connection: connection, busName: busName, end: end)
+        let (outcome, prompt) = try runPrompt(promptPath, owner: owner, connection: connection, busName: busName, end: end,
+                                              seam: true)
         let path = prompt?.state.resultPath
         prompt?.close()
         return (outcome, path)
@@ -112,14 +113,22 @@ final class Prompts: @unchecked Sendable {
 
     /// `Prompt.Prompt("")` on `promptPath` and the wait for `Completed` until `end`. The caller
     /// closes the returned prompt (nil when the Prompt call itself failed with a timeout).
+    ///
+    /// A prompt can complete before our Prompt call reaches it (dismissed by the person or another
+    /// program; KeePassXC then removes the object, and the call fails with UnknownObject). Its
+    /// `Completed` signal, subscribed to before the call, is the answer then: a dismissal is
+    /// reported as one, never as an unrelated failure.
     private func runPrompt(_ promptPath: String, owner: String, connection: OpaquePointer, busName: String,
-                           end: Int) throws(StorageFailure) -> (Outcome, PendingPrompt?) {
+                           end: Int, seam: Bool = false) throws(StorageFailure) -> (Outcome, PendingPrompt?) {
         let prompt = PendingPrompt(connection: connection, owner: owner, path: promptPath)
+        if seam { FaultInjectionSeam.beforePrompt(promptPath) }
         var promptFailure: StorageFailure?
         let window = g_variant_new_string("")
         var arguments: [OpaquePointer?] = [window]
         guard let promptReply = call(connection, busName, promptPath, "org.freedesktop.Secret.Prompt", "Prompt",
                                      g_variant_new_tuple(&arguments, 1), end, &promptFailure) else {
+            prompt.poll()
+            if prompt.state.completed { return (prompt.state.dismissed ? .dismissed : .unlocked, prompt) }
             prompt.close()
             if case .timedOut = promptFailure { return (.timedOut, nil) }
             throw promptFailure ?? .failed("the prompt failed")
