@@ -96,14 +96,22 @@ struct LibSecretStorage: SessionStorage {
                 StoredSessionItem(itemId: path, generation: nil, persistedAt: 0, secret: $0, attributesRead: false)
             }
         }
-        if result.count == paths.count { return result }
+        // KWallet 5.103 serves an item of a wallet closed after our search with an EMPTY secret
+        // (not skipped): read as a document, that is "unusable", and the item would be deleted.
+        // An empty secret is only believed when the item needed no unlock to be found again.
+        let empty = result.filter { $0.secret?.count == 0 }.map(\.itemId)
+        if result.count == paths.count && empty.isEmpty { return result }
         // GetSecrets silently skips items it cannot serve: deleted or locked meanwhile (another
         // thread or process). Search again, which unlocks what is locked or throws `.locked`.
         // Items that are gone were deleted: the rest is a consistent answer. Items still there
         // are read again; when that keeps failing, they are unreadable — never reported as absent.
         let missing = paths.filter { secrets[$0] == nil }
-        let present = Set(try locate(bus, authEnvironmentId))
-        if !missing.contains(where: present.contains) { return result }
+        var unlockedAgain = false
+        let present = Set(try withUnsafeMutablePointer(to: &unlockedAgain) { flag throws(StorageFailure) in
+            try locate(bus, authEnvironmentId, unlocked: flag)
+        })
+        let unread = missing + (unlockedAgain ? empty : [])
+        if !unread.contains(where: present.contains) { return result }
         if lastAttempt { throw .locked("the provider returned no secret for a stored session item") }
         return nil
     }
@@ -343,8 +351,10 @@ struct LibSecretStorage: SessionStorage {
     /// (KeePassXC: by the person or `openDatabase`, between our SearchItems and Get(Locked)) made
     /// them answer nothing while `Locked` then says false. So the search is repeated once; it
     /// costs one round trip on the "nothing found" path only.
-    private func locate(_ bus: SecretBus, _ authEnvironmentId: String,
-                        generation: String? = nil) throws(StorageFailure) -> [String] {
+    ///
+    /// `unlocked` is set when an unlock was needed (and succeeded) to find the items.
+    private func locate(_ bus: SecretBus, _ authEnvironmentId: String, generation: String? = nil,
+                        unlocked: UnsafeMutablePointer<Bool>? = nil) throws(StorageFailure) -> [String] {
         var match = Self.match(authEnvironmentId)
         if let generation { match.append((Self.generationAttribute, generation)) }
         var unlockAttempted = false
@@ -355,6 +365,7 @@ struct LibSecretStorage: SessionStorage {
                 if unlockAttempted { throw .locked("the session item is still locked after the unlock request") }
                 unlockAttempted = true
                 try unlock(found.locked, bus, what: "the session item")
+                unlocked?.pointee = true
                 continue
             }
             if !found.unlocked.isEmpty || unlockAttempted || searchedAfterLockState { return found.unlocked }
@@ -365,6 +376,7 @@ struct LibSecretStorage: SessionStorage {
             }
             unlockAttempted = true
             try unlock(hiding, bus, what: "the keyring that may hold the session")
+            unlocked?.pointee = true
         }
     }
 
