@@ -21,7 +21,8 @@
 #     "signed out" / "cleared" (unlock_race_test.c; PORTAL_TEST_UNLOCK_RACE_CYCLES, default 3,
 #     1 on keepassxc-confirm);
 #   - KeePassXC: a dismissed create or delete prompt is "keyring refused", nothing lost
-#     (refused_test.c);
+#     (refused_test.c); processes and threads clearing one session at once never crash it
+#     (concurrent_delete_test.c);
 #   - a session GetSecrets never returns is "keyring locked", not deleted (unreadable_test.c;
 #     gnome-keyring-passwordless and kwallet, whose unlock needs nobody).
 # Exits 1 if any check failed; every step is bounded in time.
@@ -150,6 +151,22 @@ if [[ $provider == keepassxc* ]]; then
         sed -n 's/^  /    /p' "$tmp/refused.out"
     else
         bad "refused_test does not compile: $(cat "$tmp/cc.err")"
+    fi
+fi
+
+if [[ $provider == keepassxc ]]; then
+    # Two delete prompts for one item, run one after the other, crash KeePassXC 2.7.4 (SIGSEGV):
+    # 8 processes and then 8 threads clear the same session at once, 10 rounds each.
+    echo "== [$provider] concurrent clears of one session by processes and threads"
+    if gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/providers/concurrent_delete_test.c" \
+        -o "$tmp/concurrent_delete_test" -rdynamic -pthread -L"$libdir" -Wl,-rpath,"$libdir" -lportal-keyring 2>"$tmp/cc.err"; then
+        if timeout 180 "$tmp/concurrent_delete_test" 10 >"$tmp/concurrent.out" 2>&1; then
+            ok "$(tail -n 1 "$tmp/concurrent.out"); $(sed -n 's/^  //p' "$tmp/concurrent.out")"
+        else
+            bad "concurrent_delete_test: $(cat "$tmp/concurrent.out")"
+        fi
+    else
+        bad "concurrent_delete_test does not compile: $(cat "$tmp/cc.err")"
     fi
 fi
 

@@ -312,16 +312,20 @@ struct LibSecretStorage: SessionStorage {
             throw error.storageFailure
         }
         guard let prompt else { return false }
-        if prompt != "/" { _ = try runPrompt(prompt, bus, refused: "the keyring refused to delete the item") }
+        if prompt != "/" { _ = try runPrompt(prompt, bus, refused: "the keyring refused to delete the item", item: path) }
         return true
     }
 
     /// Runs a prompt the provider returned for CreateItem or Item.Delete, under the prompt
     /// deadline (the call deadline paused meanwhile). Returns the object path its result names.
-    private func runPrompt(_ path: String, _ bus: SecretBus, refused: String) throws(StorageFailure) -> String? {
+    /// For a delete prompt, `item` is the item: the prompt is not run when another thread's
+    /// prompt deleted it meanwhile (`Prompts.run`).
+    private func runPrompt(_ path: String, _ bus: SecretBus, refused: String,
+                           item: String? = nil) throws(StorageFailure) -> String? {
         let milliseconds = timeouts.promptMilliseconds
         let (outcome, resultPath) = try bus.call.paused { () throws(StorageFailure) -> (Prompts.Outcome, String?) in
-            try Prompts.shared.run(path, connection: bus.connection, busName: bus.name, milliseconds: milliseconds)
+            try Prompts.shared.run(path, connection: bus.connection, busName: bus.name, milliseconds: milliseconds,
+                                   unlessGone: item)
         }
         switch outcome {
         case .unlocked: return resultPath
