@@ -181,7 +181,7 @@ final class Prompts: @unchecked Sendable {
     /// across processes), -2 when the time ran out. Released by close, also when the process dies.
     private static func lockAcrossProcesses(until end: Int) -> Int32 {
         let directory = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? "/tmp"
-        let fd = open("\(directory)/portal-keyring-prompt.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open("\(directory)/portal-keyring-prompt.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         if fd < 0 { return -1 }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno != EWOULDBLOCK && errno != EINTR { close(fd); return -1 }
