@@ -84,13 +84,11 @@ enum KeyringControl {
             Issue.record("keyringctl lock failed on \(provider)")
         }
     }
-    /// Unlocks the default collection. KeePassXC 2.7.4 reports the collection unlocked before it
-    /// has exported the database's items again; a search in that window finds nothing (seen once
-    /// in a CI run: restore right after openDatabase said signed out). The tests give it a second;
-    /// the library's answer in that window is an open problem (closing note of issue 11).
+    /// Unlocks the default collection; returns once its Locked property says so. No grace period
+    /// for KeePassXC: the library itself must never answer "signed out" around an unlock
+    /// (`Tests/providers/unlock_race.py`).
     static func unlock() throws {
         #expect(try run(["unlock"]).status == 0)
-        if provider.hasPrefix("keepassxc") { usleep(1_000_000) }
     }
 }
 

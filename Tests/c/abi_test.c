@@ -961,7 +961,9 @@ static void test_locked(void) {
     CHECK(session == SENTINEL_SESSION);
     portal_auth_free(other);
 
-    CHECK_MSG(keyring_count(SCHEMA, id) == 1, "%ld items while locked", keyring_count(SCHEMA, id));
+    /* KeePassXC's search skips a locked database: nothing can be counted until it is unlocked. */
+    if (!provider_is("keepassxc"))
+        CHECK_MSG(keyring_count(SCHEMA, id) == 1, "%ld items while locked", keyring_count(SCHEMA, id));
     keyring_unlock();
     locked_by_us = 0;
     CHECK(keyring_count(SCHEMA, id) == 1);

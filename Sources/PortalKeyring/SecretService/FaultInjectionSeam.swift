@@ -14,6 +14,12 @@ import Glibc
 /// - `secret_item_set_secret_sync(NULL, NULL, …)` right before CreateItem: `Tests/c/persist_order_test.c`
 ///   locks the collection (the create fails while the older item is deletable), or stores a newer
 ///   sign-in from another process (which persist must not remove).
+/// - `secret_prompt_perform_sync(NULL, PROMPT_PATH, …)` right before `Prompt.Prompt` of a create or
+///   delete prompt (subscribed to its `Completed` already): `Tests/providers/refused_test.c`
+///   dismisses the prompt there, as a person or another program could.
+/// - `secret_collection_load_items_sync(NULL, …)` right before the default collection's Locked
+///   property is read, when a search found nothing: `Tests/providers/unlock_race_test.c` unlocks
+///   KeePassXC exactly there (its searches skip a locked database).
 enum FaultInjectionSeam {
     private struct Flag: @unchecked Sendable { let interposed: Bool }
     private static func interposed(_ name: String) -> Flag {
@@ -26,6 +32,8 @@ enum FaultInjectionSeam {
     }
     private static let getSecrets = interposed("secret_item_load_secrets_sync")
     private static let createItem = interposed("secret_item_set_secret_sync")
+    private static let lockedCheck = interposed("secret_collection_load_items_sync")
+    private static let prompt = interposed("secret_prompt_perform_sync")
 
     static func beforeGetSecrets(_ cancellable: UnsafeMutablePointer<GCancellable>) {
         guard getSecrets.interposed else { return }
@@ -38,6 +46,20 @@ enum FaultInjectionSeam {
         guard createItem.interposed else { return }
         var error: UnsafeMutablePointer<GError>?
         _ = secret_item_set_secret_sync(nil, nil, cancellable, &error)
+        if let error { g_error_free(error) }
+    }
+
+    static func beforeLockedCheck(_ cancellable: UnsafeMutablePointer<GCancellable>) {
+        guard lockedCheck.interposed else { return }
+        var error: UnsafeMutablePointer<GError>?
+        _ = secret_collection_load_items_sync(nil, cancellable, &error)
+        if let error { g_error_free(error) }
+    }
+
+    static func beforePrompt(_ path: String) {
+        guard prompt.interposed else { return }
+        var error: UnsafeMutablePointer<GError>?
+        if let reply = secret_prompt_perform_sync(nil, path, nil, nil, &error) { g_variant_unref(reply) }
         if let error { g_error_free(error) }
     }
 }

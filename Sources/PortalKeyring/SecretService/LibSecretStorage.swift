@@ -28,7 +28,7 @@ import Glibc
 /// | restore | SearchItems, GetSecrets (one call for all matches) |
 /// | … with ≥ 2 matches lacking `g`/`t` in their documents, or one usable document without `g` (stored by an earlier version) | + SearchItems, Get(Attributes) per match (`items(withSecrets: false)`) |
 /// | … with a locked match | + Unlock and the prompt (`Prompts`), SearchItems |
-/// | … with nothing found | + SearchItems without `xdg:schema`, ReadAlias, Get(Locked) (`locate`) |
+/// | … with nothing found | + SearchItems without `xdg:schema`, ReadAlias, Get(Locked), SearchItems again (`locate`) |
 /// | … with a version-1 document (0.1.0) or an unusable one | + SearchItems, Get(Attributes) per match |
 /// | persist, nothing older stored | ReadAlias, CreateItem, SearchItems |
 /// | persist, replacing k older sign-ins | + Get(Attributes) and Delete per other item |
@@ -95,14 +95,22 @@ struct LibSecretStorage: SessionStorage {
                 StoredSessionItem(itemId: path, generation: nil, persistedAt: 0, secret: $0, attributesRead: false)
             }
         }
-        if result.count == paths.count { return result }
+        // KWallet 5.103 serves an item of a wallet closed after our search with an EMPTY secret
+        // (not skipped): read as a document, that is "unusable", and the item would be deleted.
+        // An empty secret is only believed when the item needed no unlock to be found again.
+        let empty = result.filter { $0.secret?.count == 0 }.map(\.itemId)
+        if result.count == paths.count && empty.isEmpty { return result }
         // GetSecrets silently skips items it cannot serve: deleted or locked meanwhile (another
         // thread or process). Search again, which unlocks what is locked or throws `.locked`.
         // Items that are gone were deleted: the rest is a consistent answer. Items still there
         // are read again; when that keeps failing, they are unreadable — never reported as absent.
         let missing = paths.filter { secrets[$0] == nil }
-        let present = Set(try locate(bus, authEnvironmentId))
-        if !missing.contains(where: present.contains) { return result }
+        var unlockedAgain = false
+        let present = Set(try withUnsafeMutablePointer(to: &unlockedAgain) { flag throws(StorageFailure) in
+            try locate(bus, authEnvironmentId, unlocked: flag)
+        })
+        let unread = missing + (unlockedAgain ? empty : [])
+        if !unread.contains(where: present.contains) { return result }
         if lastAttempt { throw .locked("the provider returned no secret for a stored session item") }
         return nil
     }
@@ -303,16 +311,20 @@ struct LibSecretStorage: SessionStorage {
             throw error.storageFailure
         }
         guard let prompt else { return false }
-        if prompt != "/" { _ = try runPrompt(prompt, bus, refused: "the keyring refused to delete the item") }
+        if prompt != "/" { _ = try runPrompt(prompt, bus, refused: "the keyring refused to delete the item", item: path) }
         return true
     }
 
     /// Runs a prompt the provider returned for CreateItem or Item.Delete, under the prompt
     /// deadline (the call deadline paused meanwhile). Returns the object path its result names.
-    private func runPrompt(_ path: String, _ bus: SecretBus, refused: String) throws(StorageFailure) -> String? {
+    /// For a delete prompt, `item` is the item: the prompt is not run when another thread's
+    /// prompt deleted it meanwhile (`Prompts.run`).
+    private func runPrompt(_ path: String, _ bus: SecretBus, refused: String,
+                           item: String? = nil) throws(StorageFailure) -> String? {
         let milliseconds = timeouts.promptMilliseconds
         let (outcome, resultPath) = try bus.call.paused { () throws(StorageFailure) -> (Prompts.Outcome, String?) in
-            try Prompts.shared.run(path, connection: bus.connection, busName: bus.name, milliseconds: milliseconds)
+            try Prompts.shared.run(path, connection: bus.connection, busName: bus.name, milliseconds: milliseconds,
+                                   unlessGone: item)
         }
         switch outcome {
         case .unlocked: return resultPath
@@ -336,24 +348,38 @@ struct LibSecretStorage: SessionStorage {
     ///   its locked results are unlocked (the schema is confirmed afterwards).
     /// - KeePassXC, database locked: SearchItems skips locked databases and answers nothing. So
     ///   when nothing matches at all, the default collection's `Locked` property is read.
-    private func locate(_ bus: SecretBus, _ authEnvironmentId: String,
-                        generation: String? = nil) throws(StorageFailure) -> [String] {
+    ///
+    /// "Nothing stored" is only answered from a search made after the collection was seen
+    /// unlocked. The searches above ran before `Locked` was read: a database unlocked in between
+    /// (KeePassXC: by the person or `openDatabase`, between our SearchItems and Get(Locked)) made
+    /// them answer nothing while `Locked` then says false. So the search is repeated once; it
+    /// costs one round trip on the "nothing found" path only.
+    ///
+    /// `unlocked` is set when an unlock was needed (and succeeded) to find the items.
+    private func locate(_ bus: SecretBus, _ authEnvironmentId: String, generation: String? = nil,
+                        unlocked: UnsafeMutablePointer<Bool>? = nil) throws(StorageFailure) -> [String] {
         var match = Self.match(authEnvironmentId)
         if let generation { match.append((Self.generationAttribute, generation)) }
         var unlockAttempted = false
+        var searchedAfterLockState = false
         while true {
             let found = try bus.search(match)
             if !found.locked.isEmpty {
                 if unlockAttempted { throw .locked("the session item is still locked after the unlock request") }
                 unlockAttempted = true
                 try unlock(found.locked, bus, what: "the session item")
+                unlocked?.pointee = true
                 continue
             }
-            if !found.unlocked.isEmpty || unlockAttempted { return found.unlocked }
+            if !found.unlocked.isEmpty || unlockAttempted || searchedAfterLockState { return found.unlocked }
             let hiding = try lockedHidingPlaces(bus, Array(match.dropFirst()))
-            if hiding.isEmpty { return [] }
+            if hiding.isEmpty {
+                searchedAfterLockState = true
+                continue
+            }
             unlockAttempted = true
             try unlock(hiding, bus, what: "the keyring that may hold the session")
+            unlocked?.pointee = true
         }
     }
 
@@ -367,6 +393,7 @@ struct LibSecretStorage: SessionStorage {
         do throws(StorageFailure.Classified) {
             collection = try bus.readAlias("default")
             if collection == "/" { return [] }
+            FaultInjectionSeam.beforeLockedCheck(bus.call.cancellable)
             return try bus.isLocked(collection: collection) ? [collection] : []
         } catch {
             // The alias names a collection that is gone: nothing can hide there.

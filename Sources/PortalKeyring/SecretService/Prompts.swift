@@ -98,13 +98,30 @@ final class Prompts: @unchecked Sendable {
     ///
     /// Serialized with unlock prompts. A prompt not answered in time is left open, never
     /// dismissed (see the type's notes); it is not waited for again.
-    func run(_ promptPath: String, connection: OpaquePointer, busName: String,
-             milliseconds: UInt32) throws(StorageFailure) -> (Outcome, resultPath: String?) {
+    ///
+    /// `unlessGone`: a delete prompt's item. Delete prompts are also serialized across this
+    /// library's processes (a file lock in `$XDG_RUNTIME_DIR`), and when the item is gone by the
+    /// time this prompt's turn comes (another thread's or process's delete prompt for it ran
+    /// first), the prompt is not run and the outcome is `.unlocked` (deleted). KeePassXC 2.7.4
+    /// crashes (SIGSEGV) when a second delete prompt for an item it already deleted is run
+    /// (docs/providers.md).
+    func run(_ promptPath: String, connection: OpaquePointer, busName: String, milliseconds: UInt32,
+             unlessGone item: String? = nil) throws(StorageFailure) -> (Outcome, resultPath: String?) {
         let end = g_get_monotonic_time() + Int(milliseconds) * 1000
         guard enter(until: end) else { return (.timedOut, nil) }
         defer { leave() }
+        var lock: Int32 = -1
+        if item != nil {
+            // Other processes of this library too: their delete prompts for the same item must
+            // not be queued behind ours before ours has run.
+            lock = Self.lockAcrossProcesses(until: end)
+            if lock == -2 { return (.timedOut, nil) }
+        }
+        defer { if lock >= 0 { close(lock) } }
+        if let item, try isGone(item, connection, busName, end) { return (.unlocked, nil) }
         let owner = try nameOwner(busName, connection, end)
-        let (outcome, prompt) = try runPrompt(promptPath, owner: owner, connection: connection, busName: busName, end: end)
+        let (outcome, prompt) = try runPrompt(promptPath, owner: owner, connection: connection, busName: busName, end: end,
+                                              seam: true)
         let path = prompt?.state.resultPath
         prompt?.close()
         return (outcome, path)
@@ -112,14 +129,22 @@ final class Prompts: @unchecked Sendable {
 
     /// `Prompt.Prompt("")` on `promptPath` and the wait for `Completed` until `end`. The caller
     /// closes the returned prompt (nil when the Prompt call itself failed with a timeout).
+    ///
+    /// A prompt can complete before our Prompt call reaches it (dismissed by the person or another
+    /// program; KeePassXC then removes the object, and the call fails with UnknownObject). Its
+    /// `Completed` signal, subscribed to before the call, is the answer then: a dismissal is
+    /// reported as one, never as an unrelated failure.
     private func runPrompt(_ promptPath: String, owner: String, connection: OpaquePointer, busName: String,
-                           end: Int) throws(StorageFailure) -> (Outcome, PendingPrompt?) {
+                           end: Int, seam: Bool = false) throws(StorageFailure) -> (Outcome, PendingPrompt?) {
         let prompt = PendingPrompt(connection: connection, owner: owner, path: promptPath)
+        if seam { FaultInjectionSeam.beforePrompt(promptPath) }
         var promptFailure: StorageFailure?
         let window = g_variant_new_string("")
         var arguments: [OpaquePointer?] = [window]
         guard let promptReply = call(connection, busName, promptPath, "org.freedesktop.Secret.Prompt", "Prompt",
                                      g_variant_new_tuple(&arguments, 1), end, &promptFailure) else {
+            prompt.poll()
+            if prompt.state.completed { return (prompt.state.dismissed ? .dismissed : .unlocked, prompt) }
             prompt.close()
             if case .timedOut = promptFailure { return (.timedOut, nil) }
             throw promptFailure ?? .failed("the prompt failed")
@@ -148,6 +173,41 @@ final class Prompts: @unchecked Sendable {
         busy = false
         g_cond_broadcast(condition)
         g_mutex_unlock(mutex)
+    }
+
+    /// An exclusive `flock` on `$XDG_RUNTIME_DIR/portal-keyring-prompt.lock` (the user's own
+    /// directory; /tmp when unset), waited for until `end`: the open descriptor (closing it
+    /// releases the lock), -1 when there is no such file to lock (then nothing is serialized
+    /// across processes), -2 when the time ran out. Released by close, also when the process dies.
+    private static func lockAcrossProcesses(until end: Int) -> Int32 {
+        let directory = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? "/tmp"
+        let fd = open("\(directory)/portal-keyring-prompt.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 { return -1 }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno != EWOULDBLOCK && errno != EINTR { close(fd); return -1 }
+            if g_get_monotonic_time() >= end { close(fd); return -2 }
+            usleep(2_000)
+        }
+        return fd
+    }
+
+    /// Whether the item at `path` no longer exists (Properties.Get of its Locked property answers
+    /// UnknownObject or NoSuchObject), bounded by `end`.
+    private func isGone(_ path: String, _ connection: OpaquePointer, _ busName: String,
+                        _ end: Int) throws(StorageFailure) -> Bool {
+        let remaining = max((end - g_get_monotonic_time()) / 1000, 1)
+        var arguments: [OpaquePointer?] = [g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Locked")]
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(connection, busName, path, "org.freedesktop.DBus.Properties", "Get",
+                                                g_variant_new_tuple(&arguments, 2), nil, G_DBUS_CALL_FLAGS_NO_AUTO_START,
+                                                Int32(clamping: remaining), nil, &error)
+        if let reply {
+            g_variant_unref(reply)
+            return false
+        }
+        let gone = StorageFailure.classify(error, "could not read the item")
+        if case .gone = gone.kind { return true }
+        throw gone.storageFailure
     }
 
     /// The unique bus name that owns `busName` now (the prompt's Completed signal comes from it).

@@ -1,0 +1,108 @@
+/*
+ * unreadable_test — a stored session that the provider keeps refusing to hand out is "keyring
+ * locked", never "signed out", and is not deleted (issue 11: the "unreadable on the last read
+ * attempt" branch of LibSecretStorage.readSecrets).
+ *
+ * GetSecrets silently skips items it cannot serve. The library then searches again: an item
+ * still there is read again (up to 5 attempts in all), and when the last attempt still gets no
+ * secret, the restore fails with "keyring locked" instead of reporting the session absent.
+ *
+ * The library calls secret_item_load_secrets_sync(NULL, …) right before every GetSecrets when a
+ * program interposes the symbol (FaultInjectionSeam.beforeGetSecrets); this program does (linked
+ * with -rdynamic) and locks the keyring there with `keyringctl lock`, every time: GetSecrets then
+ * skips the item, and the library's next search unlocks it again without a prompt (the provider
+ * must unlock without asking anyone: gnome-keyring-passwordless, kwallet). Checks: the restore
+ * fails with PORTAL_ERR_SESSION_STORAGE, reaches GetSecrets 5 times, the item is still stored,
+ * and a restore without the injection returns it. Prints the failing restore's time (ms).
+ * Needs PORTAL_TEST_KEYRINGCTL. Exit 0 when every check passed.
+ */
+#define _GNU_SOURCE
+#include <portal_keyring.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failed, checks;
+#define CHECK(cond, ...)                                                 \
+    do {                                                                 \
+        checks++;                                                        \
+        if (!(cond)) {                                                   \
+            failed++;                                                    \
+            fprintf(stderr, "unreadable_test:%d: FAILED: ", __LINE__);   \
+            fprintf(stderr, __VA_ARGS__);                                \
+            fputc('\n', stderr);                                         \
+        }                                                                \
+    } while (0)
+
+static volatile int inject, reads;
+
+static int keyringctl(const char *command) {
+    char line[1024];
+    snprintf(line, sizeof line, "'%s' %s", getenv("PORTAL_TEST_KEYRINGCTL"), command);
+    return system(line);
+}
+
+/* The seam (FaultInjectionSeam.beforeGetSecrets): lock right before every GetSecrets. */
+int secret_item_load_secrets_sync(void *items, void *cancellable, void **error);
+int secret_item_load_secrets_sync(void *items, void *cancellable, void **error) {
+    (void)items, (void)cancellable, (void)error;
+    if (inject) {
+        reads++;
+        CHECK(keyringctl("lock") == 0, "keyringctl lock before GetSecrets");
+    }
+    return 1;
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000.0 + t.tv_nsec / 1e6;
+}
+
+int main(void) {
+    alarm(120);
+    if (!getenv("PORTAL_TEST_KEYRINGCTL")) {
+        fprintf(stderr, "unreadable_test: run inside scripts/with-keyring.sh with PORTAL_TEST_KEYRINGCTL set\n");
+        return 2;
+    }
+    char env[64], count[512];
+    snprintf(env, sizeof env, "unreadable-%ld", (long)getpid());
+    snprintf(count, sizeof count,
+             "test \"$('%s' count --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s)\" = 1",
+             getenv("PORTAL_TEST_KEYRINGCTL"), env);
+    portal_auth *auth = NULL;
+    CHECK(portal_auth_new(&auth, env, "unreadable://cb", NULL) == PORTAL_OK, "portal_auth_new");
+    portal_auth_set_keyring_timeouts(auth, 5000, 2000);
+    CHECK(portal_auth_persist_session(auth, "eu-kept", "token-kept", NULL) == PORTAL_OK, "persist: %s",
+          portal_last_error_message());
+
+    inject = 1;
+    portal_session *session = NULL;
+    double start = now_ms();
+    portal_status st = portal_auth_restore_session(auth, &session);
+    double ms = now_ms() - start;
+    inject = 0;
+    CHECK(st == PORTAL_ERR_SESSION_STORAGE && !session,
+          "a session GetSecrets never returns is a storage failure, not signed out (got %s, session %s: %s)",
+          portal_status_str(st), session ? "returned" : "none", portal_last_error_message());
+    CHECK(strstr(portal_last_error_message(), "keyring locked") != NULL, "the message says keyring locked: %s",
+          portal_last_error_message());
+    CHECK(reads == 5, "GetSecrets attempts: %d, wanted 5", reads);
+    printf("  unreadable on every attempt: %s after %d reads, %.0f ms: %s\n", portal_status_str(st), reads, ms,
+           portal_last_error_message());
+    portal_session_free(session);
+    session = NULL;
+    CHECK(keyringctl("unlock") == 0, "keyringctl unlock");
+    CHECK(system(count) == 0, "the item is still stored");
+    st = portal_auth_restore_session(auth, &session);
+    CHECK(st == PORTAL_OK && session && strcmp(portal_session_get_end_user_id(session), "eu-kept") == 0,
+          "restored afterwards (%s)", portal_status_str(st));
+    portal_session_free(session);
+    portal_auth_clear_persisted_session(auth);
+    portal_auth_free(auth);
+    printf("unreadable_test: %d of %d checks passed\n", checks - failed, checks);
+    return failed ? 1 : 0;
+}
