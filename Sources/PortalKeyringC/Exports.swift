@@ -41,6 +41,7 @@ public func portal_status_str(_ status: portal_status) -> UnsafePointer<CChar>! 
     case PORTAL_ERR_INVALID_GRANT: return staticCString("invalid grant")
     case PORTAL_ERR_INVALID_USER_JWT: return staticCString("invalid user JWT")
     case PORTAL_ERR_AUTHENTICATION_FAILED: return staticCString("authentication failed")
+    case PORTAL_ERR_CANCELLED: return staticCString("cancelled")
     default: return staticCString("unknown status")
     }
 }
