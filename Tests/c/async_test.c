@@ -317,12 +317,22 @@ static void test_pollable_queue(portal_auth *auth) {
 
 /* (b) the provider stopped: the call deadline ends the restore; the loop keeps running. */
 static void test_provider_stopped(void) {
-    const char *pid_text = getenv("PORTAL_TEST_KEYRING_PID");
-    if (!pid_text) {
-        CHECK(!"PORTAL_TEST_KEYRING_PID is not set");
+    /* The daemon's current pid: $PORTAL_TEST_KEYRING_DIR/keyring.pid (scripts/keyring-restart.sh
+     * rewrites it when an earlier test restarted the daemon), else $PORTAL_TEST_KEYRING_PID. */
+    pid_t pid = 0;
+    const char *dir = getenv("PORTAL_TEST_KEYRING_DIR"), *pid_text = getenv("PORTAL_TEST_KEYRING_PID");
+    char path[4096];
+    FILE *file = NULL;
+    if (dir && snprintf(path, sizeof path, "%s/keyring.pid", dir) < (int)sizeof path && (file = fopen(path, "r"))) {
+        int value = 0;
+        if (fscanf(file, "%d", &value) == 1) pid = (pid_t)value;
+        fclose(file);
+    }
+    if (pid <= 0 && pid_text) pid = (pid_t)atoi(pid_text);
+    if (pid <= 0) {
+        CHECK(!"neither PORTAL_TEST_KEYRING_DIR/keyring.pid nor PORTAL_TEST_KEYRING_PID names the daemon");
         return;
     }
-    pid_t pid = (pid_t)atoi(pid_text);
     portal_auth *auth = new_auth(1000, 1500);
     probe restored;
     probe_init(&restored);
