@@ -128,6 +128,8 @@ PORTAL_KEYRING_HPP_ERROR(invalid_grant);
 PORTAL_KEYRING_HPP_ERROR(invalid_user_jwt);
 /** PORTAL_ERR_AUTHENTICATION_FAILED: sign-in failed (error redirect, wrong TOTP code). */
 PORTAL_KEYRING_HPP_ERROR(authentication_failed);
+/** PORTAL_ERR_CANCELLED: a non-blocking call was cancelled (this wrapper has none yet). */
+PORTAL_KEYRING_HPP_ERROR(cancelled);
 
 #undef PORTAL_KEYRING_HPP_ERROR
 
@@ -147,6 +149,7 @@ namespace detail {
     case PORTAL_ERR_INVALID_GRANT: throw invalid_grant(code, message);
     case PORTAL_ERR_INVALID_USER_JWT: throw invalid_user_jwt(code, message);
     case PORTAL_ERR_AUTHENTICATION_FAILED: throw authentication_failed(code, message);
+    case PORTAL_ERR_CANCELLED: throw cancelled(code, message);
     case PORTAL_OK: break;
     }
     throw error(code, message); // a code newer than this header

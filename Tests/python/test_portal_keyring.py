@@ -61,6 +61,7 @@ def test_one_exception_class_per_status_under_a_common_base(pk: Any) -> None:
         pk.Status.INVALID_GRANT: pk.InvalidGrant,
         pk.Status.INVALID_USER_JWT: pk.InvalidUserJwt,
         pk.Status.AUTHENTICATION_FAILED: pk.AuthenticationFailed,
+        pk.Status.CANCELLED: pk.Cancelled,
     }
     # Every code the header declares has its class.
     header = read_text(os.path.join(REPO, "Include", "portal_keyring.h"))

@@ -79,6 +79,7 @@ __all__ = [
     "InvalidGrant",
     "InvalidUserJwt",
     "AuthenticationFailed",
+    "Cancelled",
     "SecretToken",
     "PortalAuth",
     "Session",
@@ -176,6 +177,7 @@ class Status(enum.IntEnum):
     INVALID_GRANT = 9
     INVALID_USER_JWT = 10
     AUTHENTICATION_FAILED = 11
+    CANCELLED = 12
 
 
 def _errcheck(result: int, func: Any, args: Any) -> int:
@@ -333,6 +335,10 @@ class AuthenticationFailed(PortalKeyringError):
     """``PORTAL_ERR_AUTHENTICATION_FAILED``: sign-in failed (error redirect, wrong TOTP code)."""
 
 
+class Cancelled(PortalKeyringError):
+    """``PORTAL_ERR_CANCELLED``: a non-blocking C call was cancelled (this module has none yet)."""
+
+
 _ERRORS: Dict[int, Type[PortalKeyringError]] = {
     Status.INVALID_ARGUMENT: InvalidArgument,
     Status.SESSION_STORAGE: SessionStorageFailure,
@@ -345,6 +351,7 @@ _ERRORS: Dict[int, Type[PortalKeyringError]] = {
     Status.INVALID_GRANT: InvalidGrant,
     Status.INVALID_USER_JWT: InvalidUserJwt,
     Status.AUTHENTICATION_FAILED: AuthenticationFailed,
+    Status.CANCELLED: Cancelled,
 }
 
 
