@@ -26,13 +26,15 @@
  *    a call with it.
  *  - Threads: every function may be called from any thread. Handles may be shared between
  *    threads. portal_last_error_message() is per thread.
+ *  - Non-blocking variants (*_async, section "Non-blocking calls") of the keyring and Portal
+ *    calls never block and complete on the caller's GLib main context or on a pollable fd.
  *  - Blocking: functions marked "Blocks" talk to the Secret Service over D-Bus and block the
  *    calling thread for at most the keyring deadlines (default 5000 ms for the provider calls of
  *    one operation, plus 30000 ms for an unlock prompt if one is shown; time spent in a prompt
  *    does not count against the call deadline); see portal_auth_set_keyring_timeouts(). A prompt
  *    not answered in time is left open, never dismissed; a later call in the same process waits
  *    for that prompt instead of opening another. Do not call them from a GUI thread if a prompt
- *    may appear.
+ *    may appear: use their *_async variants there.
  *  - Connection: the library keeps its own session-bus connection (not GLib's shared one), so a
  *    restarted bus or Secret Service provider is reconnected on the next call and never
  *    terminates the host process.
@@ -436,7 +438,8 @@ PORTAL_API portal_status portal_new_with_api_key(portal **out, const char *api_k
  * already running on another thread is waited for, unless portal_free() is called from it).
  * NULL is a no-op. May be called from inside a callback. Free every portal before the process
  * exits: a request still running on a library thread while the process tears down its TLS
- * library at exit can crash the process.
+ * library at exit can crash the process. From a main loop's thread use portal_free_async(),
+ * which does the waiting on a worker thread.
  */
 PORTAL_API void portal_free(portal *portal);
 
@@ -513,6 +516,9 @@ PORTAL_API portal_status portal_request(portal *portal, const char *method, cons
 /* ---------------------------------------------------------------------------------------------
  * Non-blocking calls
  *
+ * Not built yet: non-blocking variants of the sign-in calls (portal_auth_get_methods, …,
+ * portal_auth_verify_totp); use the blocking ones from a worker thread.
+ *
  * Each *_async function checks its arguments, starts the operation and returns at once; it never
  * blocks (no keyring or network I/O on the calling thread). The blocking work runs on a
  * library-owned worker thread ("portal-async", at most 4 of them, started on demand; operations
@@ -535,7 +541,9 @@ PORTAL_API portal_status portal_request(portal *portal, const char *method, cons
  * completed. The work in flight is stopped too: a keyring call is cancelled through its
  * GCancellable, a wait for an unlock prompt ends within 250 ms (the prompt is left open, never
  * dismissed, like a prompt deadline), an HTTP request is aborted (within libcurl's progress
- * interval, about a second). Cancellation never half-applies a persist: the new item is created
+ * interval, about a second). Not interrupted (the callback still runs at once; only the worker
+ * stays busy): waiting for another operation's prompt to end, which is bounded by the prompt
+ * deadline. Cancellation never half-applies a persist: the new item is created
  * before older ones are removed, so a cancelled persist either stored the new session (restore
  * returns it; an older item may remain until the next persist) or left the previous one intact.
  *
@@ -621,8 +629,9 @@ PORTAL_API portal_status portal_completion_queue_dispatch(portal_completion_queu
 
 /**
  * Releases the caller's queue handle. Operations still running keep the queue alive: a
- * main-context queue still delivers them; a pollable queue drops them from here on (see
- * "dropped" above) and closes its fd. NULL is a no-op. Never blocks.
+ * main-context queue still delivers them; a pollable queue drops its ready completions at once
+ * (destroy_notify on the calling thread) and later ones as they arrive (on the worker), and its
+ * fd is closed when the last of them is gone — stop polling it now. NULL is a no-op. Never blocks.
  */
 PORTAL_API void portal_completion_queue_free(portal_completion_queue *queue);
 
@@ -708,9 +717,12 @@ PORTAL_API portal_status portal_clear_session_async(portal *portal, portal_compl
  * portal_on_session_invalidated() with the callback delivered on a completion queue (NULL: the
  * calling thread's thread-default GMainContext at this call) instead of a library thread; for
  * example on a GTK app's main thread. The same rules otherwise: called at most once, replayed to
- * a late registration, destroy_notify exactly once (after the delivery, on the queue's thread;
- * or on the thread that cancels, frees, or fails the registration). A delivery already queued
- * when portal_listener_cancel() or portal_free() runs is dropped, not run.
+ * a late registration, out receives the handle for portal_listener_cancel(). destroy_notify runs
+ * exactly once: after the delivery, on the queue's thread (or when that delivery is dropped);
+ * or, when nothing was delivered, on the thread that cancels, frees or fails the registration.
+ * Unlike portal_on_session_invalidated(), cancel and free stop a delivery only until it is
+ * queued: once the invalidation has been handed to the queue, the callback runs there even if
+ * portal_listener_cancel() or portal_free() is called meanwhile.
  */
 PORTAL_API portal_status portal_on_session_invalidated_queued(portal *portal, portal_completion_queue *queue,
                                                               portal_session_invalidated_cb callback,
