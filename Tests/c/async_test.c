@@ -198,6 +198,11 @@ static void test_basic_on_main_thread(portal_auth *auth) {
     expect_once(&cleared, PORTAL_OK, "", "clear");
 }
 
+static gboolean tick_quietly(gpointer data) {
+    (void)data;
+    return G_SOURCE_CONTINUE;
+}
+
 /* NULL queue = the thread-default context at call time: a thread that pushed its own context. */
 typedef struct {
     portal_auth *auth;
@@ -208,6 +213,10 @@ typedef struct {
 static void *named_context_thread(void *data) {
     named_context_args *args = data;
     GMainContext *context = g_main_context_new();
+    /* A ticking source, so that a completion that never comes cannot block the iteration. */
+    GSource *ticker = g_timeout_source_new(20);
+    g_source_set_callback(ticker, tick_quietly, NULL, NULL);
+    g_source_attach(ticker, context);
     g_main_context_push_thread_default(context);
     probe_init(&args->done);
     CHECK(portal_auth_restore_session_async(args->auth, NULL, on_done, &args->done, on_destroy, NULL) == PORTAL_OK);
@@ -226,12 +235,16 @@ static void *named_context_thread(void *data) {
     end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
     while (second.destroyed < 1 && g_get_monotonic_time() < end) g_main_context_iteration(context, TRUE);
     args->explicit_ok = second.calls == 1 && second.destroyed == 1 && second.same_thread && second.status == PORTAL_OK;
+    g_source_destroy(ticker);
+    g_source_unref(ticker);
     g_main_context_unref(context);
     return NULL;
 }
 
 static void test_named_context(portal_auth *auth) {
-    named_context_args args = {.auth = auth};
+    /* Static: a completion wrongly sent to the main context must land in live memory. */
+    static named_context_args args;
+    args.auth = auth;
     pthread_t thread;
     CHECK(pthread_create(&thread, NULL, named_context_thread, &args) == 0);
     pthread_join(thread, NULL);
