@@ -40,6 +40,11 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// Sign-in failed: an `error` redirect parameter, a wrong TOTP code, or another backend
     /// error; `message` says which (never a token).
     case authenticationFailed(message: String)
+
+    /// The operation's task was cancelled before it completed (the `async` spellings only;
+    /// C: `PORTAL_ERR_CANCELLED`). A cancelled persist stored the new session or left the previous
+    /// one intact, never half.
+    case cancelled
 }
 
 extension PortalAuthError: CustomStringConvertible {
@@ -61,6 +66,7 @@ extension PortalAuthError: CustomStringConvertible {
         case .invalidGrant: return "invalid grant"
         case .invalidUserJwt: return "invalid user JWT"
         case .authenticationFailed(let message): return "authentication failed: \(message)"
+        case .cancelled: return "cancelled"
         }
     }
 }

@@ -84,6 +84,8 @@ struct CFailure: Error {
             self.init(status: PORTAL_ERR_INVALID_USER_JWT, message: "the user JWT was rejected (expired, used or malformed)")
         case .authenticationFailed(let message):
             self.init(status: PORTAL_ERR_AUTHENTICATION_FAILED, message: message)
+        case .cancelled:
+            self.init(status: PORTAL_ERR_CANCELLED, message: "the operation was cancelled")
         }
     }
 }
