@@ -75,6 +75,21 @@ import Glibc
         try await auth.clearPersistedSession()
     }
 
+    /// The README's pattern: a listener hops to the main actor; Swift 6 mode accepts it.
+    @Test func invalidationReachesTheMainActor() async throws {
+        let auth = try newAuth("listener")
+        let token = try FakePortalAPI.issueToken(endUserId: "u-listener")
+        let session = try await auth.persistSession(endUserId: "u-listener", clientSessionToken: token)
+        let portal = try Portal(credentials: session)
+        defer { portal.close() }
+        let screen = SignInScreen()
+        portal.onSessionInvalidated { Task { @MainActor in screen.show() } }
+        #expect(try await portal.reportUnauthorized(rejectedToken: token))
+        for _ in 0..<500 where screen.shown == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(screen.shown == 1)
+        #expect(try await auth.restoreSession() == nil)
+    }
+
     /// The blocking body runs on the library's "portal-async" worker threads, not on a thread of
     /// the cooperative pool; eight of them blocked at once leave the pool free.
     @Test func blockingWorkStaysOffTheCooperativePool() async throws {
@@ -125,4 +140,10 @@ private func currentThreadName() -> String {
     guard fgets(&buffer, Int32(buffer.count), file) != nil else { return "" }
     let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     return name.hasSuffix("\n") ? String(name.dropLast()) : name
+}
+
+@MainActor
+private final class SignInScreen {
+    var shown = 0
+    func show() { shown += 1 }
 }
