@@ -26,13 +26,15 @@
  *    a call with it.
  *  - Threads: every function may be called from any thread. Handles may be shared between
  *    threads. portal_last_error_message() is per thread.
+ *  - Non-blocking variants (*_async, section "Non-blocking calls") of the keyring and Portal
+ *    calls never block and complete on the caller's GLib main context or on a pollable fd.
  *  - Blocking: functions marked "Blocks" talk to the Secret Service over D-Bus and block the
  *    calling thread for at most the keyring deadlines (default 5000 ms for the provider calls of
  *    one operation, plus 30000 ms for an unlock prompt if one is shown; time spent in a prompt
  *    does not count against the call deadline); see portal_auth_set_keyring_timeouts(). A prompt
  *    not answered in time is left open, never dismissed; a later call in the same process waits
  *    for that prompt instead of opening another. Do not call them from a GUI thread if a prompt
- *    may appear.
+ *    may appear: use their *_async variants there.
  *  - Connection: the library keeps its own session-bus connection (not GLib's shared one), so a
  *    restarted bus or Secret Service provider is reconnected on the next call and never
  *    terminates the host process.
@@ -147,7 +149,9 @@ typedef enum portal_status {
      * stored: nothing was stored. Confirm with portal_auth_handle_redirect_v2() and
      * PORTAL_REDIRECT_REPLACE_END_USER (same handle and URL: no second exchange).
      */
-    PORTAL_ERR_DIFFERENT_END_USER = 13
+    PORTAL_ERR_DIFFERENT_END_USER = 13,
+    /** A non-blocking operation was cancelled with portal_operation_cancel() before it completed. */
+    PORTAL_ERR_CANCELLED = 14
 } portal_status;
 
 /**
@@ -500,7 +504,8 @@ PORTAL_API portal_status portal_new_with_api_key(portal **out, const char *api_k
  * already running on another thread is waited for, unless portal_free() is called from it).
  * NULL is a no-op. May be called from inside a callback. Free every portal before the process
  * exits: a request still running on a library thread while the process tears down its TLS
- * library at exit can crash the process.
+ * library at exit can crash the process. From a main loop's thread use portal_free_async(),
+ * which does the waiting on a worker thread.
  */
 PORTAL_API void portal_free(portal *portal);
 
@@ -574,6 +579,233 @@ PORTAL_API portal_status portal_clear_session(portal *portal);
 PORTAL_API portal_status portal_request(portal *portal, const char *method, const char *target,
                                         const char *body, long *status_out, char **body_out,
                                         size_t *body_len_out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Non-blocking calls
+ *
+ * Not built yet: non-blocking variants of the sign-in calls (portal_auth_get_methods, …,
+ * portal_auth_verify_totp); use the blocking ones from a worker thread.
+ *
+ * Each *_async function checks its arguments, starts the operation and returns at once; it never
+ * blocks (no keyring or network I/O on the calling thread). The blocking work runs on a
+ * library-owned worker thread ("portal-async", at most 4 of them, started on demand; operations
+ * beyond that wait in a FIFO queue). The operation then completes exactly once: its callback runs
+ * once, with the status, the result and the error message, on the thread of its completion queue
+ * (below), and destroy_notify(user_data) runs once right after the callback returns.
+ *
+ * Completion queues: where completions (and queued listener deliveries) run.
+ *  - A main-context queue runs them from its GLib GMainContext: in the thread that iterates that
+ *    context (g_main_loop_run), one idle source per completion, default priority.
+ *  - A pollable queue has a file descriptor that becomes readable when completions are ready;
+ *    portal_completion_queue_dispatch() runs them on the calling thread. Watch the fd with any
+ *    loop (Qt's QSocketNotifier, libuv's uv_poll, asyncio's add_reader, plain poll()).
+ *  - queue == NULL in an *_async call means a main-context queue for the calling thread's
+ *    thread-default GMainContext at call time (g_main_context_ref_thread_default(): the global
+ *    default context unless the thread pushed another), as GTask does.
+ *
+ * Cancellation: portal_operation_cancel() completes the operation at once with
+ * PORTAL_ERR_CANCELLED (the callback still runs on its queue, once, later) unless it already
+ * completed. The work in flight is stopped too: a keyring call is cancelled through its
+ * GCancellable, a wait for an unlock prompt ends within 250 ms (the prompt is left open, never
+ * dismissed, like a prompt deadline), an HTTP request is aborted (within libcurl's progress
+ * interval, about a second). Not interrupted (the callback still runs at once; only the worker
+ * stays busy): waiting for another operation's prompt to end, which is bounded by the prompt
+ * deadline. Cancellation never half-applies a persist: the new item is created
+ * before older ones are removed, so a cancelled persist either stored the new session (restore
+ * returns it; an older item may remain until the next persist) or left the previous one intact.
+ *
+ * A completion that cannot run is dropped, never run late on another thread: when its pollable
+ * queue was freed, or its GMainContext was destroyed with the source pending. Then only
+ * destroy_notify runs (on the thread that frees the queue or destroys the context, or on the
+ * worker), and owned results are freed.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Where completions run (see above). Thread-safe; shared by any number of operations. */
+typedef struct portal_completion_queue portal_completion_queue;
+
+/**
+ * The result of a non-blocking call, passed to its callback. Allocated by the library and valid
+ * only during the callback; never copy it by value (fields may be added at the end). Only the
+ * fields the call's documentation names are set; the others are NULL / 0 / false.
+ *
+ * Ownership: session and body are owned by the library. To keep one, take it: copy the pointer
+ * and set the field to NULL; the library frees whatever is left in the struct after the callback
+ * returns (portal_session_free(), portal_string_free()).
+ */
+typedef struct portal_result {
+    /** restore (NULL = signed out), persist: the session. */
+    portal_session *session;
+    /** request: the HTTP status. */
+    long http_status;
+    /** request: the response body with a NUL after it (at most 4 MiB). */
+    char *body;
+    /** request: the body's length in bytes (the body may contain NUL bytes). */
+    size_t body_len;
+    /** report_unauthorized: whether this call invalidated the session. */
+    bool invalidated;
+} portal_result;
+
+/**
+ * Completion of a non-blocking call; runs exactly once per started operation, on its queue.
+ *
+ * @param status         PORTAL_OK, PORTAL_ERR_CANCELLED, or the blocking call's error status.
+ * @param result         the result (see portal_result for ownership); never NULL.
+ * @param error_message  "" on success, else the detail (the text portal_last_error_message()
+ *                       would give after the blocking call); never NULL, valid during the call.
+ *                       The thread's portal_last_error_message() is not changed.
+ * @param user_data      as passed to the *_async call.
+ */
+typedef void (*portal_completion_cb)(portal_status status, portal_result *result, const char *error_message,
+                                     void *user_data);
+
+/**
+ * Creates a queue whose completions run from a GLib main context.
+ *
+ * @param[out] out          receives the queue; free it with portal_completion_queue_free().
+ * @param main_context      a GMainContext * (the queue keeps a reference), or NULL for the calling
+ *                          thread's thread-default context at this call.
+ * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT (NULL out). Never blocks.
+ */
+PORTAL_API portal_status portal_completion_queue_new_for_main_context(portal_completion_queue **out,
+                                                                      void *main_context);
+
+/**
+ * Creates a pollable queue: completions wait until portal_completion_queue_dispatch() runs them.
+ *
+ * @param[out] out  receives the queue; free it with portal_completion_queue_free().
+ * @return PORTAL_OK, PORTAL_ERR_INTERNAL (no eventfd) or PORTAL_ERR_INVALID_ARGUMENT. Never blocks.
+ */
+PORTAL_API portal_status portal_completion_queue_new_pollable(portal_completion_queue **out);
+
+/**
+ * The file descriptor of a pollable queue: readable (POLLIN) while completions are ready. Owned by
+ * the queue (closed by portal_completion_queue_free()); only poll it, never read or close it.
+ * @return the fd, or -1 for a main-context queue, NULL or a freed queue (then the last error is set).
+ */
+PORTAL_API int portal_completion_queue_get_fd(const portal_completion_queue *queue);
+
+/**
+ * Runs the ready completions of a pollable queue on the calling thread, then returns; never
+ * waits. A callback may start or cancel operations and call dispatch again (those run in the
+ * next round). Call it from one thread at a time (the thread that owns your loop).
+ *
+ * @param[out] ran_out  optional: receives how many completions ran.
+ * @return PORTAL_OK, or PORTAL_ERR_INVALID_ARGUMENT (NULL, freed or main-context queue).
+ */
+PORTAL_API portal_status portal_completion_queue_dispatch(portal_completion_queue *queue, size_t *ran_out);
+
+/**
+ * Releases the caller's queue handle. Operations still running keep the queue alive: a
+ * main-context queue still delivers them; a pollable queue drops its ready completions at once
+ * (destroy_notify on the calling thread) and later ones as they arrive (on the worker), and its
+ * fd is closed when the last of them is gone — stop polling it now. NULL is a no-op. Never blocks.
+ */
+PORTAL_API void portal_completion_queue_free(portal_completion_queue *queue);
+
+/**
+ * Cancels a non-blocking operation (see "Cancellation" above). Unknown, 0 and already completed
+ * operations are ignored. Never blocks; may be called from any thread, including a callback.
+ * @return PORTAL_OK.
+ */
+PORTAL_API portal_status portal_operation_cancel(uint64_t operation);
+
+/*
+ * Common parameters of the *_async calls:
+ *   queue           where the callback runs, or NULL (thread-default GMainContext at call time).
+ *   callback        required; runs exactly once when the call returned PORTAL_OK.
+ *   user_data       passed to callback and destroy_notify.
+ *   destroy_notify  optional; runs once: after the callback returns, when the completion is
+ *                   dropped, or before the call returns an error.
+ *   operation_out   optional: receives the operation id for portal_operation_cancel() (never 0).
+ * Return: PORTAL_OK (started: the callback will run) or PORTAL_ERR_INVALID_ARGUMENT (the same
+ * argument checks as the blocking call, plus callback and queue; nothing started, callback never
+ * runs, destroy_notify has run already, the thread's last error is set).
+ */
+
+/**
+ * portal_auth_restore_session() without blocking. result->session: the session, or NULL when
+ * signed out (status PORTAL_OK). Errors as the blocking call, plus PORTAL_ERR_CANCELLED.
+ */
+PORTAL_API portal_status portal_auth_restore_session_async(portal_auth *auth, portal_completion_queue *queue,
+                                                           portal_completion_cb callback, void *user_data,
+                                                           portal_destroy_notify destroy_notify,
+                                                           uint64_t *operation_out);
+
+/**
+ * portal_auth_persist_session() without blocking. The strings are copied before this returns.
+ * result->session: the stored session. Errors as the blocking call, plus PORTAL_ERR_CANCELLED.
+ */
+PORTAL_API portal_status portal_auth_persist_session_async(portal_auth *auth, const char *end_user_id,
+                                                           const char *client_session_token,
+                                                           portal_completion_queue *queue,
+                                                           portal_completion_cb callback, void *user_data,
+                                                           portal_destroy_notify destroy_notify,
+                                                           uint64_t *operation_out);
+
+/** portal_auth_clear_persisted_session() without blocking. No result fields. */
+PORTAL_API portal_status portal_auth_clear_persisted_session_async(portal_auth *auth, portal_completion_queue *queue,
+                                                                   portal_completion_cb callback, void *user_data,
+                                                                   portal_destroy_notify destroy_notify,
+                                                                   uint64_t *operation_out);
+
+/**
+ * portal_session_invalidate() without blocking. The token is dropped from memory before this
+ * returns; the keyring delete runs on a worker. No result fields.
+ */
+PORTAL_API portal_status portal_session_invalidate_async(portal_session *session, portal_completion_queue *queue,
+                                                         portal_completion_cb callback, void *user_data,
+                                                         portal_destroy_notify destroy_notify,
+                                                         uint64_t *operation_out);
+
+/**
+ * portal_request() without blocking. The strings are copied before this returns.
+ * result->http_status, result->body, result->body_len. Errors as the blocking call, plus
+ * PORTAL_ERR_CANCELLED.
+ */
+PORTAL_API portal_status portal_request_async(portal *portal, const char *method, const char *target,
+                                              const char *body, portal_completion_queue *queue,
+                                              portal_completion_cb callback, void *user_data,
+                                              portal_destroy_notify destroy_notify, uint64_t *operation_out);
+
+/** portal_report_unauthorized() without blocking. result->invalidated. */
+PORTAL_API portal_status portal_report_unauthorized_async(portal *portal, const char *rejected_token,
+                                                          portal_completion_queue *queue,
+                                                          portal_completion_cb callback, void *user_data,
+                                                          portal_destroy_notify destroy_notify,
+                                                          uint64_t *operation_out);
+
+/** portal_clear_session() without blocking. No result fields. */
+PORTAL_API portal_status portal_clear_session_async(portal *portal, portal_completion_queue *queue,
+                                                    portal_completion_cb callback, void *user_data,
+                                                    portal_destroy_notify destroy_notify,
+                                                    uint64_t *operation_out);
+
+/**
+ * portal_on_session_invalidated() with the callback delivered on a completion queue (NULL: the
+ * calling thread's thread-default GMainContext at this call) instead of a library thread; for
+ * example on a GTK app's main thread. The same rules otherwise: called at most once, replayed to
+ * a late registration, out receives the handle for portal_listener_cancel(). destroy_notify runs
+ * exactly once: after the delivery, on the queue's thread (or when that delivery is dropped);
+ * or, when nothing was delivered, on the thread that cancels, frees or fails the registration.
+ * Unlike portal_on_session_invalidated(), cancel and free stop a delivery only until it is
+ * queued: once the invalidation has been handed to the queue, the callback runs there even if
+ * portal_listener_cancel() or portal_free() is called meanwhile.
+ */
+PORTAL_API portal_status portal_on_session_invalidated_queued(portal *portal, portal_completion_queue *queue,
+                                                              portal_session_invalidated_cb callback,
+                                                              void *user_data, portal_destroy_notify destroy_notify,
+                                                              uint64_t *out);
+
+/**
+ * Frees a portal without blocking: like portal_free() (requests aborted, every listener
+ * registration cancelled before this returns, so no listener callback runs after it), but the
+ * wait for aborted requests to return (up to about a second) happens on a worker thread. When it
+ * is over, callback (optional) runs once on queue with PORTAL_OK: only then is it safe to exit
+ * the process (see portal_free()). NULL portal: PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_free_async(portal *portal, portal_completion_queue *queue,
+                                           portal_completion_cb callback, void *user_data,
+                                           portal_destroy_notify destroy_notify);
 
 #ifdef __cplusplus
 }

@@ -132,6 +132,8 @@ PORTAL_KEYRING_HPP_ERROR(authentication_failed);
 PORTAL_KEYRING_HPP_ERROR(unsolicited_redirect);
 /** PORTAL_ERR_DIFFERENT_END_USER: another end user's session is stored; nothing stored. */
 PORTAL_KEYRING_HPP_ERROR(different_end_user);
+/** PORTAL_ERR_CANCELLED: a non-blocking call was cancelled (this wrapper has none yet). */
+PORTAL_KEYRING_HPP_ERROR(cancelled);
 
 #undef PORTAL_KEYRING_HPP_ERROR
 
@@ -153,6 +155,7 @@ namespace detail {
     case PORTAL_ERR_AUTHENTICATION_FAILED: throw authentication_failed(code, message);
     case PORTAL_ERR_UNSOLICITED_REDIRECT: throw unsolicited_redirect(code, message);
     case PORTAL_ERR_DIFFERENT_END_USER: throw different_end_user(code, message);
+    case PORTAL_ERR_CANCELLED: throw cancelled(code, message);
     case PORTAL_OK: break;
     }
     throw error(code, message); // a code newer than this header

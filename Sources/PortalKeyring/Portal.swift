@@ -24,6 +24,8 @@ public final class Portal: Sendable {
     let http: HTTPClient
     /// Requests in flight, and the switch `close()` uses to abort them.
     private let cancellation = RequestCancellation()
+    /// Cancelled by `close()`: aborts each request's own `RequestCancellation` (issue 12).
+    private let closing = OperationToken()
     /// An atomic, not a Mutex: Synchronization's Mutex is futex-based, which ThreadSanitizer does
     /// not see as synchronization.
     private let inFlight = Atomic<Int>(0)
@@ -79,8 +81,25 @@ public final class Portal: Sendable {
     /// process tears down its TLS library can crash it. The C ABI's `portal_free` calls it.
     public func close() {
         cancellation.cancel()
-        for _ in 0..<400 where inFlight.load(ordering: .acquiring) > 0 { usleep(5_000) }
+        closing.cancel()
+        waitForRequests()
         invalidation.cancelAll()
+    }
+
+    /// `close()` in two halves for the C ABI's `portal_free_async` (issue 12): this one aborts the
+    /// requests and cancels every listener registration without waiting; `waitForRequests()`
+    /// (on a worker thread) waits for the aborted requests to return.
+    @_spi(PortalKeyringC)
+    public func beginClose() {
+        cancellation.cancel()
+        closing.cancel()
+        invalidation.cancelAll()
+    }
+
+    /// Waits (about a second at most) until no request of this Portal is in flight.
+    @_spi(PortalKeyringC)
+    public func waitForRequests() {
+        for _ in 0..<400 where inFlight.load(ordering: .acquiring) > 0 { usleep(5_000) }
     }
 
     /// Registers `listener` to run once when the backend rejects this credential.
@@ -212,11 +231,18 @@ public final class Portal: Sendable {
         if isPortalAPI, let credentials {
             request.headers.append((name: "x-portal-auth-environment-id", value: credentials.authEnvironmentId))
         }
+        // Aborted by close() or by cancelling the operation this thread runs (issue 12).
+        let abort = RequestCancellation()
+        let unhookClose = closing.onCancel { abort.cancel() }
+        let unhookOperation = OperationToken.current?.onCancel { abort.cancel() }
+        defer { unhookClose(); unhookOperation?() }
         let response: PortalResponse
         do {
-            response = try http.send(request, to: target, bearer: bearer, cancellation: cancellation)
+            response = try http.send(request, to: target, bearer: bearer, cancellation: abort)
         } catch {
-            throw .networkFailure(message: cancellation.isCancelled ? "the portal was closed" : error.message)
+            if cancellation.isCancelled { throw .networkFailure(message: "the portal was closed") }
+            if OperationToken.currentIsCancelled { throw .networkFailure(message: "the request was cancelled") }
+            throw .networkFailure(message: error.message)
         }
         if response.status == 401, isPortalAPI, let bearer, credentials != nil {
             _ = try? reportUnauthorized(bearer)

@@ -52,6 +52,10 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// same instance and `.replaceDifferentEndUser` (no second exchange). End user ids are not
     /// secrets.
     case differentEndUser(storedEndUserId: String, newEndUserId: String)
+    /// The operation's task was cancelled before it completed (the `async` spellings only;
+    /// C: `PORTAL_ERR_CANCELLED`). A cancelled persist stored the new session or left the previous
+    /// one intact, never half.
+    case cancelled
 }
 
 extension PortalAuthError: CustomStringConvertible {
@@ -77,6 +81,7 @@ extension PortalAuthError: CustomStringConvertible {
             return "unsolicited redirect: no sign-in was started for this auth environment in the last 15 minutes; nothing done"
         case .differentEndUser(let stored, let new):
             return "the redirect signs in end user \(new), but end user \(stored) is signed in; nothing stored"
+        case .cancelled: return "cancelled"
         }
     }
 }

@@ -91,4 +91,9 @@ public final class PortalSession: Sendable {
 
     /// Whether `invalidate()` has run.
     public var isInvalidated: Bool { tokenBytes() == nil }
+
+    /// Drops the token from memory only; `invalidate()` then deletes the stored item (the C ABI's
+    /// `portal_session_invalidate_async` drops before it returns and deletes on a worker).
+    @_spi(PortalKeyringC)
+    public func dropToken() { state.withLock { $0.token = nil } }
 }

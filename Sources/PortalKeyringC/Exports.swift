@@ -43,6 +43,7 @@ public func portal_status_str(_ status: portal_status) -> UnsafePointer<CChar>! 
     case PORTAL_ERR_AUTHENTICATION_FAILED: return staticCString("authentication failed")
     case PORTAL_ERR_UNSOLICITED_REDIRECT: return staticCString("unsolicited redirect")
     case PORTAL_ERR_DIFFERENT_END_USER: return staticCString("different end user")
+    case PORTAL_ERR_CANCELLED: return staticCString("cancelled")
     default: return staticCString("unknown status")
     }
 }

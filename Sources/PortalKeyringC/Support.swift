@@ -89,6 +89,8 @@ struct CFailure: Error {
         case .differentEndUser:
             self.init(status: PORTAL_ERR_DIFFERENT_END_USER, message: "\(error); to replace it, repeat the call with "
                       + "PORTAL_REDIRECT_REPLACE_END_USER (portal_auth_handle_redirect_v2)")
+        case .cancelled:
+            self.init(status: PORTAL_ERR_CANCELLED, message: "the operation was cancelled")
         }
     }
 }

@@ -234,7 +234,7 @@ func exitCode(for error: PortalAuthError) -> Exit {
     case .invalidArgument: return .usage
     case .sessionStorageFailure: return .storage
     case .sessionInvalidated, .unauthorized, .networkFailure, .rateLimited, .malformedResponse, .invalidGrant,
-         .invalidUserJwt, .authenticationFailed:
+         .invalidUserJwt, .authenticationFailed, .cancelled:
         return .signIn
     case .unsolicitedRedirect: return .unsolicited
     case .differentEndUser: return .differentUser

@@ -337,6 +337,58 @@ static void test_versions(void) {
     CHECK(portal_keyring_version() == v); /* static */
 }
 
+/* The non-blocking calls' argument checks (their behaviour: Tests/c/async_test.c). A rejected
+ * call starts nothing, runs destroy_notify before it returns and never the callback. */
+static int async_destroyed, async_called;
+static void async_done(portal_status st, portal_result *r, const char *m, void *d) {
+    (void)st; (void)r; (void)m; (void)d;
+    async_called++;
+}
+static void async_destroy(void *d) { (void)d; async_destroyed++; }
+
+static void test_async_arguments(void) {
+    begin("non-blocking calls: argument checks, destroy_notify on rejection, queues");
+    portal_completion_queue *q = NULL;
+    CHECK_STATUS(portal_completion_queue_new_for_main_context(NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_completion_queue_new_pollable(NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(portal_completion_queue_get_fd(NULL) == -1);
+    CHECK_STATUS(portal_completion_queue_dispatch(NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    portal_completion_queue_free(NULL);
+    CHECK_OK(portal_completion_queue_new_pollable(&q));
+    CHECK(portal_completion_queue_get_fd(q) >= 0);
+    size_t ran = 7;
+    CHECK_OK(portal_completion_queue_dispatch(q, &ran));
+    CHECK(ran == 0);
+    CHECK_OK(portal_operation_cancel(0));
+    CHECK_OK(portal_operation_cancel(UINT64_MAX));
+    async_destroyed = 0;
+    CHECK_STATUS(portal_auth_restore_session_async(NULL, q, async_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_persist_session_async(NULL, "u", "t", q, async_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_clear_persisted_session_async(NULL, q, async_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_session_invalidate_async(NULL, q, async_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_request_async(NULL, "GET", "/x", NULL, q, async_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_report_unauthorized_async(NULL, "t", q, async_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_clear_session_async(NULL, q, async_done, NULL, async_destroy, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    uint64_t handle = 0;
+    CHECK_STATUS(portal_on_session_invalidated_queued(NULL, q, async_destroy, NULL, async_destroy, &handle),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_free_async(NULL, q, async_done, NULL, async_destroy), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(async_destroyed == 9);
+    /* A queue handle where another kind is expected, and the other way round. */
+    CHECK_STATUS(portal_auth_restore_session_async((portal_auth *)q, q, async_done, NULL, NULL, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    portal_completion_queue_free(q);
+    CHECK(portal_completion_queue_get_fd(q) == -1); /* freed */
+    portal_completion_queue_free(q);                /* a second free is ignored */
+    CHECK(async_called == 0);
+}
+
 static void test_status_str(void) {
     begin("portal_status_str for every code and unknown ones");
     const portal_status codes[] = {PORTAL_OK, PORTAL_ERR_INVALID_ARGUMENT, PORTAL_ERR_SESSION_STORAGE,
@@ -344,7 +396,8 @@ static void test_status_str(void) {
                                    PORTAL_ERR_NETWORK, PORTAL_ERR_INTERNAL, PORTAL_ERR_RATE_LIMITED,
                                    PORTAL_ERR_MALFORMED_RESPONSE, PORTAL_ERR_INVALID_GRANT,
                                    PORTAL_ERR_INVALID_USER_JWT, PORTAL_ERR_AUTHENTICATION_FAILED,
-                                   PORTAL_ERR_UNSOLICITED_REDIRECT, PORTAL_ERR_DIFFERENT_END_USER};
+                                   PORTAL_ERR_UNSOLICITED_REDIRECT, PORTAL_ERR_DIFFERENT_END_USER,
+                                   PORTAL_ERR_CANCELLED};
     const size_t n = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < n; i++) {
         const char *s = portal_status_str(codes[i]);
@@ -358,7 +411,8 @@ static void test_status_str(void) {
     CHECK(strcmp(portal_status_str(PORTAL_OK), "ok") == 0);
     CHECK(strcmp(portal_status_str(PORTAL_ERR_INVALID_ARGUMENT), "invalid argument") == 0);
     CHECK(PORTAL_ERR_UNSOLICITED_REDIRECT == 12 && PORTAL_ERR_DIFFERENT_END_USER == 13); /* appended (docs/ABI.md) */
-    const int unknown[] = {14, 42, 1000, -1, INT32_MAX};
+    CHECK(PORTAL_ERR_CANCELLED == 14); /* appended (docs/ABI.md) */
+    const int unknown[] = {15, 42, 1000, -1, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = portal_status_str((portal_status)unknown[i]);
         CHECK_MSG(s != NULL && strcmp(s, "unknown status") == 0, "code %d gave \"%s\"", unknown[i],
@@ -1768,6 +1822,7 @@ int main(int argc, char **argv) {
 
     test_versions();
     test_status_str();
+    test_async_arguments();
     test_free_null();
     test_last_error();
     test_auth_new_arguments();

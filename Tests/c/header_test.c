@@ -85,6 +85,46 @@ static portal_status (*const p_auth_handle_redirect_v2)(portal_auth *, const cha
 static portal_status (*const p_auth_verify_totp)(portal_auth *, const char *, const char *,
                                                  portal_session **) = portal_auth_verify_totp;
 
+/* The non-blocking calls (issue 12). */
+static portal_status (*const p_cq_new_for_main_context)(portal_completion_queue **, void *) =
+    portal_completion_queue_new_for_main_context;
+static portal_status (*const p_cq_new_pollable)(portal_completion_queue **) = portal_completion_queue_new_pollable;
+static int (*const p_cq_get_fd)(const portal_completion_queue *) = portal_completion_queue_get_fd;
+static portal_status (*const p_cq_dispatch)(portal_completion_queue *, size_t *) = portal_completion_queue_dispatch;
+static void (*const p_cq_free)(portal_completion_queue *) = portal_completion_queue_free;
+static portal_status (*const p_operation_cancel)(uint64_t) = portal_operation_cancel;
+static portal_status (*const p_auth_restore_session_async)(portal_auth *, portal_completion_queue *, portal_completion_cb,
+                                                           void *, portal_destroy_notify, uint64_t *) =
+    portal_auth_restore_session_async;
+static portal_status (*const p_auth_persist_session_async)(portal_auth *, const char *, const char *,
+                                                           portal_completion_queue *, portal_completion_cb, void *,
+                                                           portal_destroy_notify, uint64_t *) =
+    portal_auth_persist_session_async;
+static portal_status (*const p_auth_clear_persisted_session_async)(portal_auth *, portal_completion_queue *,
+                                                                   portal_completion_cb, void *, portal_destroy_notify,
+                                                                   uint64_t *) = portal_auth_clear_persisted_session_async;
+static portal_status (*const p_session_invalidate_async)(portal_session *, portal_completion_queue *, portal_completion_cb,
+                                                         void *, portal_destroy_notify, uint64_t *) =
+    portal_session_invalidate_async;
+static portal_status (*const p_request_async)(portal *, const char *, const char *, const char *, portal_completion_queue *,
+                                              portal_completion_cb, void *, portal_destroy_notify, uint64_t *) =
+    portal_request_async;
+static portal_status (*const p_report_unauthorized_async)(portal *, const char *, portal_completion_queue *,
+                                                          portal_completion_cb, void *, portal_destroy_notify,
+                                                          uint64_t *) = portal_report_unauthorized_async;
+static portal_status (*const p_clear_session_async)(portal *, portal_completion_queue *, portal_completion_cb, void *,
+                                                    portal_destroy_notify, uint64_t *) = portal_clear_session_async;
+static portal_status (*const p_on_session_invalidated_queued)(portal *, portal_completion_queue *,
+                                                              portal_session_invalidated_cb, void *,
+                                                              portal_destroy_notify, uint64_t *) =
+    portal_on_session_invalidated_queued;
+static portal_status (*const p_free_async)(portal *, portal_completion_queue *, portal_completion_cb, void *,
+                                           portal_destroy_notify) = portal_free_async;
+static void sample_completion(portal_status status, portal_result *result, const char *message, void *user_data) {
+    (void)status; (void)result; (void)message; (void)user_data;
+}
+static const portal_completion_cb sample_completed = sample_completion;
+
 /* The callback typedefs have the documented shapes. */
 static void sample_callback(void *user_data) { (void)user_data; }
 static const portal_session_invalidated_cb sample_invalidated = sample_callback;
@@ -128,6 +168,21 @@ static const struct {
     ENTRY(portal_auth_handle_redirect),
     ENTRY(portal_auth_verify_totp),
     ENTRY(portal_auth_handle_redirect_v2),
+    ENTRY(portal_completion_queue_new_for_main_context),
+    ENTRY(portal_completion_queue_new_pollable),
+    ENTRY(portal_completion_queue_get_fd),
+    ENTRY(portal_completion_queue_dispatch),
+    ENTRY(portal_completion_queue_free),
+    ENTRY(portal_operation_cancel),
+    ENTRY(portal_auth_restore_session_async),
+    ENTRY(portal_auth_persist_session_async),
+    ENTRY(portal_auth_clear_persisted_session_async),
+    ENTRY(portal_session_invalidate_async),
+    ENTRY(portal_request_async),
+    ENTRY(portal_report_unauthorized_async),
+    ENTRY(portal_clear_session_async),
+    ENTRY(portal_on_session_invalidated_queued),
+    ENTRY(portal_free_async),
 };
 
 int main(void) {
@@ -148,6 +203,14 @@ int main(void) {
         (any_function)p_auth_login_with_google, (any_function)p_auth_login_with_apple,
         (any_function)p_auth_handle_redirect, (any_function)p_auth_verify_totp,
         (any_function)p_auth_handle_redirect_v2,
+        (any_function)p_cq_new_for_main_context, (any_function)p_cq_new_pollable,
+        (any_function)p_cq_get_fd, (any_function)p_cq_dispatch,
+        (any_function)p_cq_free, (any_function)p_operation_cancel,
+        (any_function)p_auth_restore_session_async, (any_function)p_auth_persist_session_async,
+        (any_function)p_auth_clear_persisted_session_async, (any_function)p_session_invalidate_async,
+        (any_function)p_request_async, (any_function)p_report_unauthorized_async,
+        (any_function)p_clear_session_async, (any_function)p_on_session_invalidated_queued,
+        (any_function)p_free_async,
     };
     const size_t n = sizeof functions / sizeof functions[0];
     size_t i;
@@ -176,6 +239,7 @@ int main(void) {
         failures++;
     }
     if (strcmp(portal_status_str(status), "ok") != 0 || !flag || size == 0 || wide != 0) failures++;
+    sample_completed(PORTAL_ERR_CANCELLED, NULL, "", NULL);
     sample_invalidated(NULL);
     sample_destroy(NULL);
 

@@ -11,9 +11,11 @@
 #   2. check that `nm -D --defined-only` of the library exports every portal_* function the
 #      header declares, and no other portal_* symbol;
 #   3. run the header tests, abi_test (which reports every failed check, then exits 1;
-#      PORTAL_ABI_TEST_STOP_AT_FIRST=1 stops at the first), invalidation_test, wipe_test (a
-#      memory scan for a marker token after portal_string_free / session / portal release) and
-#      memscan_test (no copy of the token left after each API path, handles freed);
+#      PORTAL_ABI_TEST_STOP_AT_FIRST=1 stops at the first), invalidation_test, async_test (the
+#      non-blocking calls on a real GMainLoop and a poll() loop; gnome-keyring only), the GLib
+#      example app (examples/c/glib_app.c), wipe_test (a memory scan for a marker token after
+#      portal_string_free / session / portal release) and memscan_test (no copy of the token left
+#      after each API path, handles freed);
 #   4. run the examples end to end as separate processes (persist_session, then
 #      restore_on_launch, with first-launch flag files under fresh XDG_STATE_HOMEs).
 # Every step runs even after a failure; exits 1 if any check failed.
@@ -99,6 +101,10 @@ compile fork_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Test
     -o "$build/fork_test" "${link[@]}"
 compile memscan_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/memscan_test.c" \
     -o "$build/memscan_test" -pthread "${link[@]}"
+compile async_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/async_test.c" \
+    -o "$build/async_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
+compile "examples/c/glib_app" gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$repo/Include" \
+    "$repo/examples/c/glib_app.c" -o "$build/glib_app" $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
 compile wipe_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/wipe_test.c" \
     -o "$build/wipe_test" -pthread "${link[@]}"
 for example in restore_on_launch persist_session; do
@@ -218,6 +224,28 @@ elif out=$("$build/invalidation_test" 2>&1); then
     pass "$out"
 else
     fail "invalidation_test: $out"
+fi
+
+section "async_test (non-blocking calls on a GMainLoop and a poll() loop; 10 ms timer, gaps <= 50 ms)"
+if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
+    fail "async_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
+elif [[ $provider != gnome-keyring ]]; then
+    # It locks the keyring behind keyringctl's stuck prompter and SIGSTOPs the daemon: gnome-keyring only.
+    printf '  skip  async_test: needs the gnome-keyring provider (stuck prompter, SIGSTOP), not %s\n' "$provider"
+elif out=$(PORTAL_TEST_KEYRINGCTL=$kctl timeout 300 "$build/async_test" 2>&1); then
+    pass "$(tail -n 1 <<<"$out")"
+    sed 's/^/  | /' <<<"$out" | grep -v 'async_test:'
+else
+    fail "async_test: $out"
+fi
+
+section "examples/c/glib_app (GLib main loop: restore on launch, validate, invalidation on the main thread)"
+if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
+    fail "glib_app needs the loopback Portal API: run inside scripts/with-portal-api.sh"
+elif out=$(PORTAL_TEST_KEYRINGCTL=$kctl timeout 120 "$repo/examples/c/glib_app_check.sh" "$build/glib_app" 2>&1); then
+    pass "$(tail -n 1 <<<"$out")"
+else
+    fail "glib_app: $out"
 fi
 
 section "wipe_test (token memory wiped on release: memory scan for a marker token)"

@@ -132,7 +132,7 @@ run_suite() {
         ;;
     c)
         gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$scratch/Include" "$scratch/Tests/c/$arg.c" \
-            -o "$cbuild/$arg" -pthread -rdynamic -L"$scratch/.build/debug" -lportal-keyring \
+            -o "$cbuild/$arg" -pthread -rdynamic $(pkg-config --cflags --libs glib-2.0) -L"$scratch/.build/debug" -lportal-keyring \
             -Wl,-rpath,"$scratch/.build/debug" >"$log" 2>&1 || { echo "run.sh: cannot compile $arg" >>"$log"; return 3; }
         timeout --kill-after=10 "$limit" \
             scripts/with-keyring.sh scripts/with-portal-api.sh "$cbuild/$arg" >>"$log" 2>&1

@@ -63,6 +63,7 @@ def test_one_exception_class_per_status_under_a_common_base(pk: Any) -> None:
         pk.Status.AUTHENTICATION_FAILED: pk.AuthenticationFailed,
         pk.Status.UNSOLICITED_REDIRECT: pk.UnsolicitedRedirect,
         pk.Status.DIFFERENT_END_USER: pk.DifferentEndUser,
+        pk.Status.CANCELLED: pk.Cancelled,
     }
     # Every code the header declares has its class.
     header = read_text(os.path.join(REPO, "Include", "portal_keyring.h"))

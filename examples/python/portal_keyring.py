@@ -81,6 +81,7 @@ __all__ = [
     "AuthenticationFailed",
     "UnsolicitedRedirect",
     "DifferentEndUser",
+    "Cancelled",
     "SecretToken",
     "PortalAuth",
     "Session",
@@ -180,6 +181,7 @@ class Status(enum.IntEnum):
     AUTHENTICATION_FAILED = 11
     UNSOLICITED_REDIRECT = 12
     DIFFERENT_END_USER = 13
+    CANCELLED = 14
 
 
 def _errcheck(result: int, func: Any, args: Any) -> int:
@@ -343,6 +345,8 @@ class UnsolicitedRedirect(PortalKeyringError):
 
 class DifferentEndUser(PortalKeyringError):
     """``PORTAL_ERR_DIFFERENT_END_USER``: another end user's session is stored; nothing stored."""
+class Cancelled(PortalKeyringError):
+    """``PORTAL_ERR_CANCELLED``: a non-blocking C call was cancelled (this module has none yet)."""
 
 
 _ERRORS: Dict[int, Type[PortalKeyringError]] = {
@@ -359,6 +363,7 @@ _ERRORS: Dict[int, Type[PortalKeyringError]] = {
     Status.AUTHENTICATION_FAILED: AuthenticationFailed,
     Status.UNSOLICITED_REDIRECT: UnsolicitedRedirect,
     Status.DIFFERENT_END_USER: DifferentEndUser,
+    Status.CANCELLED: Cancelled,
 }
 
 

@@ -79,7 +79,9 @@ final class Deadlines: Sendable {
     func run<T>(operation: String, milliseconds: UInt32,
                 _ body: (Deadline) throws(StorageFailure) -> T) throws(StorageFailure) -> T {
         let deadline = Deadline(milliseconds: milliseconds, context: context.pointer)
-        defer { withExtendedLifetime(deadline) {} }
+        // Issue 12: cancelling the operation this thread runs cancels the deadline's cancellable.
+        let unhook = OperationToken.current?.cancels(deadline.cancellable)
+        defer { unhook?(); withExtendedLifetime(deadline) {} }
         do {
             return try body(deadline)
         } catch {

@@ -329,7 +329,8 @@ final class PendingPrompt {
             if state.completed { return state.dismissed ? .dismissed : .unlocked }
             if vanished { throw .unavailable("the Secret Service provider went away during the unlock prompt") }
             let now = g_get_monotonic_time()
-            if now >= end { return .timedOut }
+            // Issue 12: a cancelled operation stops waiting like a passed deadline (prompt left open).
+            if now >= end || OperationToken.currentIsCancelled { return .timedOut }
             // Wake up at least every 250 ms to notice a closed connection.
             let slice = UInt32(clamping: min(end - now, 250_000) / 1000 + 1)
             let timer = g_timeout_source_new(slice)!

@@ -1,0 +1,177 @@
+// The non-blocking calls' machinery (issue 12): completion-queue handles, the operation registry
+// behind portal_operation_cancel(), and the exactly-once completion of one operation.
+import CPortalKeyring
+@_spi(PortalKeyringC) import PortalKeyring
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Behind `portal_completion_queue *`.
+final class CompletionQueueHandle {
+    let queue: CompletionQueue
+    init(_ queue: CompletionQueue) { self.queue = queue }
+}
+
+/// `user_data` and the C callbacks cross to the worker and the queue's thread; the C caller owns
+/// their thread safety (documented in the header).
+struct CCallbacks: @unchecked Sendable {
+    let callback: portal_completion_cb
+    let userData: UnsafeMutableRawPointer?
+    let destroyNotify: portal_destroy_notify?
+}
+
+/// What an operation produced; owned pointers are freed unless the callback takes them.
+struct Outcome: @unchecked Sendable {
+    var status: portal_status = PORTAL_OK
+    var message = ""
+    var session: OpaquePointer?
+    var httpStatus = 0
+    var body: UnsafeMutablePointer<CChar>?
+    var bodyLength = 0
+    var invalidated = false
+
+    static func failure(_ failure: CFailure) -> Outcome {
+        Outcome(status: failure.status, message: failure.message)
+    }
+
+    static let cancelled = Outcome(status: PORTAL_ERR_CANCELLED, message: "the operation was cancelled")
+
+    func release() {
+        Outcome.release(portal_result(session: session, http_status: 0, body: body, body_len: 0, invalidated: false))
+    }
+
+    /// Frees what is left (the callback may have taken fields by setting them to NULL).
+    static func release(_ result: portal_result) {
+        if let session = result.session { portal_session_free(session) }
+        if let body = result.body { portal_string_free(body) }
+    }
+}
+
+/// One started operation. `complete` is first-wins: the cancel path and the worker race for it,
+/// and the loser's results are freed.
+final class AsyncOperation: Sendable {
+    let id: UInt64
+    let token = OperationToken()
+    private let queue: CompletionQueue
+    private let callbacks: CCallbacks
+    private let completed = Atomic<Bool>(false)
+
+    init(id: UInt64, queue: CompletionQueue, callbacks: CCallbacks) {
+        self.id = id
+        self.queue = queue
+        self.callbacks = callbacks
+    }
+
+    /// Posts the completion to the queue, once; later calls free their outcome's pointers.
+    func complete(_ outcome: Outcome) {
+        let first = completed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        guard first else {
+            outcome.release()
+            return
+        }
+        var result = portal_result(session: outcome.session, http_status: outcome.httpStatus, body: outcome.body,
+                                   body_len: outcome.bodyLength, invalidated: outcome.invalidated)
+        AsyncOperations.forget(id)
+        let callbacks = callbacks
+        let message = outcome.message
+        let status = outcome.status
+        queue.post(CompletionQueue.Job(run: {
+            message.withCString { callbacks.callback(status, &result, $0, callbacks.userData) }
+            Outcome.release(result)
+            callbacks.destroyNotify?(callbacks.userData)
+        }, dropped: {
+            Outcome.release(result)
+            callbacks.destroyNotify?(callbacks.userData)
+        }))
+    }
+}
+
+/// Operations started and not completed, by id (portal_operation_cancel()).
+enum AsyncOperations {
+    private static let live = Mutex<(next: UInt64, operations: [UInt64: AsyncOperation])>((0, [:]))
+
+    static func start(queue: CompletionQueue, callbacks: CCallbacks) -> AsyncOperation {
+        live.withLock { state in
+            state.next += 1
+            let operation = AsyncOperation(id: state.next, queue: queue, callbacks: callbacks)
+            state.operations[state.next] = operation
+            return operation
+        }
+    }
+
+    static func find(_ id: UInt64) -> AsyncOperation? { live.withLock { $0.operations[id] } }
+
+    static func forget(_ id: UInt64) { _ = live.withLock { $0.operations.removeValue(forKey: id) } }
+}
+
+/// The queue an *_async call names: a live handle, or NULL for the calling thread's
+/// thread-default GMainContext now.
+func completionQueue(_ pointer: OpaquePointer?) throws(CFailure) -> CompletionQueue {
+    guard let pointer else { return CompletionQueue(mainContext: nil) }
+    return try borrowHandle(pointer, as: CompletionQueueHandle.self, "queue").queue
+}
+
+/// Starts an operation: `prepare` checks the arguments on the calling thread and returns the
+/// blocking work, which then runs on a worker thread under the operation's token. On a failed
+/// check destroy_notify runs before the error is recorded; the callback never runs.
+func startAsync(_ queue: OpaquePointer?, _ callback: portal_completion_cb?, _ userData: UnsafeMutableRawPointer?,
+                _ destroyNotify: portal_destroy_notify?, _ operationOut: UnsafeMutablePointer<UInt64>?,
+                _ prepare: () throws(CFailure) -> @Sendable () throws(CFailure) -> Outcome) -> portal_status {
+    exported { () throws(CFailure) in
+        let work: @Sendable () throws(CFailure) -> Outcome
+        let target: CompletionQueue
+        let checked: portal_completion_cb
+        do throws(CFailure) {
+            guard let callback else { throw .invalidArgument("callback", "must not be NULL") }
+            checked = callback
+            target = try completionQueue(queue)
+            work = try prepare()
+        } catch {
+            destroyNotify?(userData)
+            throw error
+        }
+        let operation = AsyncOperations.start(
+            queue: target, callbacks: CCallbacks(callback: checked, userData: userData, destroyNotify: destroyNotify))
+        operationOut?.pointee = operation.id
+        OperationWorkers.submit {
+            // Cancelled while queued: the cancel already completed it.
+            if operation.token.isCancelled { return }
+            let outcome: Outcome
+            do throws(CFailure) {
+                outcome = try operation.token.run { () throws(CFailure) -> Outcome in try work() }
+            } catch {
+                outcome = .failure(error)
+            }
+            if operation.token.isCancelled {
+                // Cancelled while running: whatever the work produced is freed, the status is CANCELLED.
+                outcome.release()
+                operation.complete(.cancelled)
+            } else {
+                operation.complete(outcome)
+            }
+        }
+    }
+}
+
+/// The arguments of portal_request(_async), checked the same way (method allowlisted, sizes).
+func portalRequest(_ method: UnsafePointer<CChar>?, _ target: UnsafePointer<CChar>?,
+                   _ body: UnsafePointer<CChar>?) throws(CFailure) -> PortalRequest {
+    let method = try stringArgument(method, "method", maxBytes: 16)
+    guard PortalRequest.allowedMethods.contains(method) else {
+        throw .invalidArgument("method", "must be GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS")
+    }
+    let target = try stringArgument(target, "target", maxBytes: 8192)
+    let bodyBytes: [UInt8]? = body == nil ? nil : Array(try stringArgument(body, "body", maxBytes: 1 << 20).utf8)
+    return PortalRequest(method: method, target: target, body: bodyBytes)
+}
+
+/// A caller-owned copy of a response body with a NUL after it (portal_string_free()).
+func responseBody(_ response: PortalResponse) throws(CFailure) -> UnsafeMutablePointer<CChar> {
+    guard let copy = malloc(response.body.count + 1) else {
+        throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory")
+    }
+    response.body.withUnsafeBytes { if let base = $0.baseAddress { memcpy(copy, base, $0.count) } }
+    copy.storeBytes(of: 0, toByteOffset: response.body.count, as: UInt8.self)
+    return handOutString(copy.assumingMemoryBound(to: CChar.self))
+}
