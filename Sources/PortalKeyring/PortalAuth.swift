@@ -86,8 +86,10 @@ public final class PortalAuth: Sendable {
     /// Rebuilds the persisted session, without a network call.
     ///
     /// - Returns: the session when a usable item is stored; nil when none is stored, or when the
-    ///   stored items are unusable (invalid UTF-8 or JSON, unknown version, a missing field) —
-    ///   those are deleted first. When two sign-ins are briefly stored, the newest wins.
+    ///   stored items are unusable (invalid UTF-8 or JSON, an unknown older version, a missing
+    ///   field) — those are deleted first. A document written by a newer version of the library is
+    ///   kept, not deleted, and reads as nil here (SPEC §2). When two sign-ins are briefly stored,
+    ///   the newest wins.
     /// - Throws: `PortalAuthError.sessionStorageFailure(message:)` when the keyring cannot be read
     ///   this time (no bus, no provider, locked and not unlocked, timeout) or an unusable item cannot
     ///   be deleted. A throw never deletes anything (SPEC §3).
@@ -127,6 +129,9 @@ public final class PortalAuth: Sendable {
                                      apiHost: apiHost, token: document.token, generation: candidate.generation,
                                      itemId: candidate.item.itemId, storage: storage)
             }
+            // A newer version's document: not ours to judge, so it is kept and the end user reads
+            // as signed out here (a newer copy of the library can still restore it; SPEC §2).
+            if candidate.newerVersion { continue }
             // Unusable and confirmed ours: no caller action could make it readable, so it is
             // removed (SPEC §2).
             try storageCall { () throws(StorageFailure) in try storage.delete(itemId: candidate.item.itemId) }
@@ -142,9 +147,14 @@ public final class PortalAuth: Sendable {
         /// Attributes read separately (`items(withSecrets: false)`), when the item came without.
         var attributes: StoredSessionItem?
 
+        /// Unusable to this library because a newer version wrote it (never deleted).
+        let newerVersion: Bool
+
         init(item: StoredSessionItem) {
             self.item = item
             document = item.secret.flatMap { secret in secret.withUnsafeBytes { SessionDocument.decode($0) } }
+            newerVersion = document == nil
+                && (item.secret.map { secret in secret.withUnsafeBytes { SessionDocument.isNewerVersion($0) } } ?? false)
         }
 
         /// Whether the document names an auth environment other than `id` (version 2 only).

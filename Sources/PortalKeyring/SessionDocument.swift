@@ -25,10 +25,15 @@ import FoundationEssentials
 /// Decoding is total: anything that is not exactly a version-2 or version-1 document with a
 /// non-empty end user id and token (valid UTF-8, passing the checks persist applies) is
 /// *unusable*, which `restoreSession()` answers by deleting the item (once its attributes show it
-/// is ours) and reporting signed out.
+/// is ours) and reporting signed out — except a document of a *newer* version (`isNewerVersion`),
+/// which is not ours to judge: it is reported as signed out and kept, for the newer copy of the
+/// library that wrote it (SPEC §2, "Versions move forward without loss").
 enum SessionDocument {
     static let contentType = "application/octet-stream"
-    private static let magic = "portal-keyring-session/2"
+    /// The newest version this library reads and writes.
+    static let currentVersion = 2
+    private static let magicPrefix = "portal-keyring-session/"
+    private static let magic = magicPrefix + String(currentVersion)
 
     struct Decoded {
         /// 2, or 1 for a document written by 0.1.0.
@@ -65,6 +70,28 @@ enum SessionDocument {
         guard !bytes.isEmpty else { return nil }
         if bytes.first == UInt8(ascii: "{") { return decodeVersion1(bytes) }
         return decodeVersion2(bytes)
+    }
+
+    /// Whether `bytes` is a document of a version newer than `currentVersion`: the text form
+    /// `portal-keyring-session/<N>` (N > 2, followed by a space or the end), or a JSON document
+    /// whose `v` is an integer above 2. Such a document is never deleted as unusable.
+    static func isNewerVersion(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let prefix = Array(magicPrefix.utf8)
+        if bytes.count > prefix.count, bytes.starts(with: prefix) {
+            let digits = bytes[prefix.count...].prefix { (0x30...0x39).contains($0) }
+            let end = prefix.count + digits.count
+            guard !digits.isEmpty, end == bytes.count || bytes[end] == UInt8(ascii: " ") else { return false }
+            // A version too long for Int is newer than any we know.
+            guard let version = Int(String(decoding: digits, as: UTF8.self)) else { return digits.first != 0x30 }
+            return version > currentVersion
+        }
+        if bytes.first == UInt8(ascii: "{"), isValidUTF8(bytes) {
+            struct Versioned: Decodable { let v: Int }
+            guard let base = bytes.baseAddress else { return false }
+            let view = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
+            return ((try? JSONDecoder().decode(Versioned.self, from: view))?.v ?? 0) > currentVersion
+        }
+        return false
     }
 
     // MARK: - Version 2

@@ -261,6 +261,7 @@ private extension String {
     @Test(arguments: [
         Array("not json".utf8), Array(#"{"v":2,"clientSessionToken":"t","endUserId":"u"}"#.utf8),
         Array(#"{"v":1,"clientSessionToken":"t"}"#.utf8), [0x7B, 0xFF, 0xFE, 0x7D], [],
+        Array("portal-keyring-session/2 e=YQ u=dQ g=00 t=1 c=dA x=1".utf8), Array("portal-keyring-session/1 c=dA".utf8),
     ])
     func unusableItemsAreDeleted(_ secret: [UInt8]) throws {
         let id = unique
@@ -269,6 +270,29 @@ private extension String {
         #expect(stored.status == 0)
         #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
         #expect(try auth(id).restoreSession() == nil)
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 0)
+    }
+
+    /// SPEC §2 "Versions move forward without loss": a newer library's document (after a
+    /// downgrade, or another app bundling a newer copy) reads as signed out and is kept — by
+    /// restore, status and an unrelated persist's cleanup of *older* generations alike… except
+    /// that a new sign-in here replaces it, as any sign-in replaces the previous one.
+    @Test(arguments: [
+        "portal-keyring-session/3 e=YQ u=dQ g=00 t=1 c=dA", "portal-keyring-session/3", "portal-keyring-session/12 anything",
+        #"{"v":3,"clientSessionToken":"t","endUserId":"u"}"#, #"{"v":99}"#,
+    ])
+    func newerVersionsAreKeptAndReadAsSignedOut(_ document: String) throws {
+        let id = unique
+        let stored = try KeyringControl.run(["store", "--schema", LibSecretStorage.schemaName,
+                                             "auth_environment_id=\(id)", "session_generation=00", "persisted_at=1"],
+                                            input: Array(document.utf8))
+        #expect(stored.status == 0)
+        #expect(try auth(id).restoreSession() == nil)
+        #expect(try auth(id).restoreSession() == nil)
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
+        try auth(id).persistSession(endUserId: "u2", clientSessionToken: "newer-sign-in")
+        #expect(try auth(id).restoreSession()?.endUserId == "u2")
+        try auth(id).clearPersistedSession()
         #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 0)
     }
 
