@@ -76,7 +76,9 @@ let commandHelp: [String: String] = [
     usage: portal-session [--env ID] persist --end-user-id ID  < token
     Stores a session whose Client Session Token your backend issued. The token is read from
     stdin (one trailing line end, LF or CRLF, is removed); it is never accepted as an argument.
-    exit: 0 stored, 2 keyring failure (the previous session is intact), 64 usage or bad token.
+    exit: 0 stored, 2 keyring failure (the previous session is intact; after a deadline, the
+    provider may still complete the store: restore tells which session is current), 64 usage or
+    bad token.
     """,
     "send-magic-link": """
     usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL send-magic-link EMAIL
@@ -406,8 +408,22 @@ func run(_ options: Options) throws(UsageError) -> Exit {
             let auth = try options.auth()
             var fields: [String: String?] = ["authEnvironmentId": auth.authEnvironmentId, "apiHost": auth.apiHost,
                                              "redirectUrl": options.redirectUrl]
+            // The provider's description first: it shows whether the default collection is locked
+            // before restore's unlock prompt can change that, and when the provider cannot answer,
+            // restore would fail the same way — so status ends within one deadline, not two.
+            var keyringKeys: [String] = []
+            var unreachable: PortalAuthError?
+            do {
+                for (key, value) in try auth.describeKeyring() {
+                    fields[key] = value
+                    keyringKeys.append(key)
+                }
+            } catch {
+                unreachable = error
+            }
             let exit: Exit
             do {
+                if let unreachable { throw unreachable }
                 if let session = try auth.restoreSession() {
                     fields["keyring"] = "session stored"
                     fields["endUserId"] = session.endUserId
@@ -419,13 +435,6 @@ func run(_ options: Options) throws(UsageError) -> Exit {
             } catch {
                 fields["keyring"] = "unavailable: \(error)"
                 exit = .storage
-            }
-            var keyringKeys: [String] = []
-            if let description = try? auth.describeKeyring() {
-                for (key, value) in description {
-                    fields[key] = value
-                    keyringKeys.append(key)
-                }
             }
             if options.flags.contains("--json") {
                 print(json(fields))

@@ -96,12 +96,17 @@ locked_checks() { # $1 = what is stored ("session" or "nothing")
         [[ $1 == session ]] || want=1
         ps "$want" "restore while 'locked' ($1 stored): the provider unlocks a keyring without a password at once" -- restore
         ps "$want" "status while 'locked' ($1 stored)" -- status
+        grep -q '^defaultCollectionLocked: yes$' <<<"$out" &&
+            ok "status shows the collection locked, as it was before its own restore unlocked it" ||
+            bad "status after locking: $(grep '^defaultCollection' <<<"$out" | tr '\n' ' ')"
         return
     fi
     ps 2 "restore while locked ($1 stored) is 'keyring locked', not signed out" -- restore
     grep -q "keyring locked" <<<"$err" && ok "the message says 'keyring locked'" || bad "message: $err"
     ps 2 "clear while locked ($1 stored) fails, nothing cleared" -- clear
     ps 2 "status while locked ($1 stored) is unavailable" -- status
+    grep -q '^defaultCollectionLocked: yes$' <<<"$out" && ok "status shows the collection locked" ||
+        bad "status while locked: $(grep '^defaultCollection' <<<"$out" | tr '\n' ' ')"
 }
 
 if [[ $provider == gnome-keyring-locked ]]; then
