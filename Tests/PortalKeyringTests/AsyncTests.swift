@@ -10,7 +10,10 @@ import Glibc
 @MainActor
 @Suite(.serialized) struct AsyncTests {
     private func newAuth(_ tag: String) throws -> PortalAuth {
-        try PortalAuth(authEnvironmentId: "swift-async-\(tag)-\(getpid())", redirectUrl: "app://cb",
+        // Inside the keyring harness, and the keyring locked since login (gnome-keyring-locked)
+        // unlocked once, as for every keyring suite.
+        _ = try KeyringControl.environment()
+        return try PortalAuth(authEnvironmentId: "swift-async-\(tag)-\(getpid())", redirectUrl: "app://cb",
                        apiHost: try FakePortalAPI.host())
     }
 
