@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import os
 import urllib.parse
-from typing import Any, Dict
+from typing import Any, Callable, Dict, List
 
 import pytest
 
@@ -138,11 +138,13 @@ def test_login_with_google_and_apple(pk: Any, auth: Any, api: PortalApi) -> None
 
 
 def test_invalid_arguments_are_value_errors(pk: Any, auth: Any) -> None:
-    for call in (lambda: auth.send_magic_link(""), lambda: auth.verify_totp("123456", ""),
-                 lambda: auth.handle_redirect("a\0b")):
+    calls: List[Callable[[], Any]] = [lambda: auth.send_magic_link(""), lambda: auth.verify_totp("123456", ""),
+                                      lambda: auth.handle_redirect("a\0b")]
+    for call in calls:
         with pytest.raises(pk.InvalidArgument) as caught:
             call()
-        assert isinstance(caught.value, ValueError) and caught.value.status == pk.Status.INVALID_ARGUMENT
+        error: Any = caught.value
+        assert error.status == pk.Status.INVALID_ARGUMENT and isinstance(error, ValueError)
 
 
 @pytest.mark.parametrize("host", ["https://api.portalhq.io", "api.portalhq.io/api/v3", "user@api.portalhq.io"])
