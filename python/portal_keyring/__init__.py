@@ -56,6 +56,7 @@ from __future__ import annotations
 #: This package's version (the library's version it was released with; see :data:`ABI_VERSION`).
 __version__ = "0.1.0"
 
+from . import aio
 from ._ffi import _DECLARED, ABI_VERSION, library_version, library_version_number
 from ._library import LibraryNotFound, library_path
 from ._library import lib as _lib
@@ -119,4 +120,5 @@ __all__ = [
     "library_version",
     "library_version_number",
     "status_name",
+    "aio",
 ]

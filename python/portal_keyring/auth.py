@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any, Optional
 
+from . import aio
 from ._ffi import _AuthP, _CharP, _SessionP
 from ._handles import _Handle, _Owner
 from ._library import lib as _lib
@@ -100,6 +101,35 @@ class PortalAuth(_Owner):
             _lib.portal_auth_persist_session(auth, user, token, ctypes.byref(out))
         return Session._adopt(out)
 
+
+    # -------------------------------------------------------------------------------- asyncio
+
+    async def restore_session_async(self) -> Optional["Session"]:
+        """:meth:`restore_session` as a coroutine: the keyring work runs on a library worker
+        thread and completes on the running loop (``portal_auth_restore_session_async``), which
+        never blocks. Same results and errors. Cancelling the task cancels the operation (an
+        unlock-prompt wait ends within 250 ms) and raises ``asyncio.CancelledError`` at once.
+        Await it on the loop that runs it; see :mod:`portal_keyring.aio`."""
+        with self._use() as auth:
+            operation = aio.start(_lib.portal_auth_restore_session_async, aio.take_session, auth)
+        pointer = await operation.wait()
+        return Session._adopt(pointer) if pointer else None
+
+    async def clear_persisted_session_async(self) -> None:
+        """:meth:`clear_persisted_session` as a coroutine (see :meth:`restore_session_async`)."""
+        with self._use() as auth:
+            operation = aio.start(_lib.portal_auth_clear_persisted_session_async, aio.nothing, auth)
+        await operation.wait()
+
+    async def persist_session_async(self, end_user_id: str, client_session_token: TokenLike) -> "Session":
+        """:meth:`persist_session` as a coroutine. The strings are copied (and the token copy
+        wiped) before the first ``await`` suspends. A cancelled persist either stored the new session or
+        left the previous one intact."""
+        user = _text_arg(end_user_id, "end_user_id")
+        with _secret_arg(client_session_token, "client_session_token") as token, self._use() as auth:
+            operation = aio.start(_lib.portal_auth_persist_session_async, aio.take_session, auth, user, token)
+        pointer = await operation.wait()
+        return Session._adopt(pointer)
 
     # -------------------------------------------------------------------------------- sign-in
 
@@ -226,6 +256,13 @@ class Session(_Owner):
         except SessionInvalidated:
             return False
         return True
+
+    async def invalidate_async(self) -> None:
+        """:meth:`invalidate` as a coroutine: the token is dropped before the coroutine first
+        suspends; the keyring delete runs on a library worker thread."""
+        with self._use() as session:
+            operation = aio.start(_lib.portal_session_invalidate_async, aio.nothing, session)
+        await operation.wait()
 
     def invalidate(self) -> None:
         """Drops the token from memory, then deletes the stored item if it still holds this

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import ctypes
 import itertools
@@ -11,6 +12,7 @@ import time
 import weakref
 from typing import Any, Callable, Dict, Optional, Union
 
+from . import aio
 from ._ffi import _CALLBACK, _CharP, _PortalP
 from ._handles import _Handle, _Owner
 from ._library import lib as _lib
@@ -173,21 +175,35 @@ class Portal(_Owner):
         _live_portals.discard(self)
         super().close()
 
-    def on_session_invalidated(self, callback: Callable[[], Any]) -> ListenerHandle:
-        """Registers ``callback()`` to be called at most once, on a library thread, when the
-        backend rejects the session; if it was already rejected, it is called once soon
-        (replay). The callable is referenced until the registration ends (delivered, cancelled,
-        or the portal closed). An exception it raises is reported through
-        ``sys.unraisablehook`` and does not affect other listeners.
+    def on_session_invalidated(
+        self, callback: Callable[[], Any], *, loop: Optional[asyncio.AbstractEventLoop] = None
+    ) -> ListenerHandle:
+        """Registers ``callback()`` to be called at most once when the backend rejects the
+        session; if it was already rejected, it is called once soon (replay). The callable is
+        referenced until the registration ends (delivered, cancelled, or the portal closed). An
+        exception it raises is reported through ``sys.unraisablehook`` and does not affect
+        other listeners.
+
+        :param loop: ``None``: the callback runs on a library thread. An asyncio loop: it runs
+            on that loop's thread (``portal_on_session_invalidated_queued`` on the loop's
+            completion queue); then register from the loop's thread (or before it runs), and
+            note that a delivery already handed to the loop still runs after
+            :meth:`ListenerHandle.cancel`.
         """
         if not callable(callback):
             raise TypeError("callback must be callable")
         out = ctypes.c_uint64()
+        queue = aio.loop_queue(loop) if loop is not None else None
         with self._use() as pointer:
             key = next(_registration_keys)
             _registrations[key] = callback  # before the call: delivery may start before it returns
             # On failure destroy_notify has already removed the entry, and _errcheck raises.
-            _lib.portal_on_session_invalidated(pointer, _DELIVER, key, _RELEASE, ctypes.byref(out))
+            if queue is None:
+                _lib.portal_on_session_invalidated(pointer, _DELIVER, key, _RELEASE, ctypes.byref(out))
+            else:
+                _lib.portal_on_session_invalidated_queued(
+                    pointer, queue.pointer, _DELIVER, key, _RELEASE, ctypes.byref(out)
+                )
         return ListenerHandle(self, int(out.value))
 
     def report_unauthorized(self, rejected_token: TokenLike) -> bool:
@@ -234,6 +250,34 @@ class Portal(_Owner):
         finally:
             _lib.portal_string_free(out)
         return Response(int(status.value), data)
+
+
+    # -------------------------------------------------------------------------------- asyncio
+
+    async def request_async(self, method: str, target: str, body: Optional[Union[str, bytes]] = None) -> Response:
+        """:meth:`request` as a coroutine (``portal_request_async``): the request runs on a
+        library worker thread and completes on the running loop. Cancelling the task aborts the
+        request (within about a second) and raises ``asyncio.CancelledError`` at once."""
+        m = _text_arg(method, "method")
+        t = _text_arg(target, "target")
+        b = _text_arg(body, "body", optional=True)
+        with self._use() as pointer:
+            operation = aio.start(_lib.portal_request_async, aio.body, pointer, m, t, b)
+        status, data = await operation.wait()
+        return Response(status, data)
+
+    async def report_unauthorized_async(self, rejected_token: TokenLike) -> bool:
+        """:meth:`report_unauthorized` as a coroutine; the token copy is wiped before the
+        coroutine first suspends. :returns: ``True`` if this call invalidated the session."""
+        with _secret_arg(rejected_token, "rejected_token") as token, self._use() as pointer:
+            operation = aio.start(_lib.portal_report_unauthorized_async, aio.invalidated, pointer, token)
+        return await operation.wait()
+
+    async def clear_session_async(self) -> None:
+        """:meth:`clear_session` as a coroutine (keyring work on a library worker thread)."""
+        with self._use() as pointer:
+            operation = aio.start(_lib.portal_clear_session_async, aio.nothing, pointer)
+        await operation.wait()
 
 
 @atexit.register
