@@ -413,7 +413,7 @@ print("module", pk.__file__, "library", pk.library_path, pk.library_version(), "
 '
     # Issue 13: no LD_LIBRARY_PATH, no PYTHONPATH, no PORTAL_KEYRING_LIBRARY: the package finds the
     # library installed in its own prefix (step 2 of the search order), not through the loader path.
-    step "python3 without any environment variable: the package loads \$prefix/lib's library" \
+    step "python3 without any environment variable: the package loads $prefix/lib's library" \
         "\$nt" env -u LD_LIBRARY_PATH -u PYTHONPATH -u PORTAL_KEYRING_LIBRARY '$system_python' -c '
 import sys
 sys.path.insert(0, "$pydir")
