@@ -48,6 +48,9 @@ class Ticker:
         self.handle = self.loop.call_later(PERIOD, self._tick)
 
     def stop(self) -> None:
+        """Stops ticking; the time since the last tick counts as a gap too (a loop blocked until
+        now has had no chance to tick)."""
+        self.max_gap = max(self.max_gap, time.monotonic() - self.last)
         if self.handle is not None:
             self.handle.cancel()
 
@@ -259,3 +262,38 @@ def test_the_asyncio_example(pk: Any, auth: Any, api: PortalApi, env_id: str, ke
         gap = re.search(r"largest gap of the 10 ms UI callback: ([0-9.]+) ms", result.stderr)
         assert gap and float(gap.group(1)) <= MAX_GAP * 1000, result.stderr
         assert token not in result.stdout + result.stderr
+
+
+def test_aclose_never_blocks_the_loop_with_requests_in_flight(pk: Any, auth: Any, api: PortalApi) -> None:
+    auth.persist_session("aclose-user", api.issue("aclose-user")).close()
+    # The validation request and the app's request both hang for 3 s in the fake API.
+    api.admin("faults", {"route": "/api/v3/clients/me", "delayMs": 3000, "count": 2})
+
+    async def main() -> Tuple[float, float, BaseException]:
+        session = await auth.restore_session_async()
+        assert session is not None
+        portal = pk.Portal(session)
+        listener_calls: List[int] = []
+        portal.on_session_invalidated(lambda: listener_calls.append(1), loop=asyncio.get_running_loop())
+        request = asyncio.ensure_future(portal.request_async("GET", "/api/v3/clients/me"))
+        await asyncio.sleep(0.3)
+        assert not request.done()
+        gc.collect()
+        ticker = Ticker(asyncio.get_running_loop())
+        started = time.monotonic()
+        async with portal:
+            pass  # __aexit__: aclose()
+        took = time.monotonic() - started
+        ticker.stop()
+        assert portal.closed
+        await portal.aclose()  # idempotent
+        error = await asyncio.wait_for(asyncio.gather(request, return_exceptions=True), 10)
+        session.close()
+        assert listener_calls == []
+        return took, ticker.max_gap, error[0]
+
+    took, gap, error = run(main())
+    print(f"aclose with two requests in flight: {took * 1000:.0f} ms, largest loop gap {gap * 1000:.1f} ms; "
+          f"the request ended with {error!r}")
+    assert isinstance(error, pk.PortalKeyringError), error
+    assert took < 2.5 and gap <= MAX_GAP

@@ -44,7 +44,7 @@ def run(code: str, capsys: Any, **functions: Any) -> str:
 
 
 def test_the_readme_has_the_three_snippets() -> None:
-    assert {"Restore on launch", "Sign in", "Invalidation"} <= set(snippets())
+    assert {"Restore on launch", "Sign in", "Invalidation", "asyncio"} <= set(snippets())
 
 
 def test_restore_on_launch_snippet(pk: Any, env_id: str, api: PortalApi, capsys: Any) -> None:
@@ -100,3 +100,11 @@ def test_invalidation_snippet(pk: Any, env_id: str, api: PortalApi, keyring: Any
     assert run(code, capsys) == "HTTP 401\nsession invalidated: show sign-in\n"
     assert keyring.run("count", "--schema", "io.portalhq.PortalKeyring.Session",
                        f"auth_environment_id={env_id}").stdout.strip() == b"0"
+
+
+def test_asyncio_snippet(pk: Any, env_id: str, api: PortalApi, capsys: Any) -> None:
+    code = configure(snippets()["asyncio"], AUTH_ENVIRONMENT_ID=env_id, REDIRECT_URL=REDIRECT, API_HOST=api.host)
+    assert run(code, capsys) == "signed out: show sign-in\n"
+    with pk.PortalAuth(env_id, REDIRECT, api.host) as auth:
+        auth.persist_session("readme-async", api.issue("readme-async")).close()
+    assert run(code, capsys) == "HTTP 200\n"

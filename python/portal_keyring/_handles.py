@@ -51,12 +51,20 @@ class _Handle:
             return pointer
         return None
 
-    def close(self) -> None:
+    def close(self, free: Optional[Callable[[Any], None]] = None) -> bool:
+        """Closes the handle; ``free`` (default: the handle's own) frees the pointer, now or when
+        the last call in flight returns. :returns: ``False`` if it was closed already (then
+        ``free`` is never called)."""
         with self._lock:
+            if self._closed:
+                return False
             self._closed = True
+            if free is not None:
+                self._free = free
             pointer = self._take_if_done()
         if pointer is not None:
             self._free(pointer)
+        return True
 
 
 class _Owner:

@@ -71,6 +71,7 @@ _declare("portal_session_invalidate_async", ctypes.c_int, [_SessionP, *_ASYNC_TA
 _declare("portal_request_async", ctypes.c_int, [_PortalP, _c_char_p, _c_char_p, _c_char_p, *_ASYNC_TAIL])
 _declare("portal_report_unauthorized_async", ctypes.c_int, [_PortalP, _CharP, *_ASYNC_TAIL])
 _declare("portal_clear_session_async", ctypes.c_int, [_PortalP, *_ASYNC_TAIL])
+_declare("portal_free_async", ctypes.c_int, [_PortalP, _QueueP, _COMPLETION, ctypes.c_void_p, _NOTIFY])
 _declare(
     "portal_on_session_invalidated_queued",
     ctypes.c_int,
@@ -212,6 +213,16 @@ class Operation(Generic[T]):
             # Ignored by the library when the operation already completed.
             _lib.portal_operation_cancel(self.id)
             raise
+
+
+def expect(read: Callable[[Any], T]) -> Tuple[int, "asyncio.Future[T]", LoopQueue]:
+    """Registers a completion for a call made later (or on another thread): its user_data key,
+    the future it resolves and the running loop's queue."""
+    queue = loop_queue()
+    future: "asyncio.Future[T]" = queue.loop.create_future()
+    key = next(_keys)
+    _operations[key] = (future, read)
+    return key, future, queue
 
 
 def start(function: Callable[..., Any], read: Callable[[Any], T], *args: Any) -> Operation[T]:

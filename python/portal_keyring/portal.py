@@ -254,6 +254,31 @@ class Portal(_Owner):
 
     # -------------------------------------------------------------------------------- asyncio
 
+    async def aclose(self) -> None:
+        """:meth:`close` without blocking the loop (``portal_free_async``): requests in flight
+        are aborted and every listener is cancelled at once; the wait for the aborted requests
+        to return (up to about a second) happens on a library worker, and this coroutine
+        returns when it is over. A call in flight on another thread defers the free until it
+        returns. Idempotent. ``async with Portal(...)`` calls it."""
+        _live_portals.discard(self)
+        if self._h is None:
+            return
+        key, future, queue = aio.expect(aio.nothing)
+
+        def free_async(pointer: Any) -> None:
+            _lib.portal_free_async(pointer, queue.pointer, aio._COMPLETE, key, aio._RELEASE)
+
+        if not self._h.close(free_async):
+            aio._release(key)  # closed already: nothing will complete it
+            return
+        await future
+
+    async def __aenter__(self) -> "Portal":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     async def request_async(self, method: str, target: str, body: Optional[Union[str, bytes]] = None) -> Response:
         """:meth:`request` as a coroutine (``portal_request_async``): the request runs on a
         library worker thread and completes on the running loop. Cancelling the task aborts the
