@@ -29,8 +29,10 @@ Errors: every failed call raises a subclass of :class:`PortalKeyringError`, one 
 (:class:`InvalidArgument`, :class:`SessionStorageFailure`, :class:`SessionInvalidated`,
 :class:`Unauthorized`, :class:`NetworkError`, :class:`InternalError`, and the sign-in codes'
 :class:`RateLimited`, :class:`MalformedResponse`, :class:`InvalidGrant`, :class:`InvalidUserJwt`,
-:class:`AuthenticationFailed`), carrying ``status`` and the library's ``message``; a code this
-module does not know raises the base class with the ``int`` status. "Signed out" is not an error: :meth:`PortalAuth.restore_session` returns
+:class:`AuthenticationFailed`, :class:`UnsolicitedRedirect`, :class:`DifferentEndUser`,
+:class:`Cancelled`), carrying ``status`` and the library's ``message``; a code this
+package does not know raises the base class with the ``int`` status. :class:`InvalidArgument` is
+also a ``ValueError``. "Signed out" is not an error: :meth:`PortalAuth.restore_session` returns
 ``None``. :class:`SessionStorageFailure` means the keyring could not be read *this time*; the end
 user is then NOT known to be signed out and nothing was deleted.
 
@@ -39,8 +41,21 @@ context managers; ``close()`` frees the handle (idempotent), and so does garbage
 handle shared between threads is safe to close while another thread is using it: the library
 handle is freed when the last call in flight returns.
 
+Sign-in: :meth:`PortalAuth.get_methods`, :meth:`~PortalAuth.send_magic_link`,
+:meth:`~PortalAuth.login_with_google` / ``_apple``, :meth:`~PortalAuth.handle_redirect` (``None``,
+:class:`SignedIn` or :class:`TotpRequired`) and :meth:`~PortalAuth.verify_totp`.
+
+asyncio: every keyring and Portal call has a coroutine twin (``restore_session_async`` …,
+``Portal.aclose``) that completes on the running loop without blocking it; cancelling the task
+cancels the operation; ``on_session_invalidated(cb, loop=loop)`` delivers on the loop. See
+:mod:`portal_keyring.aio`.
+
+Style: attributes and properties never block, raise or hand out a secret (``end_user_id``,
+``is_valid``, ``closed``); whatever does I/O, may raise or copies a secret is a method
+(``token()``).
+
 Threads: every method may be called from any thread. Calls that block (keyring I/O, network)
-release the GIL. Listener callbacks run on a library-owned thread (one serial queue per portal),
+release the GIL. Listener callbacks (without ``loop=``) run on a library-owned thread (one serial queue per portal),
 never while the library holds a lock; they may call anything in this module, including
 ``handle.cancel()`` and ``portal.close()``. Do not make a callback wait for a lock that the
 thread calling ``cancel()``/``close()`` holds: those calls wait for a callback that is running.
