@@ -56,7 +56,9 @@ SCRATCH := .build/make
 SWIFT_BIN = $(SCRATCH)/release
 HEADER := Include/portal_keyring.h
 HEADERS := $(wildcard Include/*.h Include/*.hpp)
-PYTHON_MODULE := $(wildcard examples/python/portal_keyring.py)
+# The Python package (python/portal_keyring): installed as files, so no pip and no network.
+PYTHON_PACKAGE := $(wildcard python/portal_keyring/__init__.py)
+PYTHON_FILES := $(wildcard python/portal_keyring/*.py) python/portal_keyring/py.typed
 DESKTOP_FILES := $(wildcard examples/desktop/*.desktop)
 
 VERSION_INFO := $(shell build-support/header-api.sh version $(HEADER))
@@ -146,7 +148,7 @@ bin:
 # ----------------------------------------------------------------------------------- install
 
 D = $(DESTDIR)
-# Where the Python module goes (only used when examples/python/portal_keyring.py exists).
+# Where the Python package goes (only used when python/portal_keyring exists).
 pythondir = $(or $(PYTHONDIR),$(shell $(PYTHON) build-support/python-dir.py $(PREFIX)))
 
 install: all
@@ -163,11 +165,11 @@ install: all
 	else \
 		echo "notice: portal-session was not built; not installing it"; \
 	fi
-ifneq ($(PYTHON_MODULE),)
-	$(INSTALL) -d $(D)$(pythondir)
-	$(INSTALL) -m 0644 $(PYTHON_MODULE) $(D)$(pythondir)/portal_keyring.py
+ifneq ($(PYTHON_PACKAGE),)
+	$(INSTALL) -d $(D)$(pythondir)/portal_keyring
+	$(INSTALL) -m 0644 $(PYTHON_FILES) $(D)$(pythondir)/portal_keyring/
 else
-	@echo "notice: no examples/python/portal_keyring.py; not installing the Python module"
+	@echo "notice: no python/portal_keyring; not installing the Python package"
 endif
 ifneq ($(DESKTOP_FILES),)
 	$(INSTALL) -d $(D)$(APPLICATIONSDIR)
@@ -180,8 +182,10 @@ uninstall:
 	rm -f $(addprefix $(D)$(INCLUDEDIR)/,$(notdir $(HEADERS)))
 	rm -f $(D)$(PKGCONFIGDIR)/portal-keyring.pc
 	rm -f $(D)$(BINDIR)/portal-session
-ifneq ($(PYTHON_MODULE),)
-	rm -f $(D)$(pythondir)/portal_keyring.py $(D)$(pythondir)/__pycache__/portal_keyring.*.pyc
+ifneq ($(PYTHON_PACKAGE),)
+	rm -f $(addprefix $(D)$(pythondir)/portal_keyring/,$(notdir $(PYTHON_FILES)))
+	rm -rf $(D)$(pythondir)/portal_keyring/__pycache__
+	-rmdir $(D)$(pythondir)/portal_keyring 2>/dev/null
 endif
 ifneq ($(DESKTOP_FILES),)
 	rm -f $(addprefix $(D)$(APPLICATIONSDIR)/,$(notdir $(DESKTOP_FILES)))

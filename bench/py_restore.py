@@ -18,7 +18,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
 ENV = "bench-python-portal"
 REDIRECT = "bench-app://portal/redirect"

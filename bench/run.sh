@@ -17,7 +17,7 @@
 #   cold restore             examples/c/restore_on_launch.c vs a raw libsecret C program
 #                            (bench/raw_secret.c); portal-session restore vs secret-tool lookup
 #                            (whole processes, alternating: bench/spawnbench.c)
-#   Python                   the ctypes module (examples/python/portal_keyring.py) vs
+#   Python                   the ctypes package (python/portal_keyring) vs
 #                            keyring.get_password with the SecretService backend (PyPI keyring,
 #                            installed into build/bench/venv)
 #   load cost                dlopen + first restore, and peak RSS, vs dlopen(libsecret) + first

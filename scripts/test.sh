@@ -9,7 +9,8 @@
 #   2. swift build (library, tests), keyringctl (the test tool that locks/unlocks the keyring);
 #   3. Swift tests (swift-testing) inside scripts/with-keyring.sh + scripts/with-portal-api.sh;
 #   4. C tests and examples (Tests/c/run.sh) inside the same kind of environment;
-#   5. the Python ctypes module (pytest, installed if missing), the C++ RAII wrapper and the
+#   5. the Python package (mypy --strict and pytest, installed if missing; asyncio and its
+#      example included), the C++ RAII wrapper and the
 #      Python/C++ examples, checked against the C example's output (Tests/bindings/run.sh);
 #      the portal-session command and the desktop redirect handler (Tests/cli/run.sh), and the
 #      command's process hardening: argv scrub, non-dumpable (Tests/cli/hardening.sh);

@@ -6,14 +6,16 @@
 #
 # Must run inside BOTH wrappers (it stores, locks and deletes keyring items and issues/revokes
 # CSTs on the fake API); it refuses to run otherwise. Steps:
-#   1. pytest: imported, or installed (python3 -m pip install pytest; as root, apt-get install
-#      python3-pytest as a fallback);
+#   1. pytest and mypy: imported, or installed (python3 -m pip install; as root, apt-get install
+#      python3-pytest / python3-mypy as a fallback);
 #   2. keyringctl ($PORTAL_TEST_KEYRINGCTL, else built into BUILD_DIR);
 #   3. C++: Include/portal_keyring.hpp compiled on its own and in two linked translation units
 #      with g++ (and clang++ when found) -std=c++17 -Wall -Wextra -pedantic -Werror (plus
 #      -Wshadow -Wconversion -Wsign-conversion -Wold-style-cast), then examples/cpp/*.cpp and
 #      Tests/bindings/cpp_wrapper_test.cpp; BUILD_DIR defaults to build/bindings;
-#   4. the pytest suite Tests/python (python3 -m pytest -W error);
+#   4. mypy --strict on python/portal_keyring, examples/python and Tests/python (mypy installed
+#      like pytest when missing: pip, else apt-get install python3-mypy), then the pytest suite
+#      Tests/python (python3 -m pytest -W error) with PYTHONPATH=python;
 #   5. cpp_wrapper_test;
 #   6. restore_on_launch end to end in Python, C++ and — as the reference — C
 #      (examples/c/restore_on_launch.c): the same scenarios (first launch, restore, reinstall,
@@ -53,7 +55,7 @@ libdir=$(cd "$libdir" && pwd)
 lib=$libdir/libportal-keyring.so
 python=${PYTHON:-python3}
 cxx=${CXX:-g++}
-export PORTAL_KEYRING_LIBRARY=$lib PYTHONDONTWRITEBYTECODE=1
+export PORTAL_KEYRING_LIBRARY=$lib PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH}
 
 passed=0
 failed=0
@@ -81,6 +83,20 @@ else
         pass "pytest installed"
     else
         fail "cannot install pytest for $python (see $build/pip.log, $build/apt.log)"
+    fi
+fi
+
+if "$python" -c 'import mypy' 2>/dev/null; then
+    pass "mypy $("$python" -m mypy --version | awk '{print $2}') is installed"
+else
+    printf '  ..    mypy is missing: installing it\n'
+    "$python" -m pip install --quiet mypy >"$build/pip-mypy.log" 2>&1 ||
+        { [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null &&
+            apt-get install -y -qq python3-mypy >"$build/apt-mypy.log" 2>&1; } || true
+    if "$python" -c 'import mypy' 2>/dev/null; then
+        pass "mypy installed"
+    else
+        fail "cannot install mypy for $python (see $build/pip-mypy.log, $build/apt-mypy.log)"
     fi
 fi
 
@@ -138,6 +154,18 @@ if ! gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$repo/Include" "$repo/examp
     c_reference=0
 fi
 
+# ------------------------------------------------------------------------------- mypy
+
+section "Python: mypy --strict on the package, the examples and the tests"
+mypy_log=$build/mypy.log
+if (cd "$repo" && MYPYPATH=$repo/python "$python" -m mypy --strict --no-incremental \
+    python/portal_keyring examples/python Tests/python) >"$mypy_log" 2>&1; then
+    pass "mypy --strict: $(tail -n1 "$mypy_log")"
+else
+    sed 's/^/  | /' "$mypy_log" | tail -n 30
+    fail "mypy --strict: $(tail -n1 "$mypy_log")"
+fi
+
 # ------------------------------------------------------------------------------- pytest
 
 section "Python: pytest Tests/python ($("$python" --version 2>&1))"
@@ -183,7 +211,7 @@ trap cleanup EXIT
 persist() { # ENV_ID USER TOKEN: stores a session through the Python module (not the example)
     "$python" - "$1" "$2" "$3" <<'EOF' >/dev/null
 import os, sys
-sys.path.insert(0, os.path.join(os.environ["REPO"], "examples", "python"))
+sys.path.insert(0, os.path.join(os.environ["REPO"], "python"))
 import portal_keyring as pk
 with pk.PortalAuth(sys.argv[1], "example-app://portal/redirect") as auth:
     auth.persist_session(sys.argv[2], sys.argv[3]).close()

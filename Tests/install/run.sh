@@ -145,9 +145,11 @@ else
     fail "the staged .pc does not say prefix=/usr/local: $(grep '^prefix=' "$root/lib/pkgconfig/portal-keyring.pc" 2>/dev/null)"
 fi
 ((has_cli)) && expect_file "$root/bin/portal-session" 755 "bin/portal-session"
-if [[ -f examples/python/portal_keyring.py ]]; then
+if [[ -f python/portal_keyring/__init__.py ]]; then
     pydir_sys=$("$system_python" build-support/python-dir.py /usr/local)
-    expect_file "$stage$pydir_sys/portal_keyring.py" 644 "Python module in $pydir_sys (on $system_python's sys.path)"
+    for f in python/portal_keyring/*.py python/portal_keyring/py.typed; do
+        expect_file "$stage$pydir_sys/portal_keyring/$(basename "$f")" 644 "Python package file portal_keyring/$(basename "$f") in $pydir_sys (on $system_python's sys.path)"
+    done
 fi
 for d in examples/desktop/*.desktop; do
     [[ -e $d ]] || continue
@@ -347,6 +349,35 @@ else
     fail "app version: $out"
 fi
 
+section "Python wheel: pip wheel ./python, installed into a fresh venv with the library in its prefix"
+if [[ -f python/pyproject.toml ]]; then
+    # A copy of python/: an in-tree setuptools build writes build/ and *.egg-info next to the sources.
+    rm -rf "$work/pysrc" "$work/wheel" "$work/venv" "$work/outside"
+    cp -r python "$work/pysrc"
+    if "$system_python" -m pip wheel --quiet --no-build-isolation --no-deps -w "$work/wheel" "$work/pysrc" >"$log" 2>&1; then
+        whl=$(ls "$work/wheel"/portal_keyring-*.whl 2>/dev/null | head -n1)
+        contents=$("$system_python" -m zipfile -l "$whl" 2>/dev/null | awk '{print $1}')
+        if grep -qx portal_keyring/py.typed <<<"$contents" && grep -qx portal_keyring/__init__.py <<<"$contents"; then
+            pass "pip wheel: $(basename "$whl") holds portal_keyring/ and py.typed"
+        else
+            fail "the wheel lacks portal_keyring/__init__.py or py.typed: $(tr '\n' ' ' <<<"$contents")"
+        fi
+        if "$system_python" -m venv "$work/venv" >"$log" 2>&1 &&
+            "$work/venv/bin/python" -m pip install --quiet --no-index --no-deps "$whl" >>"$log" 2>&1; then
+            pass "the wheel installs into a fresh venv ($work/venv)"
+            cp -a "$prefix/lib"/libportal-keyring.so* "$work/venv/lib/"
+            mkdir -p "$work/outside"
+            cp examples/python/restore_on_launch.py "$work/outside/"
+        else
+            sed 's/^/  | /' "$log" | tail -n 20
+            fail "cannot install the wheel into a venv"
+        fi
+    else
+        sed 's/^/  | /' "$log" | tail -n 20
+        fail "pip wheel ./python failed"
+    fi
+fi
+
 env_id="install-test-$$-$RANDOM"
 user="end-user-$RANDOM"
 token="cst-install-$RANDOM-$RANDOM"
@@ -369,8 +400,8 @@ if [[ -n '${hide[*]+x}' ]]; then
 fi
 step "app persist" "\$nt" '$app' persist '$env_id' '$user' '$token'
 step "app restore (another process)" "\$nt" '$app' restore '$env_id' '$user' '$token'
-if [[ -f '$pydir/portal_keyring.py' ]]; then
-    step "python3: import the installed module, restore" "\$nt" '$system_python' -c '
+if [[ -f '$pydir/portal_keyring/__init__.py' ]]; then
+    step "python3: import the installed package, restore" "\$nt" '$system_python' -c '
 import os, sys, portal_keyring as pk
 maps = open("/proc/self/maps").read()
 assert "$prefix/lib/$realname" in maps, "not loaded from the prefix: " + pk.library_path
@@ -380,6 +411,32 @@ with pk.PortalAuth("$env_id", "portal-install-test://auth/callback") as auth:
     assert s is not None and s.end_user_id == "$user", s
 print("module", pk.__file__, "library", pk.library_path, pk.library_version(), "restored", s.end_user_id)
 '
+    # Issue 13: no LD_LIBRARY_PATH, no PYTHONPATH, no PORTAL_KEYRING_LIBRARY: the package finds the
+    # library installed in its own prefix (step 2 of the search order), not through the loader path.
+    step "python3 without any environment variable: the package loads $prefix/lib's library" \
+        "\$nt" env -u LD_LIBRARY_PATH -u PYTHONPATH -u PORTAL_KEYRING_LIBRARY '$system_python' -c '
+import sys
+sys.path.insert(0, "$pydir")
+import portal_keyring as pk
+assert pk.__file__.startswith("$pydir/"), pk.__file__
+assert pk.library_path == "$prefix/lib/libportal-keyring.so.0", pk.library_path
+with pk.PortalAuth("$env_id", "portal-install-test://auth/callback") as auth:
+    s = auth.restore_session()
+    assert s is not None and s.end_user_id == "$user", s
+print("no environment: library", pk.library_path, "restored", s.end_user_id)
+'
+fi
+if [[ -x '$work/venv/bin/python' ]]; then
+    # The wheel in a fresh venv whose prefix holds the installed library: the example, copied out
+    # of the repository, run from outside it (first launch clears; the next launch restores).
+    step "wheel in a venv: restore_on_launch.py outside the repository restores" \
+        "\$nt" env -u LD_LIBRARY_PATH -u PYTHONPATH sh -c '
+cd "$work/outside" &&
+XDG_STATE_HOME="$work/outside/state" "$work/venv/bin/python" restore_on_launch.py "$env_id-wheel"; test \$? = 1 &&
+"$work/venv/bin/python" -c "import portal_keyring as pk, sys
+with pk.PortalAuth(sys.argv[1], \"example-app://portal/redirect\") as a: a.persist_session(sys.argv[2], sys.argv[3]).close()
+print(\"venv module\", pk.__file__, \"library\", pk.library_path)" "$env_id-wheel" "$user" "$token" &&
+XDG_STATE_HOME="$work/outside/state" "$work/venv/bin/python" restore_on_launch.py "$env_id-wheel"'
 fi
 if [[ -x '$prefix/bin/portal-session' ]]; then
     step "portal-session restore" "\$nt" '$prefix/bin/portal-session' --env '$env_id' \\

@@ -28,6 +28,8 @@
 #   c PROGRAM        Tests/c/PROGRAM.c compiled against the library and run inside the same
 #   swift-on P FILTER  the same under scripts/with-keyring.sh --provider P
 #   provider P       Tests/providers/run.sh inside scripts/with-keyring.sh --provider P
+#   pytest NODE      python3 -m pytest Tests/python/NODE (file or file::test) with the scratch
+#                    copy's python/ package and library, inside the same two harnesses
 #   fault COND       Tests/fault/run.sh COND (each condition under its own hard timeout,
 #                    PORTAL_FAULT_TIMEOUT, default here 60 s)
 # Timeouts: a mutant's `timeout:` line, else PORTAL_MUTANTS_TIMEOUT (default 180 s) per suite;
@@ -104,7 +106,7 @@ build_for() {
     for s in "$@"; do
         case ${s%% *} in
         swift | swift-on) tests=1 ;;
-        c | fault | provider | script) lib=1 ;;
+        c | fault | provider | script | pytest) lib=1 ;;
         esac
     done
     if ((tests)); then
@@ -144,6 +146,17 @@ run_suite() {
         timeout --kill-after=10 "$limit" \
             scripts/with-keyring.sh scripts/with-portal-api.sh "$scratch/$arg" >"$log" 2>&1
         return $?
+        ;;
+    pytest)
+        # pytest NODE: Tests/python/NODE (a file or file::test) with the scratch copy's package and
+        # library, inside the same two harnesses; a selection that runs no test is an error.
+        timeout --kill-after=10 "$limit" env PYTHONPATH="$scratch/python" PYTHONDONTWRITEBYTECODE=1 \
+            PORTAL_KEYRING_LIBRARY="$scratch/.build/debug/libportal-keyring.so" \
+            scripts/with-keyring.sh scripts/with-portal-api.sh \
+            python3 -m pytest -q -p no:cacheprovider -W error "$scratch/Tests/python/$arg" >"$log" 2>&1
+        rc=$?
+        ((rc == 5)) && { echo "run.sh: the selection '$arg' ran no test" >>"$log"; return 3; }
+        return $rc
         ;;
     fault)
         timeout --kill-after=10 "$limit" Tests/fault/run.sh "$arg" >"$log" 2>&1

@@ -202,7 +202,8 @@ if [[ $provider == keepassxc-confirm ]]; then
     timeout 60 "${cli[@]/$env_id/$env_id-u}" restore >/dev/null 2>&1
     [[ $(count "$env_id-u") == 1 ]] && ok "an unusable item that cannot be read is not deleted" || bad "the unreadable item was deleted"
     echo "== [$provider] in one process, the creating client is trusted"
-    out=$(PYTHONPATH=$repo/examples/python timeout 120 python3 - "$env_id-py" <<'PY' 2>&1
+    out=$(PYTHONPATH=$repo/python PORTAL_KEYRING_LIBRARY=${PORTAL_KEYRING_LIBDIR:-$(dirname "$ps_bin")}/libportal-keyring.so \
+        timeout 120 python3 - "$env_id-py" <<'PY' 2>&1
 import sys, portal_keyring as pk
 with pk.PortalAuth(sys.argv[1], "portalkeyring://auth/callback") as auth:
     auth.persist_session("eu-py", "tok-py").close()

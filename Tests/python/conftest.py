@@ -8,7 +8,7 @@ inside both harness scripts (Tests/bindings/run.sh does all of this):
 Environment: DBUS_SESSION_BUS_ADDRESS, PORTAL_TEST_KEYRING_DIR, PORTAL_TEST_KEYRING_PID and
 PORTAL_TEST_KEYRING_PASSWORD (scripts/with-keyring.sh); PORTAL_TEST_API_URL and
 PORTAL_TEST_API_HOST (scripts/with-portal-api.sh); PORTAL_TEST_KEYRINGCTL (default
-build/keyringctl); PORTAL_KEYRING_LIBRARY (optional, see examples/python/portal_keyring.py).
+build/keyringctl); PORTAL_KEYRING_LIBRARY (optional, see python/portal_keyring/_library.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Iterator, List
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "examples", "python"))
+sys.path.insert(0, os.path.join(REPO, "python"))
 
 SCHEMA = "io.portalhq.PortalKeyring.Session"
 REQUIRED_ENV = {
@@ -66,7 +66,7 @@ class Keyring:
 
     READ_ONLY = ("count", "get", "is-locked", "attrs", "content-type")
 
-    def run(self, *args: str, stdin: bytes = b"", check: bool = True) -> subprocess.CompletedProcess:
+    def run(self, *args: str, stdin: bytes = b"", check: bool = True) -> "subprocess.CompletedProcess[bytes]":
         # Read-only queries are retried on a D-Bus error (exit 2): under heavy parallel load
         # gnome-keyring-daemon has been seen to answer one SearchItems call with UnknownMethod.
         attempts = 3 if args and args[0] in self.READ_ONLY else 1
@@ -126,11 +126,12 @@ class PortalApi:
 
     def issue(self, end_user_id: str) -> str:
         """A fresh, valid CST for the end user."""
-        return self.issue_session(end_user_id)["token"]
+        return str(self.issue_session(end_user_id)["token"])
 
     def issue_session(self, end_user_id: str) -> Dict[str, Any]:
         """A fresh CST for the end user: ``{"token", "sessionId", ...}``."""
-        return self.admin("sessions", {"endUserId": end_user_id})
+        session: Dict[str, Any] = self.admin("sessions", {"endUserId": end_user_id})
+        return session
 
     def requests_with(self, session_id: str, path: str = "/api/v3/clients/me") -> int:
         """How many recent API requests carried the CST of ``session_id`` to ``path``."""

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""restore_on_launch.py — what a desktop app does at start-up, in Python (portal_keyring.py).
-The same program as examples/c/restore_on_launch.c.
+"""restore_on_launch.py — what a desktop app does at start-up, in Python (the portal_keyring
+package). The same program as examples/c/restore_on_launch.c.
 
     restore_on_launch.py AUTH_ENVIRONMENT_ID
+
+The package comes from ``pip install ./python`` or ``make install``; from a source checkout, run
+with ``PYTHONPATH=python`` (and ``PORTAL_KEYRING_LIBRARY=.build/debug/libportal-keyring.so``).
 
 Exit status: 0 session restored, 1 signed out (show sign-in), 2 error (the keyring could not be
 read this time: the end user is NOT known to be signed out, so do not show sign-in as if they
@@ -12,12 +15,12 @@ were). The Client Session Token is never printed.
 import errno
 import os
 import sys
+from typing import List, TextIO, Union
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import portal_keyring as pk  # noqa: E402
+import portal_keyring as pk
 
 
-def write(stream, *parts) -> None:
+def write(stream: TextIO, *parts: Union[str, bytes]) -> None:
     """Writes one line as bytes (UTF-8 text, file names as they are), whatever the locale."""
     stream.buffer.write(b"".join(p if isinstance(p, bytes) else p.encode("utf-8") for p in parts) + b"\n")
     stream.flush()
@@ -46,7 +49,7 @@ def state_dir() -> bytes:
     return os.environb.get(b"HOME", b".") + b"/.local/state/portal-keyring-example"
 
 
-def main(argv: list) -> int:
+def main(argv: List[str]) -> int:
     if len(argv) != 2:
         write(sys.stderr, f"usage: {argv[0]} AUTH_ENVIRONMENT_ID")
         return 2

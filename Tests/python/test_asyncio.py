@@ -1,0 +1,299 @@
+"""asyncio coroutines of the portal_keyring package (issue 12) against the real keyring and the
+loopback Portal API: results, errors, completion on the loop's own thread, cancellation, loop
+responsiveness behind an unlock prompt nobody answers, and listeners delivered on the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import subprocess
+import threading
+import time
+from typing import Any, Awaitable, Callable, Iterator, List, Optional, Tuple, TypeVar
+
+import pytest
+
+from conftest import Keyring, PortalApi, keyringctl_path, wait_until
+
+T = TypeVar("T")
+PERIOD = 0.010  # the periodic callback's interval (10 ms), as the C async_test's timer
+MAX_GAP = 0.050  # the largest gap allowed between two ticks
+
+
+def run(coroutine: Awaitable[T], timeout: float = 20.0) -> T:
+    """Runs one coroutine on a fresh loop; a completion that never arrives fails, never hangs."""
+
+    async def bounded() -> T:
+        return await asyncio.wait_for(coroutine, timeout)
+
+    return asyncio.run(bounded())
+
+
+class Ticker:
+    """A periodic loop callback every PERIOD seconds; records the largest gap between ticks."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.last = time.monotonic()
+        self.max_gap = 0.0
+        self.ticks = 0
+        self.handle: Optional[asyncio.TimerHandle] = None
+        self._tick()
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        self.max_gap = max(self.max_gap, now - self.last)
+        self.last = now
+        self.ticks += 1
+        self.handle = self.loop.call_later(PERIOD, self._tick)
+
+    def stop(self) -> None:
+        """Stops ticking; the time since the last tick counts as a gap too (a loop blocked until
+        now has had no chance to tick)."""
+        self.max_gap = max(self.max_gap, time.monotonic() - self.last)
+        if self.handle is not None:
+            self.handle.cancel()
+
+
+@pytest.fixture
+def stuck_prompt(keyring: Keyring) -> Iterator[None]:
+    """The collection locked behind keyringctl's stuck prompter: an unlock prompt nobody answers."""
+    prompter = subprocess.Popen([keyringctl_path(), "stuck-prompter"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert prompter.stdout is not None and prompter.stdout.readline().strip() == "ready"
+        keyring.lock()
+        yield
+    finally:
+        prompter.terminate()
+        prompter.wait(10)
+        if prompter.stdout is not None:
+            prompter.stdout.close()
+        keyring.unlock()
+
+
+def test_persist_restore_invalidate_clear(pk: Any, auth: Any, env_id: str, keyring: Keyring) -> None:
+    async def main() -> Tuple[str, Optional[Any], int]:
+        loop_thread = threading.get_ident()
+        session = await auth.persist_session_async("async-user", bytearray(b"async-token"))
+        assert isinstance(session, pk.Session)
+        with session.token() as token:
+            assert token == b"async-token"
+        restored = await auth.restore_session_async()
+        assert restored is not None and restored.end_user_id == "async-user"
+        await restored.invalidate_async()
+        assert not restored.is_valid
+        after = await auth.restore_session_async()
+        await auth.clear_persisted_session_async()
+        assert threading.get_ident() == loop_thread
+        return session.end_user_id, after, pk.aio.loop_queue().dispatched
+
+    user, after, dispatched = run(main())
+    assert user == "async-user" and after is None
+    assert dispatched == 5  # every completion ran from the loop's reader, none elsewhere
+    assert keyring.count(env_id) == 0
+    wait_until(lambda: pk.aio.operation_count() == 0, what="every operation released")
+
+
+def test_errors_are_the_blocking_calls_exceptions(pk: Any, auth: Any, env_id: str) -> None:
+    async def main() -> None:
+        with pytest.raises(pk.InvalidArgument):
+            await auth.persist_session_async("user", "")  # refused before anything starts
+        session = await auth.persist_session_async("user", "tok")
+        session.invalidate()
+        with pytest.raises(pk.SessionInvalidated):
+            session.token()
+        closed = pk.PortalAuth(env_id, "py-test://portal/redirect")
+        closed.close()
+        with pytest.raises(pk.InvalidArgument):
+            await closed.restore_session_async()
+
+    run(main())
+    with pytest.raises(RuntimeError, match="no running event loop"):
+        pk.aio.loop_queue()
+
+
+def test_loop_stays_responsive_behind_an_unanswered_prompt(pk: Any, env_id: str, api: PortalApi,
+                                                           keyring: Keyring, stuck_prompt: None) -> None:
+    async def main() -> Tuple[float, float, str]:
+        with pk.PortalAuth(env_id, "py-test://portal/redirect", api.host) as auth:
+            auth.set_keyring_timeouts(5000, 1500)
+            # Earlier tests' handles are collected now, not during the measurement: a Portal
+            # freed by the garbage collector waits for its aborted requests (portal_free).
+            gc.collect()
+            ticker = Ticker(asyncio.get_running_loop())
+            started = time.monotonic()
+            with pytest.raises(pk.SessionStorageFailure) as caught:
+                await auth.restore_session_async()
+            took = time.monotonic() - started
+            await asyncio.sleep(3 * PERIOD)
+            ticker.stop()
+            return took, ticker.max_gap, caught.value.message
+
+    took, gap, message = run(main())
+    print(f"restore behind an unanswered unlock prompt: {took * 1000:.0f} ms; "
+          f"largest gap of a 10 ms loop callback: {gap * 1000:.1f} ms")
+    assert "not answered within 1500 ms" in message
+    assert 1.4 < took < 5.0
+    assert gap <= MAX_GAP, f"the loop was blocked for {gap * 1000:.1f} ms"
+
+
+def test_cancelling_the_task_cancels_the_operation(pk: Any, env_id: str, api: PortalApi,
+                                                   keyring: Keyring, stuck_prompt: None) -> None:
+    async def main() -> Tuple[float, float]:
+        with pk.PortalAuth(env_id, "py-test://portal/redirect", api.host) as auth:
+            auth.set_keyring_timeouts(5000, 8000)  # the prompt would hold the operation for 8 s
+            before = pk.aio.operation_count()
+            task = asyncio.ensure_future(auth.restore_session_async())
+            await asyncio.sleep(0.4)
+            assert not task.done() and pk.aio.operation_count() == before + 1  # waiting on the prompt
+            cancel_at = time.monotonic()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            raised = time.monotonic() - cancel_at
+            # The library completed the operation (CANCELLED, then destroy_notify on this loop):
+            # it does not stay behind the prompt until its 8 s deadline.
+            while pk.aio.operation_count() != before and time.monotonic() - cancel_at < 3.0:
+                await asyncio.sleep(PERIOD)
+            released = time.monotonic() - cancel_at
+            assert pk.aio.operation_count() == before, "the operation was not cancelled in the library"
+            return raised, released
+
+    raised, released = run(main())
+    print(f"cancelled restore: CancelledError after {raised * 1000:.1f} ms, released by the library after "
+          f"{released * 1000:.1f} ms")
+    assert raised < 0.1 and released < 1.0
+
+
+def test_a_cancelled_persist_leaves_the_previous_session(pk: Any, env_id: str, api: PortalApi,
+                                                         keyring: Keyring, request: Any) -> None:
+    with pk.PortalAuth(env_id, "py-test://portal/redirect", api.host) as auth:
+        auth.persist_session("user-before", "token-before").close()
+        request.getfixturevalue("stuck_prompt")  # now locked behind a prompt nobody answers
+
+        async def main() -> None:
+            auth.set_keyring_timeouts(5000, 8000)
+            task = asyncio.ensure_future(auth.persist_session_async("user-after", "token-after"))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        run(main())
+        keyring.unlock()
+        restored = auth.restore_session()
+        assert restored is not None and restored.end_user_id == "user-before"
+        with restored.token() as token:
+            assert token == b"token-before"
+        restored.close()
+
+
+def test_request_report_unauthorized_clear_session_and_loop_listener(pk: Any, auth: Any, api: PortalApi,
+                                                                      env_id: str, keyring: Keyring) -> None:
+    token = api.issue("async-portal")
+    auth.persist_session("async-portal", token).close()
+
+    async def main() -> Tuple[int, List[int], bool, bool]:
+        loop_thread = threading.get_ident()
+        delivered: List[int] = []
+        session = await auth.restore_session_async()
+        assert session is not None
+        with session, pk.Portal(session) as portal:
+            portal.on_session_invalidated(lambda: delivered.append(threading.get_ident()),
+                                          loop=asyncio.get_running_loop())
+            response = await portal.request_async("GET", "/api/v3/clients/me")
+            assert response.json()["data"]["id"]
+            assert not await portal.report_unauthorized_async("not-the-current-token")
+            api.revoke(token)
+            invalidated = await portal.report_unauthorized_async(token)
+            for _ in range(500):
+                if delivered:
+                    break
+                await asyncio.sleep(PERIOD)
+            assert delivered == [loop_thread], delivered  # on the loop's thread, once
+            await portal.clear_session_async()
+            return response.status, delivered, invalidated, session.is_valid
+
+    status, delivered, invalidated, valid = run(main())
+    assert status == 200 and invalidated and not valid
+    assert keyring.count(env_id) == 0
+
+
+def test_many_operations_in_flight_each_complete_once(pk: Any, auth: Any) -> None:
+    auth.persist_session("many", "many-token").close()
+
+    async def main() -> List[Optional[Any]]:
+        return list(await asyncio.gather(*(auth.restore_session_async() for _ in range(200))))
+
+    sessions = run(main(), timeout=60)
+    assert len(sessions) == 200 and all(s is not None and s.end_user_id == "many" for s in sessions)
+    wait_until(lambda: pk.aio.operation_count() == 0, what="every operation released")
+
+
+def test_the_asyncio_example(pk: Any, auth: Any, api: PortalApi, env_id: str, keyring: Keyring) -> None:
+    import os
+    import re
+    import sys
+
+    from conftest import REPO
+
+    example = os.path.join(REPO, "examples", "python", "asyncio_app.py")
+
+    def launch() -> "subprocess.CompletedProcess[str]":
+        return subprocess.run([sys.executable, example, env_id, api.host], capture_output=True, text=True, timeout=60)
+
+    first = launch()
+    assert (first.returncode, first.stdout) == (1, "signed out — show sign-in\n"), first.stderr
+    token = api.issue("example-user")
+    auth.persist_session("example-user", token).close()
+    valid = launch()
+    assert valid.returncode == 0, valid.stderr
+    assert valid.stdout == "restored session for end user example-user\nGET /api/v3/clients/me: HTTP 200\n"
+    api.revoke(token)
+    rejected = launch()
+    assert rejected.returncode == 1, rejected.stderr
+    assert rejected.stdout.splitlines() == [
+        "restored session for end user example-user",
+        "GET /api/v3/clients/me: HTTP 401",
+        "session invalidated (on the loop thread) — show sign-in",
+    ]
+    assert keyring.count(env_id) == 0
+    for result in (first, valid, rejected):
+        gap = re.search(r"largest gap of the 10 ms UI callback: ([0-9.]+) ms", result.stderr)
+        assert gap and float(gap.group(1)) <= MAX_GAP * 1000, result.stderr
+        assert token not in result.stdout + result.stderr
+
+
+def test_aclose_never_blocks_the_loop_with_requests_in_flight(pk: Any, auth: Any, api: PortalApi) -> None:
+    auth.persist_session("aclose-user", api.issue("aclose-user")).close()
+    # The validation request and the app's request both hang for 3 s in the fake API.
+    api.admin("faults", {"route": "/api/v3/clients/me", "delayMs": 3000, "count": 2})
+
+    async def main() -> Tuple[float, float, BaseException]:
+        session = await auth.restore_session_async()
+        assert session is not None
+        portal = pk.Portal(session)
+        listener_calls: List[int] = []
+        portal.on_session_invalidated(lambda: listener_calls.append(1), loop=asyncio.get_running_loop())
+        request = asyncio.ensure_future(portal.request_async("GET", "/api/v3/clients/me"))
+        await asyncio.sleep(0.3)
+        assert not request.done()
+        gc.collect()
+        ticker = Ticker(asyncio.get_running_loop())
+        started = time.monotonic()
+        async with portal:
+            pass  # __aexit__: aclose()
+        took = time.monotonic() - started
+        ticker.stop()
+        assert portal.closed
+        await portal.aclose()  # idempotent
+        error = await asyncio.wait_for(asyncio.gather(request, return_exceptions=True), 10)
+        session.close()
+        assert listener_calls == []
+        return took, ticker.max_gap, error[0]
+
+    took, gap, error = run(main())
+    print(f"aclose with two requests in flight: {took * 1000:.0f} ms, largest loop gap {gap * 1000:.1f} ms; "
+          f"the request ended with {error!r}")
+    assert isinstance(error, pk.PortalKeyringError), error
+    assert took < 2.5 and gap <= MAX_GAP

@@ -1,0 +1,110 @@
+"""The snippets of python/README.md run as written, against the private keyring and the loopback
+Portal API: only the configuration lines (AUTH_ENVIRONMENT_ID, REDIRECT_URL, API_HOST, EMAIL) are
+replaced, and the app's own UI functions (wait_for_redirect, ask_for_totp_code, open_browser)
+are supplied."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from conftest import REPO, PortalApi
+
+REDIRECT = "py-readme://portal/redirect"
+
+
+def snippets() -> Dict[str, str]:
+    """The ```python blocks under each '## ' heading of the package README."""
+    with open(os.path.join(REPO, "python", "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    found: Dict[str, str] = {}
+    for section in re.split(r"^## ", text, flags=re.M)[1:]:
+        title = section.splitlines()[0].strip()
+        blocks = re.findall(r"^```python\n(.*?)^```", section, re.M | re.S)
+        if blocks:
+            found[title] = "\n".join(blocks)
+    return found
+
+
+def configure(code: str, **values: Optional[str]) -> str:
+    for name, value in values.items():
+        code, count = re.subn(rf"^{name} = .*$", f"{name} = {value!r}", code, count=1, flags=re.M)
+        assert count == 1, f"the snippet has no '{name} = ...' line"
+    return code
+
+
+def run(code: str, capsys: Any, **functions: Any) -> str:
+    namespace: Dict[str, Any] = {"__name__": "readme_snippet", **functions}
+    exec(compile(code, "python/README.md", "exec"), namespace)
+    out: str = capsys.readouterr().out
+    return out
+
+
+def test_the_readme_has_the_three_snippets() -> None:
+    assert {"Restore on launch", "Sign in", "Invalidation", "asyncio"} <= set(snippets())
+
+
+def test_restore_on_launch_snippet(pk: Any, env_id: str, api: PortalApi, capsys: Any) -> None:
+    code = configure(snippets()["Restore on launch"], AUTH_ENVIRONMENT_ID=env_id, REDIRECT_URL=REDIRECT,
+                     API_HOST=api.host)
+    assert run(code, capsys) == "signed out: show sign-in\n"
+    with pk.PortalAuth(env_id, REDIRECT, api.host) as auth:
+        auth.persist_session("readme-user", api.issue("readme-user")).close()
+    assert run(code, capsys) == "signed in as readme-user\n"
+
+
+@pytest.mark.parametrize("totp", [False, True])
+def test_sign_in_snippet(pk: Any, env_id: str, api: PortalApi, capsys: Any, totp: bool) -> None:
+    email = f"readme-{os.getpid()}-{int(totp)}@example.com"
+    user = api.admin("end-users", {"email": email, "totpRequired": totp})
+    seen_links: List[Optional[str]] = []
+
+    def wait_for_redirect() -> str:
+        links = [e for e in api.admin("magic-links")["links"] if e["email"] == email]
+        link: str = links[-1]["link"]
+        return link
+
+    def ask_for_totp_code(link: Optional[str]) -> str:
+        seen_links.append(link)
+        code: str = api.admin(f"totp?endUserId={user['endUserId']}")["code"]
+        return code
+
+    code = configure(snippets()["Sign in"], AUTH_ENVIRONMENT_ID=env_id, REDIRECT_URL=REDIRECT,
+                     API_HOST=api.host, EMAIL=email)
+    out = run(code, capsys, wait_for_redirect=wait_for_redirect, ask_for_totp_code=ask_for_totp_code,
+              open_browser=lambda url: None)
+    lines = out.splitlines()
+    assert lines[0].startswith("methods: ") and "EMAIL_MAGIC_LINK" in lines[0]
+    assert lines[1:] == [f"signed in as {user['endUserId']}"]
+    if totp:
+        assert len(seen_links) == 1 and str(seen_links[0]).startswith("otpauth://")
+    else:
+        assert seen_links == []
+    with pk.PortalAuth(env_id, REDIRECT, api.host) as auth:
+        restored = auth.restore_session()
+        assert restored is not None and restored.end_user_id == user["endUserId"]
+        restored.close()
+
+
+def test_invalidation_snippet(pk: Any, env_id: str, api: PortalApi, keyring: Any, capsys: Any) -> None:
+    code = configure(snippets()["Invalidation"], AUTH_ENVIRONMENT_ID=env_id, REDIRECT_URL=REDIRECT,
+                     API_HOST=api.host)
+    token = api.issue("readme-valid")
+    with pk.PortalAuth(env_id, REDIRECT, api.host) as auth:
+        auth.persist_session("readme-valid", token).close()
+    assert run(code, capsys) == "HTTP 200\n"
+    api.revoke(token)
+    assert run(code, capsys) == "HTTP 401\nsession invalidated: show sign-in\n"
+    assert keyring.run("count", "--schema", "io.portalhq.PortalKeyring.Session",
+                       f"auth_environment_id={env_id}").stdout.strip() == b"0"
+
+
+def test_asyncio_snippet(pk: Any, env_id: str, api: PortalApi, capsys: Any) -> None:
+    code = configure(snippets()["asyncio"], AUTH_ENVIRONMENT_ID=env_id, REDIRECT_URL=REDIRECT, API_HOST=api.host)
+    assert run(code, capsys) == "signed out: show sign-in\n"
+    with pk.PortalAuth(env_id, REDIRECT, api.host) as auth:
+        auth.persist_session("readme-async", api.issue("readme-async")).close()
+    assert run(code, capsys) == "HTTP 200\n"

@@ -1,0 +1,272 @@
+"""Client auth (:class:`PortalAuth`) and the signed-in session (:class:`Session`).
+
+Style: attributes and properties are plain values that never block, never raise and never hand
+out a secret (``Session.end_user_id``, ``Session.is_valid``, ``closed``); everything that does I/O,
+may raise, or copies a secret is a method (``Session.token()``, ``restore_session()``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Optional
+
+from . import aio
+from ._ffi import _AuthP, _CharP, _SessionP
+from ._handles import _Handle, _Owner
+from ._library import lib as _lib
+from ._strings import (
+    SecretToken,
+    TokenLike,
+    _api_host_arg,
+    _invalid,
+    _secret_arg,
+    _take_string,
+    _take_text,
+    _text_arg,
+)
+from .errors import SessionInvalidated
+from .signin import RedirectResult, SignedIn, SignInMethods, TotpRequired
+
+# portal_redirect_kind and portal_redirect_flags
+_AUTHENTICATED = 1
+_TOTP_REQUIRED = 2
+_ALLOW_UNSOLICITED = 1
+_REPLACE_END_USER = 2
+
+
+class PortalAuth(_Owner):
+    """Client auth for one Portal auth environment (``portal_auth``). Does no I/O on creation.
+
+    :param auth_environment_id: the auth environment id (not blank, at most 2048 bytes).
+    :param redirect_url: the app's sign-in redirect URL (not blank, at most 2048 bytes).
+    :param api_host: the Portal API host (``"host"`` or ``"host:port"``); ``None`` for
+        ``api.portalhq.io``.
+    :raises InvalidArgument: naming the first bad argument.
+    """
+
+    def __init__(self, auth_environment_id: str, redirect_url: str, api_host: Optional[str] = None) -> None:
+        env = _text_arg(auth_environment_id, "auth_environment_id")
+        redirect = _text_arg(redirect_url, "redirect_url")
+        host = _api_host_arg(api_host)
+        out = _AuthP()
+        _lib.portal_auth_new(ctypes.byref(out), env, redirect, host)
+        self._h = _Handle(out, _lib.portal_auth_free, "auth")
+        self.auth_environment_id = auth_environment_id
+        self.redirect_url = redirect_url
+        self.api_host = api_host
+
+    def __repr__(self) -> str:
+        return f"PortalAuth({self.auth_environment_id!r}, {self.redirect_url!r}, api_host={self.api_host!r})"
+
+    def set_keyring_timeouts(self, call_timeout_ms: int, prompt_timeout_ms: int) -> None:
+        """Sets the keyring deadlines of later calls, in milliseconds (1 … 600000 each; defaults
+        5000 for the provider calls of one operation and 30000 for an unlock prompt)."""
+        for name, value in (("call_timeout_ms", call_timeout_ms), ("prompt_timeout_ms", prompt_timeout_ms)):
+            if not isinstance(value, int) or not 1 <= value <= 600_000:
+                raise _invalid(f"{name}: must be an int 1 … 600000")
+        with self._use() as auth:
+            _lib.portal_auth_set_keyring_timeouts(auth, call_timeout_ms, prompt_timeout_ms)
+
+    def restore_session(self) -> Optional["Session"]:
+        """Restores the persisted session without a network call. Blocks (keyring I/O).
+
+        :returns: the session, or ``None`` when the end user is signed out (nothing stored, or
+            only unusable items, which were deleted).
+        :raises SessionStorageFailure: the keyring cannot be read this time; nothing was deleted
+            and the end user is NOT known to be signed out.
+        """
+        out = _SessionP()
+        with self._use() as auth:
+            _lib.portal_auth_restore_session(auth, ctypes.byref(out))
+        return Session._adopt(out) if out else None
+
+    def clear_persisted_session(self) -> None:
+        """Deletes every stored session of this auth environment (sign-out, or a clean slate on
+        the first launch after install). Succeeds when nothing is stored; never fires listeners.
+        Blocks (keyring I/O). :raises SessionStorageFailure:"""
+        with self._use() as auth:
+            _lib.portal_auth_clear_persisted_session(auth)
+
+    def persist_session(self, end_user_id: str, client_session_token: TokenLike) -> "Session":
+        """Stores a CST that the app's own backend issued, replacing any stored session of this
+        auth environment, and returns it. Blocks (keyring I/O).
+
+        The token (1 … 65536 bytes of UTF-8, not all whitespace) round-trips byte-exact; a NUL
+        byte, invalid UTF-8 or a longer token raise :class:`InvalidArgument` (never truncated).
+        :raises SessionStorageFailure: the previously stored session is then intact.
+        """
+        user = _text_arg(end_user_id, "end_user_id")
+        out = _SessionP()
+        with _secret_arg(client_session_token, "client_session_token") as token, self._use() as auth:
+            _lib.portal_auth_persist_session(auth, user, token, ctypes.byref(out))
+        return Session._adopt(out)
+
+
+    # -------------------------------------------------------------------------------- asyncio
+
+    async def restore_session_async(self) -> Optional["Session"]:
+        """:meth:`restore_session` as a coroutine: the keyring work runs on a library worker
+        thread and completes on the running loop (``portal_auth_restore_session_async``), which
+        never blocks. Same results and errors. Cancelling the task cancels the operation (an
+        unlock-prompt wait ends within 250 ms) and raises ``asyncio.CancelledError`` at once.
+        Await it on the loop that runs it; see :mod:`portal_keyring.aio`."""
+        with self._use() as auth:
+            operation = aio.start(_lib.portal_auth_restore_session_async, aio.take_session, auth)
+        pointer = await operation.wait()
+        return Session._adopt(pointer) if pointer else None
+
+    async def clear_persisted_session_async(self) -> None:
+        """:meth:`clear_persisted_session` as a coroutine (see :meth:`restore_session_async`)."""
+        with self._use() as auth:
+            operation = aio.start(_lib.portal_auth_clear_persisted_session_async, aio.nothing, auth)
+        await operation.wait()
+
+    async def persist_session_async(self, end_user_id: str, client_session_token: TokenLike) -> "Session":
+        """:meth:`persist_session` as a coroutine. The strings are copied (and the token copy
+        wiped) before the first ``await`` suspends. A cancelled persist either stored the new session or
+        left the previous one intact."""
+        user = _text_arg(end_user_id, "end_user_id")
+        with _secret_arg(client_session_token, "client_session_token") as token, self._use() as auth:
+            operation = aio.start(_lib.portal_auth_persist_session_async, aio.take_session, auth, user, token)
+        pointer = await operation.wait()
+        return Session._adopt(pointer)
+
+    # -------------------------------------------------------------------------------- sign-in
+
+    def get_methods(self) -> SignInMethods:
+        """The sign-in methods the auth environment allows. Blocks (network, at most 30 s).
+        :raises NetworkError, RateLimited, MalformedResponse, AuthenticationFailed:"""
+        methods = _CharP()
+        auto = ctypes.c_bool(False)
+        with self._use() as auth:
+            _lib.portal_auth_get_methods(auth, ctypes.byref(methods), ctypes.byref(auto))
+        text = _take_text(methods)
+        return SignInMethods(tuple(m for m in text.split(",") if m), bool(auto.value))
+
+    def send_magic_link(self, email: str) -> None:
+        """Emails a sign-in link that opens the redirect URL, after recording the pending sign-in
+        that :meth:`handle_redirect` requires. Never retried automatically. Blocks (network).
+        :raises InvalidArgument, RateLimited, NetworkError, SessionStorageFailure (the pending
+            marker could not be written; nothing sent), AuthenticationFailed:"""
+        address = _text_arg(email, "email")
+        with self._use() as auth:
+            _lib.portal_auth_send_magic_link(auth, address)
+
+    def login_with_google(self) -> str:
+        """The Google authorize URL to open in the browser (records the pending sign-in first,
+        as :meth:`send_magic_link` does; same errors). Blocks (network)."""
+        return self._login(_lib.portal_auth_login_with_google)
+
+    def login_with_apple(self) -> str:
+        """The Apple authorize URL; see :meth:`login_with_google`."""
+        return self._login(_lib.portal_auth_login_with_apple)
+
+    def _login(self, function: Any) -> str:
+        url = _CharP()
+        with self._use() as auth:
+            function(auth, ctypes.byref(url))
+        return _take_text(url)
+
+    def handle_redirect(
+        self, url: str, *, allow_unsolicited: bool = False, replace_end_user: bool = False
+    ) -> Optional[RedirectResult]:
+        """Completes a sign-in from the redirect URL the browser opened
+        (``portal_auth_handle_redirect_v2``). Blocks (network, keyring).
+
+        :param allow_unsolicited: exchange the grant although no sign-in started by this user is
+            pending (re-opens login CSRF; for apps whose sign-ins start elsewhere).
+        :param replace_end_user: after :class:`DifferentEndUser`, replace the other end user's
+            stored session (the same handle reuses the remembered exchange).
+        :returns: ``None`` when ``url`` is not this app's redirect URL (nothing done), else a
+            :class:`SignedIn` or a :class:`TotpRequired`.
+        :raises UnsolicitedRedirect, DifferentEndUser, AuthenticationFailed, InvalidGrant,
+            RateLimited, MalformedResponse, NetworkError, SessionStorageFailure, InvalidArgument:
+        """
+        text = _text_arg(url, "url")
+        flags = (_ALLOW_UNSOLICITED if allow_unsolicited else 0) | (_REPLACE_END_USER if replace_end_user else 0)
+        kind = ctypes.c_int(0)
+        session = _SessionP()
+        jwt = _CharP()
+        link = _CharP()
+        with self._use() as auth:
+            _lib.portal_auth_handle_redirect_v2(
+                auth, text, flags, ctypes.byref(kind), ctypes.byref(session), ctypes.byref(jwt), ctypes.byref(link)
+            )
+        if kind.value == _AUTHENTICATED and session:
+            return SignedIn(Session._adopt(session))
+        if kind.value == _TOTP_REQUIRED and jwt:
+            totp_link = _take_text(link) if link else None
+            return TotpRequired(_take_string(jwt), totp_link)
+        return None
+
+    def verify_totp(self, code: str, user_jwt: TokenLike) -> "Session":
+        """Completes a TOTP sign-in with the end user's code and the :class:`TotpRequired`
+        user JWT; persists the session and returns it. Blocks (network, keyring).
+        :raises InvalidUserJwt, AuthenticationFailed (wrong code), RateLimited, NetworkError,
+            SessionStorageFailure, InvalidArgument:"""
+        digits = _text_arg(code, "code")
+        out = _SessionP()
+        with _secret_arg(user_jwt, "user_jwt") as jwt, self._use() as auth:
+            _lib.portal_auth_verify_totp(auth, digits, jwt, ctypes.byref(out))
+        return Session._adopt(out)
+
+
+
+class Session(_Owner):
+    """A signed-in end user's session (``portal_session``). Obtained from
+    :meth:`PortalAuth.restore_session` or :meth:`PortalAuth.persist_session`."""
+
+    end_user_id: str
+    auth_environment_id: str
+
+    def __init__(self) -> None:
+        raise TypeError("sessions come from PortalAuth.restore_session() or persist_session()")
+
+    @classmethod
+    def _adopt(cls, pointer: Any) -> "Session":
+        self = cls.__new__(cls)
+        self._h = _Handle(pointer, _lib.portal_session_free, "session")
+        # Immutable for the handle's lifetime: copy once.
+        self.end_user_id = _lib.portal_session_get_end_user_id(pointer).decode("utf-8")
+        self.auth_environment_id = _lib.portal_session_get_auth_environment_id(pointer).decode("utf-8")
+        return self
+
+    def __repr__(self) -> str:
+        return f"<Session end_user_id={self.end_user_id!r} auth_environment_id={self.auth_environment_id!r}>"
+
+    def token(self) -> SecretToken:
+        """A copy of the Client Session Token; use it in a ``with`` block so that it is wiped::
+
+            with session.token() as token:
+                headers["Authorization"] = b"Bearer " + token
+
+        :raises SessionInvalidated: the session was invalidated (by :meth:`invalidate`, or by the
+            backend through a :class:`Portal`).
+        """
+        out = _CharP()
+        with self._use() as session:
+            _lib.portal_session_copy_token(session, ctypes.byref(out))
+        return _take_string(out)
+
+    @property
+    def is_valid(self) -> bool:
+        """``False`` once the session has been invalidated (its token is gone)."""
+        try:
+            self.token().wipe()
+        except SessionInvalidated:
+            return False
+        return True
+
+    async def invalidate_async(self) -> None:
+        """:meth:`invalidate` as a coroutine: the token is dropped before the coroutine first
+        suspends; the keyring delete runs on a library worker thread."""
+        with self._use() as session:
+            operation = aio.start(_lib.portal_session_invalidate_async, aio.nothing, session)
+        await operation.wait()
+
+    def invalidate(self) -> None:
+        """Drops the token from memory, then deletes the stored item if it still holds this
+        sign-in (a newer sign-in is never wiped). Idempotent. Does not fire listeners. Blocks.
+        :raises SessionStorageFailure: the delete failed (the token is gone regardless)."""
+        with self._use() as session:
+            _lib.portal_session_invalidate(session)
