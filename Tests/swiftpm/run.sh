@@ -5,7 +5,8 @@
 #
 # Takes the Package.swift snippet from README.md (the first ```swift block under "## Swift"),
 # points its dependency at this checkout through a directory named portal-keyring (the identity
-# the snippet's `package:` names), adds a main.swift that uses PortalAuth, and builds it. Checks:
+# the snippet's `package:` names), adds a main.swift that uses PortalAuth and the README's code
+# snippet (the second ```swift block), and builds it. Checks:
 #   1. the dependent builds and runs (no keyring needed: it only checks arguments);
 #   2. the build prints no "warning:" — in particular not "prohibited flag(s): -pthread", which
 #      libsecret-1.pc's private dependencies used to bring (issue 15, Package.swift's CLibSecret).
@@ -39,8 +40,15 @@ let auth = try PortalAuth(authEnvironmentId: "env", redirectUrl: "myapp://auth")
 print(auth.apiHost)
 SWIFT
 
+# The README's code snippet (the second ```swift block under "## Swift") must compile as is,
+# given the one function it leaves to the app.
+awk '/^## Swift$/ {in_section=1} in_section && /^```swift$/ {n++; if (n == 2) {grab=1; next}} grab && /^```$/ {exit} grab {print}' \
+    "$repo/README.md" >"$work/app/Sources/MyApp/ReadmeSnippet.swift"
+grep -q "PortalAuth(" "$work/app/Sources/MyApp/ReadmeSnippet.swift" || bad "README's Swift code snippet not found"
+printf '\n@MainActor func showSignIn() {}\n' >>"$work/app/Sources/MyApp/ReadmeSnippet.swift"
+
 log="$work/build.log"
-if (cd "$work/app" && swift build >"$log" 2>&1); then ok "the README's Package.swift builds a dependent package"; else cat "$log"; bad "the dependent package does not build"; fi
+if (cd "$work/app" && swift build >"$log" 2>&1); then ok "the README's Package.swift and code snippet build a dependent package"; else cat "$log"; bad "the dependent package does not build"; fi
 if grep -i "warning:" "$log"; then bad "the dependent's build printed warnings (above)"; else ok "no warning in the dependent's build (no -pthread)"; fi
 out=$(cd "$work/app" && "$(swift build --show-bin-path 2>/dev/null)/MyApp" 2>&1)
 expected=$'invalid argument: redirectUrl\napi.portalhq.io'
