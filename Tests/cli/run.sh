@@ -81,7 +81,14 @@ expect 64 "an empty redirect URL" -- "${cli[@]}" handle-redirect ""
 expect 64 "an over-long --end-user-id" -- sh -c "printf 't\n' | \"\$@\" persist --end-user-id $(head -c 3000 /dev/zero | tr '\0' x)" sh "${cli[@]}"
 grep -q "at most 2048 bytes" <<<"$err" && ok "the message gives the limit" || bad "end-user-id message: $err"
 
-echo "== GNU conventions, misuse, typos (issue 15)"
+echo "== restore / persist / status / clear"
+if [[ ${PORTAL_TEST_KEYRING_MODE:-} == locked ]]; then
+    # Nothing can be known about a keyring that is locked since login: not "signed out".
+    expect 2 "restore with the keyring locked since login" -- "${cli[@]}" --timeout-ms 3000 restore
+    grep -qi "locked" <<<"$err" && ok "the message says locked" || bad "locked-since-login message: $err"
+    "$kctl" unlock >/dev/null || bad "keyringctl unlock (locked since login)"
+fi
+echo "== GNU conventions, misuse, typos (issue 15; after the locked-since-login check, which must come first)"
 expect 64 "no command: usage error" -- "$ps_bin"
 [[ -z $out ]] && grep -q "^usage: portal-session" <<<"$err" && ok "no command: usage on stderr, nothing on stdout" || bad "no command: stdout '$out' stderr '$err'"
 expect 64 "help for an unknown command" -- "$ps_bin" help bogus
@@ -147,14 +154,7 @@ grep -q "stdout is closed: nothing done" <<<"$err" && ok "the message says stdou
 expect 1 "nothing was stored with stdout closed" -- "${cli[@]}" restore
 expect 3 "a network failure" -- "${cli[@]}" --api-host 127.0.0.1:1 send-magic-link someone@example.com
 [[ $err == *"127.0.0.1:1"* && $(grep -o -i network <<<"$err" | wc -l) == 1 ]] && ok "the message names the host and says network once" || bad "network failure: $err"
-
-echo "== restore / persist / status / clear"
-if [[ ${PORTAL_TEST_KEYRING_MODE:-} == locked ]]; then
-    # Nothing can be known about a keyring that is locked since login: not "signed out".
-    expect 2 "restore with the keyring locked since login" -- "${cli[@]}" --timeout-ms 3000 restore
-    grep -qi "locked" <<<"$err" && ok "the message says locked" || bad "locked-since-login message: $err"
-    "$kctl" unlock >/dev/null || bad "keyringctl unlock (locked since login)"
-fi
+echo "== restore / persist / status / clear (continued)"
 expect 1 "restore when signed out" -- "${cli[@]}" restore
 expect 1 "status when signed out" -- "${cli[@]}" status
 token="cst-cli-$$-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
