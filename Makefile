@@ -3,7 +3,8 @@
 #   make                     release build into build/make/: the self-contained shared library
 #                            (Swift runtime linked in), portal-keyring.pc, portal-session
 #   make install             install under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local by default)
-#   make uninstall           remove exactly what `make install` installs
+#   make install-examples    also install the examples' desktop files (portal-example:// handler)
+#   make uninstall           remove what `make install` and `make install-examples` install
 #   make check-install       Tests/install/run.sh: install into a temporary prefix, compile and run
 #                            a C program with only pkg-config, symbol / version / ABI / ldd checks
 #   make abi                 dump the C ABI (abidw) to build/make/abi/portal-keyring.abi
@@ -90,7 +91,7 @@ LIB_LINK_FLAGS := -Xlinker --version-script=$(CURDIR)/$(OUT)/portal-keyring.map 
 	-Xlinker -soname=$(SONAME) -Xlinker --gc-sections -Xlinker -z -Xlinker defs
 BIN_LINK_FLAGS := -Xlinker --gc-sections
 
-.PHONY: all lib pc bin install uninstall check-install abi abi-check abi-baseline clean FORCE
+.PHONY: all lib pc bin install install-examples uninstall check-install abi abi-check abi-baseline clean FORCE
 
 all: lib pc bin
 
@@ -171,11 +172,15 @@ ifneq ($(PYTHON_PACKAGE),)
 else
 	@echo "notice: no python/portal_keyring; not installing the Python package"
 endif
+	@$(ldconfig_if_system)
+
+# The examples' desktop files (the portal-example:// URL handler) only on request: installed
+# system-wide they would claim a URL scheme for every user (issue 15).
+install-examples:
 ifneq ($(DESKTOP_FILES),)
 	$(INSTALL) -d $(D)$(APPLICATIONSDIR)
 	$(INSTALL) -m 0644 $(DESKTOP_FILES) $(D)$(APPLICATIONSDIR)/
 endif
-	@$(ldconfig_if_system)
 
 uninstall:
 	rm -f $(D)$(LIBDIR)/$(LINKNAME) $(D)$(LIBDIR)/$(SONAME) $(D)$(LIBDIR)/$(REALNAME)

@@ -13,10 +13,12 @@ let package = Package(
         .executable(name: "portal-session", targets: ["portal-session"]),
     ],
     targets: [
-        // libsecret-1 (and through it GLib/GIO), found with pkg-config.
+        // libsecret-1 (and through it GLib/GIO). Its header directories come from our own .pc
+        // file (absolute path): libsecret-1.pc's private dependencies carry -pthread, which SwiftPM
+        // refuses with a warning in this package and every dependent (issue 15; the .pc says more).
         .systemLibrary(
             name: "CLibSecret",
-            pkgConfig: "libsecret-1",
+            pkgConfig: Context.packageDirectory + "/build-support/pkgconfig/portal-keyring-libsecret.pc",
             providers: [.apt(["libsecret-1-dev"])]
         ),
         // libcurl's headers (Debian: libcurl4-openssl-dev). Not linked: the HTTP client loads

@@ -199,7 +199,9 @@ typedef struct portal_session portal_session;
  *
  * @param[out] out               receives the new handle; free it with portal_auth_free().
  * @param auth_environment_id    the auth environment id; not blank, at most 2048 bytes.
- * @param redirect_url           the app's sign-in redirect URL; not blank, at most 2048 bytes.
+ * @param redirect_url           the app's sign-in redirect URL: absolute, "scheme://…" (e.g.
+ *                               "myapp://auth"), at most 8192 bytes, no whitespace or control
+ *                               characters.
  * @param api_host               the Portal API host (optionally "host:port"), or NULL for
  *                               "api.portalhq.io".
  * @return PORTAL_OK, or PORTAL_ERR_INVALID_ARGUMENT naming the first bad argument (checked in the

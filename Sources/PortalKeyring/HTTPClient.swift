@@ -93,7 +93,16 @@ enum HTTPFailure: Error, Equatable {
     var message: String {
         switch self {
         case .refused(let m): return "request refused: \(m)"
-        case .transport(let m): return "network error: \(m)"
+        case .transport(let m): return m
+        }
+    }
+
+    /// The message of a `networkFailure` for a request to `authority` (host[:port]): names the
+    /// host, and says "network" once (the error's own description adds "network failure:").
+    func message(reaching authority: String) -> String {
+        switch self {
+        case .refused(let m): return "request to \(authority) refused: \(m)"
+        case .transport(let m): return "could not reach \(authority): \(m)"
         }
     }
 }

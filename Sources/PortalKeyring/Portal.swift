@@ -242,7 +242,7 @@ public final class Portal: Sendable {
         } catch {
             if cancellation.isCancelled { throw .networkFailure(message: "the portal was closed") }
             if OperationToken.currentIsCancelled { throw .networkFailure(message: "the request was cancelled") }
-            throw .networkFailure(message: error.message)
+            throw .networkFailure(message: error.message(reaching: target.authority))
         }
         if response.status == 401, isPortalAPI, let bearer, credentials != nil {
             _ = try? reportUnauthorized(bearer)

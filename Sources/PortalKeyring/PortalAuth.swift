@@ -31,7 +31,9 @@ public final class PortalAuth: Sendable {
     ///
     /// - Parameters:
     ///   - authEnvironmentId: the auth environment's id from the Portal dashboard; not blank.
-    ///   - redirectUrl: where sign-in redirects land (the app's URL scheme); not blank.
+    ///   - redirectUrl: where sign-in redirects land: an absolute URL `scheme://…` (the app's URL
+    ///     scheme, e.g. `myapp://auth`), at most `maxRedirectURLBytes` (8192) bytes of UTF-8, no
+    ///     whitespace or control characters.
     ///   - apiHost: the Portal API host name (optionally with `:port`), default `api.portalhq.io`.
     ///   - keyringTimeouts: deadlines for keyring calls, default `KeyringTimeouts.default`.
     /// - Throws: `PortalAuthError.invalidArgument(name:)` naming the first bad argument, checked
@@ -47,7 +49,7 @@ public final class PortalAuth: Sendable {
          storage: any SessionStorage, keyringTimeouts: KeyringTimeouts = .default,
          http: HTTPClient = HTTPClient(), grants: GrantLedger = GrantLedger()) throws(PortalAuthError) {
         try Self.check(authEnvironmentId, name: "authEnvironmentId")
-        try Self.check(redirectUrl, name: "redirectUrl")
+        try Self.checkRedirectURL(redirectUrl)
         try Self.checkHost(apiHost)
         self.authEnvironmentId = authEnvironmentId
         self.redirectUrl = redirectUrl
@@ -240,6 +242,30 @@ public final class PortalAuth: Sendable {
             || value.allSatisfy({ $0.isWhitespace }) {
             throw .invalidArgument(name: name)
         }
+    }
+
+    /// A redirect URL is `scheme://rest`: the scheme a letter then letters, digits, `+`, `-`, `.`
+    /// (RFC 3986); no whitespace or control characters anywhere (a URL with them would not reach
+    /// the app's handler unchanged); at most `maxRedirectURLBytes` bytes, like the redirects it receives.
+    static func checkRedirectURL(_ url: String, name: String = "redirectUrl") throws(PortalAuthError) {
+        let bytes = Array(url.utf8)
+        guard bytes.count <= maxRedirectURLBytes else { throw .invalidArgument(name: name) }
+        // The scheme: ASCII letter, then letters, digits, "+", "-", "."; then "://".
+        var end = 0
+        while end < bytes.count, Self.isSchemeByte(bytes[end], first: end == 0) { end += 1 }
+        guard end > 0, bytes.count >= end + 3, bytes[end] == 0x3A, bytes[end + 1] == 0x2F, bytes[end + 2] == 0x2F else {
+            throw .invalidArgument(name: name)
+        }
+        for scalar in url.unicodeScalars {
+            let category = scalar.properties.generalCategory
+            if scalar.properties.isWhitespace || category == .control { throw .invalidArgument(name: name) }
+        }
+    }
+
+    private static func isSchemeByte(_ byte: UInt8, first: Bool) -> Bool {
+        let letter = (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+        if first { return letter }
+        return letter || (0x30...0x39).contains(byte) || byte == 0x2B || byte == 0x2D || byte == 0x2E
     }
 
     /// A Portal API host is a host name or IPv4 address, or a bracketed IPv6 literal, optionally

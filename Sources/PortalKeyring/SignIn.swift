@@ -267,7 +267,7 @@ extension PortalAuth {
         do {
             response = try http.send(request, to: target, bearer: bearer)
         } catch {
-            throw .networkFailure(message: error.message)
+            throw .networkFailure(message: error.message(reaching: target.authority))
         }
         switch response.status {
         case 200..<300:

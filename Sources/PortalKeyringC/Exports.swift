@@ -72,7 +72,7 @@ public func portal_auth_new(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ auth
         let out = try outArgument(out)
         let max = PortalAuth.maxIdentifierBytes
         let id = try stringArgument(authEnvironmentId, "auth_environment_id", maxBytes: max)
-        let redirect = try stringArgument(redirectUrl, "redirect_url", maxBytes: max)
+        let redirect = try stringArgument(redirectUrl, "redirect_url", maxBytes: PortalAuth.maxRedirectURLBytes)
         let host = apiHost == nil ? PortalAuth.defaultApiHost : try stringArgument(apiHost, "api_host", maxBytes: max)
         let auth = try core(names: authNames) { () throws(PortalAuthError) in
             try PortalAuth(authEnvironmentId: id, redirectUrl: redirect, apiHost: host)

@@ -49,6 +49,15 @@ struct CFailure: Error {
     let status: portal_status
     let message: String
 
+    /// What a rejected argument should have been, by Swift parameter name (issue 15: say what is
+    /// expected, not only that the value is invalid).
+    static let expected = [
+        "apiHost": "expected a host name or IP address with an optional :port (api.portalhq.io, "
+            + "127.0.0.1:8080), without a scheme or path",
+        "redirectUrl": "expected an absolute URL scheme://… (myapp://auth), at most "
+            + "\(PortalAuth.maxRedirectURLBytes) bytes, without whitespace or control characters",
+    ]
+
     static func invalidArgument(_ name: String, _ problem: String) -> CFailure {
         CFailure(status: PORTAL_ERR_INVALID_ARGUMENT, message: "\(name): \(problem)")
     }
@@ -65,7 +74,7 @@ struct CFailure: Error {
         switch error {
         case .invalidArgument(let name):
             let cName = names[name] ?? name
-            self.init(status: PORTAL_ERR_INVALID_ARGUMENT, message: "\(cName): invalid value")
+            self.init(status: PORTAL_ERR_INVALID_ARGUMENT, message: "\(cName): \(CFailure.expected[name] ?? "invalid value")")
         case .sessionStorageFailure(let message):
             self.init(status: PORTAL_ERR_SESSION_STORAGE, message: message)
         case .sessionInvalidated:

@@ -543,6 +543,29 @@ static void test_auth_new_arguments(void) {
     /* The first bad argument is named: auth_environment_id, redirect_url, api_host. */
     check_auth_new_rejects(NULL, NULL, "", "auth_environment_id", "NULL before other bad ones");
     check_auth_new_rejects(id, "", "", "redirect_url", "empty before a bad host");
+    /* Redirect URLs are absolute scheme://… URLs without whitespace or controls, <= 8192 bytes;
+     * the message says what is expected (issue 15). */
+    const char *bad_urls[] = {"not a url", "noscheme", "myapp:/one-slash", "://x", "1app://x", "my app://x",
+                              "myapp://a b", "myapp://a\tb", "myapp://a\x7f", "myapp://a\xc2\x85" "b"};
+    for (size_t i = 0; i < sizeof bad_urls / sizeof bad_urls[0]; i++) {
+        check_auth_new_rejects(id, bad_urls[i], NULL, "redirect_url", bad_urls[i]);
+        CHECK_ERROR_MENTIONS("scheme://");
+    }
+    char *long_url = malloc(8194);
+    CHECK(long_url != NULL);
+    memcpy(long_url, "myapp://", 8);
+    memset(long_url + 8, 'u', 8192 - 8);
+    long_url[8192] = '\0';
+    portal_auth *ok_auth = NULL;
+    CHECK_OK(portal_auth_new(&ok_auth, id, long_url, NULL)); /* 8192 bytes: the cap itself */
+    portal_auth_free(ok_auth);
+    long_url[8192] = 'u';
+    long_url[8193] = '\0';
+    check_auth_new_rejects(id, long_url, NULL, "redirect_url", "8193 bytes");
+    free(long_url);
+    /* An API host with a scheme: the message says a host name is expected, without a scheme. */
+    check_auth_new_rejects(id, redirect, "https://api.portalhq.io", "api_host", "with a scheme");
+    CHECK_ERROR_MENTIONS("without a scheme");
     portal_auth *a = SENTINEL_AUTH;
     CHECK_STATUS(portal_auth_new(&a, "", NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(portal_last_error_message(), "redirect_url") == NULL, "named a later argument: %s",
@@ -559,7 +582,7 @@ static void test_auth_new_arguments(void) {
     /* Limits: 2048 bytes is accepted, non-ASCII identifiers too. */
     over[2048] = '\0';
     auth = NULL;
-    CHECK_OK(portal_auth_new(&auth, over, over, NULL));
+    CHECK_OK(portal_auth_new(&auth, over, redirect, NULL));
     CHECK_NO_ERROR();
     portal_auth_free(auth);
     auth = NULL;

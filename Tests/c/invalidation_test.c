@@ -76,7 +76,9 @@ static void on_invalidated(void *data) {
     atomic_fetch_add(&p->calls, 1);
     if (p->action == 1) portal_listener_cancel(p->portal, p->handle);
     if (p->action == 2) {
-        for (int i = 0; i < 1000 && !atomic_load(&p->may_free); i++) usleep(5000);
+        /* Up to 120 s, not 5: under a loaded CI stress pass the test thread can lose the CPU for
+         * seconds, and freeing before the gate is the use-after-free this gate exists to stop. */
+        for (int i = 0; i < 24000 && !atomic_load(&p->may_free); i++) usleep(5000);
         portal_free(p->portal);
         p->portal = NULL;
     }

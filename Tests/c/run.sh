@@ -5,7 +5,8 @@
 #
 # Must run inside scripts/with-keyring.sh (a private dbus-daemon + gnome-keyring-daemon): it
 # stores, locks and deletes keyring items. Steps:
-#   1. build keyringctl, the header test (as C99 and as C++11), abi_test and examples/c/*
+#   1. build keyringctl, the header test (as C99 and as C++11), abi_test, examples/c/* and the
+#      README's "C in 20 lines" snippet (run on the fresh keyring: it must say signed out)
 #      into BUILD_DIR (default build/c), linked with -Wl,-rpath to the library directory
 #      ($PORTAL_KEYRING_LIBDIR, default .build/debug);
 #   2. check that `nm -D --defined-only` of the library exports every portal_* function the
@@ -113,6 +114,12 @@ for example in restore_on_launch persist_session; do
 done
 compile "examples/c/check_session" gcc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -pedantic -Werror \
     -I"$repo/Include" "$repo/examples/c/check_session.c" -o "$build/check_session" -pthread "${link[@]}"
+# The README's "C in 20 lines", as a fresh reader would paste it (issue 15): built with the
+# README's own flags here; run below.
+awk '/^## C in 20 lines$/ {in_section=1} in_section && /^```c$/ {grab=1; next} grab && /^```$/ {exit} grab {print}' \
+    "$repo/README.md" >"$build/readme_app.c"
+compile "README's C snippet" gcc -std=c99 "${warn[@]}" -I"$repo/Include" "$build/readme_app.c" \
+    -o "$build/readme_app" "${link[@]}"
 if ((!built)); then
     printf '\nrun.sh: %d passed, %d FAILED (build failed; nothing was run)\n' "$passed" "$failed"
     exit 1
@@ -246,6 +253,13 @@ elif out=$(PORTAL_TEST_KEYRINGCTL=$kctl timeout 120 "$repo/examples/c/glib_app_c
     pass "$(tail -n 1 <<<"$out")"
 else
     fail "glib_app: $out"
+fi
+
+section "the README's C snippet (a fresh keyring: signed out)"
+if out=$(timeout 60 "$build/readme_app" 2>&1) && [[ $out == "signed out — show sign-in" ]]; then
+    pass "README C snippet: $out"
+else
+    fail "README C snippet printed: $out"
 fi
 
 section "wipe_test (token memory wiped on release: memory scan for a marker token)"

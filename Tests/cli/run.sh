@@ -88,6 +88,73 @@ if [[ ${PORTAL_TEST_KEYRING_MODE:-} == locked ]]; then
     grep -qi "locked" <<<"$err" && ok "the message says locked" || bad "locked-since-login message: $err"
     "$kctl" unlock >/dev/null || bad "keyringctl unlock (locked since login)"
 fi
+echo "== GNU conventions, misuse, typos (issue 15; after the locked-since-login check, which must come first)"
+expect 64 "no command: usage error" -- "$ps_bin"
+[[ -z $out ]] && grep -q "^usage: portal-session" <<<"$err" && ok "no command: usage on stderr, nothing on stdout" || bad "no command: stdout '$out' stderr '$err'"
+expect 64 "help for an unknown command" -- "$ps_bin" help bogus
+[[ -z $out ]] && grep -q "no command bogus" <<<"$err" && ok "help bogus: said on stderr" || bad "help bogus: stdout '$out' stderr '$err'"
+expect 64 "help with a typo" -- "$ps_bin" help restor
+grep -q "did you mean restore?" <<<"$err" && ok "help restor suggests restore" || bad "help restor: $err"
+expect 0 "help" -- "$ps_bin" help
+grep -q "^usage: portal-session" <<<"$out" && ok "help prints the usage on stdout" || bad "help: $out"
+expect 64 "a misspelt command" -- "${cli[@]}" restor
+[[ $(grep -c "did you mean restore?" <<<"$err") == 1 && $(grep -c "see: portal-session --help" <<<"$err") == 1 ]] \
+    && ok "restor: one suggestion, one hint" || bad "restor: $err"
+expect 64 "a misspelt option" -- "${cli[@]}" restore --jsn
+grep -q "did you mean --json?" <<<"$err" && ok "--jsn suggests --json" || bad "--jsn: $err"
+expect 0 "--version" -- "$ps_bin" --version
+header_version=$(awk '/define PORTAL_KEYRING_VERSION_(MAJOR|MINOR|PATCH)/ {printf "%s%s", sep, $3; sep="."}' "$repo/Include/portal_keyring.h")
+[[ $out == "portal-session $header_version" ]] && ok "--version prints the library's version ($header_version)" || bad "--version: '$out' (header $header_version)"
+expect 0 "-h" -- "$ps_bin" -h
+grep -q "^usage: portal-session" <<<"$out" && ok "-h prints the usage" || bad "-h: $out"
+expect 0 "restore -h" -- "$ps_bin" restore -h
+grep -q "usage: portal-session \[--env ID\] restore" <<<"$out" && ok "restore -h prints restore's help" || bad "restore -h: $out"
+expect 1 "--opt=value forms" -- "$ps_bin" --env="$env_id" --redirect-url="$redirect" --timeout-ms=4000 restore --json
+[[ $(field "$out" authEnvironmentId) == "$env_id" ]] && ok "--env=ID is the auth environment" || bad "--env=ID: $out"
+expect 1 "a repeated option: the last one wins (GNU getopt_long)" -- "$ps_bin" --env first --env "$env_id" restore --json
+[[ $(field "$out" authEnvironmentId) == "$env_id" ]] && ok "--env first --env ID uses ID" || bad "repeated --env: $out"
+expect 1 "an option overrides its environment variable" -- env PORTAL_AUTH_ENVIRONMENT_ID=from-env "$ps_bin" --env "$env_id" restore --json
+[[ $(field "$out" authEnvironmentId) == "$env_id" ]] && ok "--env beats PORTAL_AUTH_ENVIRONMENT_ID" || bad "env override: $out"
+expect 0 "a repeated --end-user-id: the last one is stored" -- sh -c "printf 't-rep\n' | \"\$@\" persist --end-user-id first --end-user-id=second" sh "$ps_bin" --env "$env_id-rep"
+[[ $out == "stored session for end user second" ]] && ok "persist stored end user second" || bad "repeated --end-user-id: $out"
+expect 0 "restore it" -- "$ps_bin" --env "$env_id-rep" restore
+[[ $out == second ]] && ok "restore reads end user second" || bad "restore after repeated --end-user-id: $out"
+expect 0 "clear --json" -- "$ps_bin" --env "$env_id-rep" clear --json
+[[ $(field "$out" status) == cleared && $(field "$out" authEnvironmentId) == "$env_id-rep" ]] && ok "clear --json prints {status: cleared}" || bad "clear --json: $out"
+expect 64 "a flag with a value" -- "${cli[@]}" restore --json=yes
+grep -q -- "--json takes no value" <<<"$err" && ok "--json=yes: said why" || bad "--json=yes: $err"
+expect 64 "an option the command does not take" -- "${cli[@]}" clear --show-token
+grep -q "clear does not take --show-token" <<<"$err" && ok "clear --show-token: said why" || bad "clear --show-token: $err"
+expect 64 "persist with the end user id as an argument" -- "${cli[@]}" persist eu_1
+grep -q -- "--end-user-id" <<<"$err" && ok "the message names --end-user-id" || bad "persist eu_1: $err"
+# A terminal on stdin: refused at once with a message, never a silent wait (a pty, 10 s bound).
+pty_out=$(python3 - "${cli[@]}" persist --end-user-id eu-tty <<'PY'
+import os, pty, subprocess, sys
+master, slave = pty.openpty()
+try:
+    p = subprocess.run(sys.argv[1:], stdin=slave, capture_output=True, text=True, timeout=10)
+    print(p.returncode, p.stderr.strip().replace("\n", " | "))
+except subprocess.TimeoutExpired:
+    print("timeout")
+PY
+)
+[[ $pty_out == "64 "*"stdin, which is a terminal"* ]] && ok "persist with a terminal on stdin: exit 64 and a message" || bad "persist on a terminal: $pty_out"
+expect 64 "a bad PORTAL_API_HOST" -- env PORTAL_API_HOST=https://api.portalhq.io "$ps_bin" --env "$env_id" restore
+grep -q "invalid PORTAL_API_HOST" <<<"$err" && ! grep -q -- "--api-host" <<<"$err" && ok "the message names PORTAL_API_HOST" || bad "PORTAL_API_HOST: $err"
+expect 64 "a bad --api-host is named as such" -- "$ps_bin" --env "$env_id" --api-host=https://api.portalhq.io restore
+grep -q "invalid --api-host" <<<"$err" && ok "the message names --api-host" || bad "--api-host=: $err"
+expect 64 "--redirect-url not-a-url" -- "$ps_bin" --env "$env_id" --redirect-url "not a url" status
+grep -q "invalid --redirect-url: an absolute URL scheme://" <<<"$err" && ok "the message says what a redirect URL is" || bad "--redirect-url: $err"
+expect 64 "a bad PORTAL_REDIRECT_URL" -- env PORTAL_REDIRECT_URL=myapp:/x "$ps_bin" --env "$env_id" status
+grep -q "invalid PORTAL_REDIRECT_URL" <<<"$err" && ok "the message names PORTAL_REDIRECT_URL" || bad "PORTAL_REDIRECT_URL: $err"
+expect 74 "restore --json > /dev/full: a write error is reported" -- sh -c '"$@" >/dev/full' sh "${cli[@]}" restore --json
+grep -q "could not write to stdout" <<<"$err" && ok "the message says stdout could not be written" || bad "/dev/full: $err"
+expect 74 "persist with stdout closed is refused" -- sh -c "printf 't\n' | \"\$@\" persist --end-user-id eu-closed >&-" sh "${cli[@]}"
+grep -q "stdout is closed: nothing done" <<<"$err" && ok "the message says stdout is closed" || bad "stdout closed: $err"
+expect 1 "nothing was stored with stdout closed" -- "${cli[@]}" restore
+expect 3 "a network failure" -- "${cli[@]}" --api-host 127.0.0.1:1 send-magic-link someone@example.com
+[[ $err == *"127.0.0.1:1"* && $(grep -o -i network <<<"$err" | wc -l) == 1 ]] && ok "the message names the host and says network once" || bad "network failure: $err"
+echo "== restore / persist / status / clear (continued)"
 expect 1 "restore when signed out" -- "${cli[@]}" restore
 expect 1 "status when signed out" -- "${cli[@]}" status
 token="cst-cli-$$-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -107,6 +174,8 @@ expect 0 "restore --json --show-token" -- "${cli[@]}" restore --json --show-toke
 expect 0 "status" -- "${cli[@]}" status
 grep -q "session stored" <<<"$out" && ! grep -q -- "$token" <<<"$out" && ok "status shows a stored session, no token" || bad "status: $out"
 expect 0 "status --json" -- "${cli[@]}" status --json
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); v=d.get("defaultCollectionLocked"); sys.exit(0 if v is False else 1)' "$out" \
+    && ok "status --json: defaultCollectionLocked is the boolean false" || bad "status --json defaultCollectionLocked: $out"
 if [[ $provider == gnome-keyring-passwordless || $provider == kwallet ]]; then
     skip "restore/status/persist while locked: $provider unlocks without a user, so libsecret undoes a lock (checked instead: lock, then restore still works)"
     "$kctl" lock >/dev/null || bad "keyringctl lock"
@@ -126,6 +195,7 @@ else
     lock_keyring || bad "locking the keyring ($provider)"
     expect 2 "restore while the keyring is locked" -- "${cli[@]}" --timeout-ms 3000 restore
     grep -qi "locked" <<<"$err" && ok "the message says locked" || bad "locked message: $err"
+    grep -q "GDBus.Error" <<<"$err" && bad "a raw D-Bus error name in the message: $err" || ok "no raw D-Bus error name in the message"
     expect 2 "restore --json while locked still prints JSON" -- "${cli[@]}" --timeout-ms 3000 restore --json
     [[ $(field "$out" status) == unavailable ]] && ok "status unavailable in JSON" || bad "restore --json while locked: $out"
     expect 2 "status while locked" -- "${cli[@]}" status
@@ -167,6 +237,8 @@ expect 0 "handle-redirect (magic link)" -- "${cli[@]}" handle-redirect "$url"
 expect 0 "restore from another process" -- "${cli[@]}" restore
 [[ $out == eu-link ]] && ok "the redirect's session was persisted" || bad "restore printed '$out'"
 expect 4 "the same grant in a new process: the sign-in completed, so it is unsolicited" -- "${cli[@]}" handle-redirect "$url"
+expect 3 "the used grant with --allow-unsolicited: invalid grant" -- "${cli[@]}" handle-redirect "$url" --allow-unsolicited
+grep -q "start the sign-in again" <<<"$err" && ok "invalid grant: says to start the sign-in again" || bad "invalid grant: $err"
 expect 1 "a foreign URL is not handled" -- "${cli[@]}" handle-redirect "https://example.com/callback?token=x"
 expect 3 "an error redirect" -- "${cli[@]}" handle-redirect "$redirect?error=access_denied&authMethod=EMAIL_MAGIC_LINK"
 # Issue 14: attacker text from a redirect never drives the terminal; URLs are capped at 8192 bytes.

@@ -9,6 +9,7 @@
 #      `make` (release: self-contained libportal-keyring.so, portal-keyring.pc, portal-session);
 #   2. `make install DESTDIR=<tmp>/stage`: the exact file layout under /usr/local (library with
 #      soname symlinks, headers, .pc, portal-session, Python module, desktop files), then
+#      the example desktop files only with `make install-examples`;
 #      `make uninstall DESTDIR=...` leaves no file behind;
 #   3. `make install PREFIX=<tmp>/prefix`, then on that prefix:
 #      - exported dynamic symbols (nm -D --defined-only) == the header's PORTAL_API functions;
@@ -151,10 +152,21 @@ if [[ -f python/portal_keyring/__init__.py ]]; then
         expect_file "$stage$pydir_sys/portal_keyring/$(basename "$f")" 644 "Python package file portal_keyring/$(basename "$f") in $pydir_sys (on $system_python's sys.path)"
     done
 fi
-for d in examples/desktop/*.desktop; do
-    [[ -e $d ]] || continue
-    expect_file "$root/share/applications/$(basename "$d")" 644 "share/applications/$(basename "$d")"
-done
+# The examples' URL handler is not installed by default, only by `make install-examples`.
+if [[ -e $root/share/applications ]]; then
+    fail "make install installed share/applications: $(ls "$root/share/applications" | tr '\n' ' ')"
+else
+    pass "make install installs no example desktop file"
+fi
+if make install-examples DESTDIR="$stage" >"$log" 2>&1; then
+    for d in examples/desktop/*.desktop; do
+        [[ -e $d ]] || continue
+        expect_file "$root/share/applications/$(basename "$d")" 644 "make install-examples: share/applications/$(basename "$d")"
+    done
+else
+    cat "$log"
+    fail "make install-examples failed"
+fi
 if make uninstall DESTDIR="$stage" >"$log" 2>&1; then
     left=$(find "$stage" ! -type d | sed "s|^$stage||")
     if [[ -z $left ]]; then

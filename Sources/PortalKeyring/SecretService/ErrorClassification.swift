@@ -27,16 +27,10 @@ extension StorageFailure {
         let domain = error.pointee.domain
         let code = error.pointee.code
         var message = error.pointee.message.map { String(cString: $0) } ?? fallback
-        if domain == g_dbus_error_quark() {
-            // Strip GDBus's "GDBus.Error:org.freedesktop…: " prefix from remote errors.
-            if let remote = g_dbus_error_get_remote_error(error) {
-                g_free(remote)
-                var copy = g_error_copy(error)
-                g_dbus_error_strip_remote_error(copy)
-                message = copy?.pointee.message.map { String(cString: $0) } ?? message
-                g_clear_error(&copy)
-            }
-        }
+        // Remote errors carry "GDBus.Error:<D-Bus error name>: " before the provider's text, also
+        // when libsecret registered the name under its own domain (SECRET_ERROR: IsLocked,
+        // NoSuchObject): strip it in every domain, so messages read like the documented wording.
+        message = Self.strippingRemoteErrorName(message)
         let kind: Kind
         if domain == g_io_error_quark() && code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
             kind = .cancelled
@@ -61,5 +55,20 @@ extension StorageFailure {
             kind = .other
         }
         return Classified(kind: kind, message: message)
+    }
+
+    /// `message` without a leading `GDBus.Error:NAME: ` (NAME being a D-Bus error name); a message
+    /// that is only that prefix becomes the name's last component ("IsLocked").
+    static func strippingRemoteErrorName(_ message: String) -> String {
+        let prefix = "GDBus.Error:"
+        guard message.hasPrefix(prefix) else { return message }
+        let rest = message.dropFirst(prefix.count)
+        let colon = rest.firstIndex(of: ":") ?? rest.endIndex
+        let name = rest[..<colon]
+        guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_") }) else {
+            return message
+        }
+        let text = colon == rest.endIndex ? "" : rest[rest.index(after: colon)...].drop(while: { $0 == " " })
+        return text.isEmpty ? String(name.split(separator: ".").last ?? name) : String(text)
     }
 }

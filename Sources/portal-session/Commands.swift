@@ -1,0 +1,202 @@
+// portal-session's commands: each one's work and its output (text, or --json).
+@_spi(PortalKeyringCLI) import PortalKeyring
+
+func printSession(_ session: PortalSession, status: String, options: Options) {
+    if options.flags.contains("--json") {
+        let token = options.flags.contains("--show-token") ? try? session.getToken() : nil
+        output(json(["status": status, "endUserId": session.endUserId, "authEnvironmentId": session.authEnvironmentId,
+                    "clientSessionToken": token]))
+    } else {
+        say(session.endUserId)
+        if options.flags.contains("--show-token"), let token = try? session.getToken() { output(token) }
+    }
+}
+
+/// Prints `object` with --json, else `text` (which may carry outside text: sanitized).
+func report(_ options: Options, _ object: [String: String?], text: String) {
+    if options.flags.contains("--json") { output(json(object)) } else { say(text) }
+}
+
+/// `help [COMMAND]`, `--help`, `--version` and a missing command; nil when a command is to run.
+func helpOrVersion(_ options: Options) throws(UsageError) -> Exit? {
+    if options.flags.contains("--version") {
+        output("portal-session \(toolVersion)")
+        return .ok
+    }
+    guard let command = options.command else {
+        if options.flags.contains("--help") { output(usage); return .ok }
+        throw UsageError(message: "no command given", showUsage: true)
+    }
+    if command == "help" {
+        guard let topic = options.arguments.first else { output(usage); return .ok }
+        guard options.arguments.count == 1, let text = commandHelp[topic] else {
+            throw UsageError(message: "help: no command \(options.arguments.joined(separator: " "))"
+                + suggestion(for: topic, among: commandHelp.keys))
+        }
+        output(text)
+        return .ok
+    }
+    guard let text = commandHelp[command] else {
+        throw UsageError(message: "unknown command \(command)" + suggestion(for: command, among: commandHelp.keys))
+    }
+    if options.flags.contains("--help") { output(text); return .ok }
+    return nil
+}
+
+func run(_ options: Options) throws(UsageError) -> Exit {
+    if let exit = try helpOrVersion(options) { return exit }
+    guard let command = options.command else { return .usage }
+    try options.checkOptions(for: command)
+    let env = options.env
+    do {
+        switch command {
+        case "restore":
+            try options.expectArguments(0, "no arguments")
+            guard let session = try options.auth().restoreSession() else {
+                report(options, ["status": "signedOut", "authEnvironmentId": env], text: "signed out")
+                return .signedOut
+            }
+            printSession(session, status: "restored", options: options)
+            return .ok
+        case "clear":
+            try options.expectArguments(0, "no arguments")
+            try options.auth().clearPersistedSession()
+            report(options, ["status": "cleared", "authEnvironmentId": env], text: "cleared")
+            return .ok
+        case "persist":
+            guard options.arguments.isEmpty else {
+                throw UsageError(message: "persist takes no arguments: give the end user id with --end-user-id ID "
+                    + "(the token is read from stdin)")
+            }
+            guard let user = options.values["end-user-id"] else { throw UsageError(message: "persist needs --end-user-id ID") }
+            let auth = try options.auth()
+            let token = try readSecretFromStdin(limit: PortalAuth.maxTokenBytes, what: "the Client Session Token",
+                                                example: "printf '%s' \"$TOKEN\" | portal-session persist --end-user-id ID")
+            let session = try auth.persistSession(endUserId: user, clientSessionToken: token)
+            report(options, ["status": "stored", "authEnvironmentId": env, "endUserId": session.endUserId],
+                   text: "stored session for end user \(session.endUserId)")
+            return .ok
+        case "send-magic-link":
+            try options.expectArguments(1, "one email address")
+            try options.auth(needsRedirect: true).sendMagicLink(email: options.arguments[0])
+            report(options, ["status": "sent"], text: "sign-in link sent")
+            return .ok
+        case "login-with-google", "login-with-apple":
+            try options.expectArguments(0, "no arguments")
+            let auth = try options.auth(needsRedirect: true)
+            let url = command == "login-with-google" ? try auth.loginWithGoogle() : try auth.loginWithApple()
+            report(options, ["authorizeUrl": url], text: url) // server text
+            return .ok
+        case "handle-redirect":
+            return try handleRedirect(options)
+        case "verify-totp":
+            try options.expectArguments(1, "one TOTP code")
+            let auth = try options.auth()
+            let jwt = try readSecretFromStdin(limit: PortalAuth.maxTokenBytes, what: "the user JWT",
+                                              example: "printf '%s' \"$JWT\" | portal-session verify-totp CODE")
+            let session = try auth.verifyTotp(code: options.arguments[0], userJwt: jwt)
+            printSession(session, status: "authenticated", options: options)
+            return .ok
+        case "status":
+            try options.expectArguments(0, "no arguments")
+            return try status(options)
+        default:
+            throw UsageError(message: "unknown command \(command)")
+        }
+    } catch let error as UsageError {
+        throw error
+    } catch let error as PortalAuthError {
+        printError(usageMessage(for: error, sources: options.sources))
+        if command == "handle-redirect" && options.flags.contains("--json") {
+            if case .differentEndUser(let stored, let new) = error {
+                output(json(["status": "differentEndUser", "endUserId": new, "storedEndUserId": stored]))
+            } else if case .unsolicitedRedirect = error {
+                output(json(["status": "unsolicitedRedirect"]))
+            }
+        }
+        if command == "restore" && options.flags.contains("--json") {
+            output(json(["status": exitCode(for: error) == .storage ? "unavailable" : "error",
+                        "authEnvironmentId": env, "message": usageMessage(for: error, sources: options.sources)]))
+        }
+        return exitCode(for: error)
+    } catch {
+        printError("\(error)")
+        return .signIn
+    }
+}
+
+func handleRedirect(_ options: Options) throws -> Exit {
+    try options.expectArguments(1, "one URL")
+    let url = options.arguments[0]
+    if url.allSatisfy({ $0.isWhitespace }) { throw UsageError(message: "handle-redirect: the URL is empty") }
+    if url.utf8.count > PortalAuth.maxRedirectURLBytes {
+        throw UsageError(message: "handle-redirect: the URL is longer than \(PortalAuth.maxRedirectURLBytes) bytes")
+    }
+    var redirectOptions: RedirectOptions = []
+    if options.flags.contains("--allow-unsolicited") { redirectOptions.insert(.allowUnsolicited) }
+    if options.flags.contains("--replace-user") { redirectOptions.insert(.replaceDifferentEndUser) }
+    switch try options.auth(needsRedirect: true).handleRedirect(url: url, options: redirectOptions) {
+    case .notHandled:
+        printError("not this app's redirect URL; nothing done")
+        if options.flags.contains("--json") { output(json(["status": "notHandled"])) }
+        return .signedOut
+    case .authenticated(let session):
+        printSession(session, status: "authenticated", options: options)
+        return .ok
+    case .totpRequired(let userJwt, let totpLink):
+        let show = options.flags.contains("--show-token")
+        if options.flags.contains("--json") {
+            output(json(["status": "totpRequired", "userJwt": show ? userJwt : nil, "totpLink": show ? totpLink : nil]))
+        } else {
+            output("totp required")
+            if show { output(userJwt); if let totpLink { say(totpLink) } }
+        }
+        return .ok
+    }
+}
+
+func status(_ options: Options) throws -> Exit {
+    let auth = try options.auth()
+    var fields: [String: JSONValue?] = ["authEnvironmentId": .string(auth.authEnvironmentId), "apiHost": .string(auth.apiHost),
+                                        "redirectUrl": options.redirectUrl.map(JSONValue.string)]
+    var text: [String: String] = [:]
+    // The provider's description first: it shows whether the default collection is locked
+    // before restore's unlock prompt can change that, and when the provider cannot answer,
+    // restore would fail the same way — so status ends within one deadline, not two.
+    var keyringKeys: [String] = []
+    var unreachable: PortalAuthError?
+    do {
+        for (key, value) in try auth.describeKeyring() {
+            fields[key] = keyringJSONValue(key: key, value: value)
+            text[key] = value
+            keyringKeys.append(key)
+        }
+    } catch {
+        unreachable = error
+    }
+    let exit: Exit
+    do {
+        if let unreachable { throw unreachable }
+        if let session = try auth.restoreSession() {
+            fields["keyring"] = .string("session stored")
+            fields["endUserId"] = .string(session.endUserId)
+            exit = .ok
+        } else {
+            fields["keyring"] = .string("signed out")
+            exit = .signedOut
+        }
+    } catch {
+        fields["keyring"] = .string("unavailable: \(error)")
+        exit = .storage
+    }
+    if options.flags.contains("--json") {
+        output(json(values: fields))
+    } else {
+        for key in ["authEnvironmentId", "apiHost", "redirectUrl", "keyring", "endUserId"] + keyringKeys {
+            if let value = text[key] ?? fields[key].flatMap({ $0 }).flatMap({ if case .string(let s) = $0 { s } else { nil } }) {
+                say("\(key): \(value)")
+            }
+        }
+    }
+    return exit
+}

@@ -1,0 +1,161 @@
+// portal-session's help texts, version and exit codes.
+
+/// The tool's version: the library's (Include/portal_keyring.h PORTAL_KEYRING_VERSION_*;
+/// Tests/cli/run.sh compares them).
+let toolVersion = "0.1.0"
+
+/// Exit codes (also in `portal-session --help`).
+enum Exit: Int32 {
+    case ok = 0             // restored / done
+    case signedOut = 1      // restore/status: nothing usable stored; handle-redirect: not our URL
+    case storage = 2        // the keyring could not be used this time (NOT signed out)
+    case signIn = 3         // sign-in or network failure (invalid grant, rate limited, …)
+    case unsolicited = 4    // handle-redirect: no sign-in pending (login CSRF); nothing done
+    case differentUser = 5  // handle-redirect: another end user's session is stored; nothing stored
+    case usage = 64         // bad command line (EX_USAGE)
+    case output = 74        // stdout could not be written (EX_IOERR)
+}
+
+let usage = """
+usage: portal-session [--env ID] [--api-host HOST] [--redirect-url URL] [--timeout-ms N]
+                      [--prompt-timeout-ms N] COMMAND [ARGS]
+       portal-session --help | -h | --version | help [COMMAND]
+
+Keeps a Portal end user's session in the Secret Service keyring (GNOME Keyring …).
+
+commands:
+  restore [--json] [--show-token]   restore the stored session (no network); print the end user id
+  clear [--json]                    delete the stored session (sign out)
+  persist --end-user-id ID [--json] store a session; the Client Session Token is read from stdin
+  send-magic-link EMAIL [--json]    email a sign-in link that opens the redirect URL
+  login-with-google | login-with-apple [--json]
+                                    print the authorize URL to open in a browser
+  handle-redirect URL [--json] [--show-token] [--allow-unsolicited] [--replace-user]
+                                    complete a sign-in from a redirect URL (magic link, Google, Apple)
+  verify-totp CODE [--json] [--show-token]
+                                    complete a TOTP sign-in; the user JWT is read from stdin
+  status [--json]                   configuration and whether a session is stored
+  help [COMMAND]                    this text, or a command's (with its --json output)
+
+options (or environment variables):
+  --env ID             auth environment id (PORTAL_AUTH_ENVIRONMENT_ID)
+  --api-host HOST      Portal API host, host[:port] (PORTAL_API_HOST; default api.portalhq.io)
+  --redirect-url URL   the app's sign-in redirect URL, scheme://… (PORTAL_REDIRECT_URL)
+  --timeout-ms N       deadline for the keyring calls of one operation, ms (default 5000)
+  --prompt-timeout-ms N
+                       deadline for an unlock prompt, ms (default 30000; not counted in
+                       --timeout-ms; a prompt not answered in time stays open)
+  -h, --help           this text (after a command: that command's)
+  --version            print "portal-session VERSION"
+
+Options go before or after the command, as --opt VALUE or --opt=VALUE; "--" ends the options.
+An option given twice takes the last value (an option overrides its environment variable).
+--json prints one JSON object on stdout (keys sorted; see help COMMAND); errors go to stderr.
+
+exit status: 0 ok/restored, 1 signed out (or: not our redirect URL), 2 keyring unavailable,
+locked or timed out (NOT signed out), 3 sign-in or network failure, 4 unsolicited redirect (no
+sign-in pending), 5 another end user is signed in (nothing stored), 64 usage error, 74 stdout
+could not be written (the command may have been carried out).
+Tokens are never printed unless --show-token is given, and never accepted in arguments.
+"""
+
+let loginHelp = """
+    usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL login-with-google|login-with-apple [--json]
+    Prints the Google (Apple) authorize URL to open in the end user's browser; Portal then opens
+    the redirect URL (handle-redirect). Records the pending sign-in first, like send-magic-link.
+    --json prints {"authorizeUrl":URL}.
+    exit: 0 printed, 2 the pending sign-in could not be recorded, 3 network / rejected, 64 usage.
+    """
+
+let commandHelp: [String: String] = [
+    "restore": """
+    usage: portal-session [--env ID] restore [--json] [--show-token]
+    Restores the stored session without a network call and prints the end user id.
+    --json prints {"authEnvironmentId":…,"endUserId":…,"status":"restored"|"signedOut"|"unavailable"|"error"}
+    ("unavailable" and "error" also carry "message"; with --show-token, "clientSessionToken").
+    --show-token also prints the Client Session Token (a credential: handle with care).
+    exit: 0 restored, 1 signed out, 2 keyring unavailable/locked/timed out, 64 usage.
+    """,
+    "clear": """
+    usage: portal-session [--env ID] clear [--json]
+    Deletes every stored session of the auth environment (succeeds when none is stored).
+    --json prints {"authEnvironmentId":…,"status":"cleared"}.
+    exit: 0 cleared, 2 keyring unavailable/locked/timed out, 64 usage.
+    """,
+    "persist": """
+    usage: portal-session [--env ID] persist --end-user-id ID [--json]  < token
+    Stores a session whose Client Session Token your backend issued. The token is read from
+    stdin (one trailing line end, LF or CRLF, is removed); it is never accepted as an argument,
+    and stdin must not be a terminal (pipe the token in).
+    --json prints {"authEnvironmentId":…,"endUserId":…,"status":"stored"}.
+    exit: 0 stored, 2 keyring failure (the previous session is intact; after a deadline, the
+    provider may still complete the store: restore tells which session is current), 64 usage or
+    bad token.
+    """,
+    "send-magic-link": """
+    usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL send-magic-link EMAIL [--json]
+    Asks Portal to email a sign-in link (to EMAIL, trimmed and lower-cased) that opens the
+    redirect URL; the desktop handler then completes the sign-in (handle-redirect). Not retried.
+    First records the pending sign-in that handle-redirect requires (15 minutes; a file under
+    $XDG_RUNTIME_DIR/portal-keyring, else $XDG_STATE_HOME or ~/.local/state/portal-keyring-pending).
+    --json prints {"status":"sent"}.
+    exit: 0 sent, 2 the pending sign-in could not be recorded, 3 rate limited / network / rejected,
+    64 usage or invalid email.
+    """,
+    "login-with-google": loginHelp,
+    "login-with-apple": loginHelp,
+    "handle-redirect": """
+    usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL handle-redirect URL [--json] [--show-token]
+                          [--allow-unsolicited] [--replace-user]
+    Completes a sign-in from the redirect URL a browser opened (desktop URL-scheme handler:
+    Exec=portal-session … handle-redirect %u). Exchanges the grant with the Portal API and
+    persists the session before reporting success. Prints the end user id, or "totp required"
+    (with --show-token also the user JWT for verify-totp, and the enrolment link if any).
+    Redirect hijacking (login CSRF): the grant is exchanged only while a sign-in started by
+    send-magic-link or login-with-* (this user, any process, this --env) is pending, at most 15
+    minutes; success completes it. Otherwise exit 4 and nothing is done; --allow-unsolicited opts
+    out (then any link sent to the user can sign them in to someone else's account). When the
+    keyring holds another end user's session, nothing is stored and the exit is 5: sign out
+    (clear) and sign in again, or confirm up front with --replace-user (the grant is single-use,
+    so a refused one cannot be confirmed afterwards). The same end user signing in is silent.
+    --json prints {"status":"authenticated","authEnvironmentId":…,"endUserId":…} (with
+    --show-token also "clientSessionToken"), {"status":"totpRequired"} (with --show-token also
+    "userJwt" and "totpLink"), {"status":"notHandled"}, {"status":"unsolicitedRedirect"} or
+    {"status":"differentEndUser","endUserId":NEW,"storedEndUserId":OLD}.
+    exit: 0 signed in or TOTP required, 1 not this app's redirect URL, 2 keyring failure,
+    3 sign-in failed (error redirect, invalid grant, rate limited, network), 4 unsolicited
+    redirect, 5 another end user is signed in, 64 usage.
+    """,
+    "verify-totp": """
+    usage: portal-session [--env ID] [--api-host HOST] verify-totp CODE [--json] [--show-token]  < user-jwt
+    Completes a TOTP sign-in; the user JWT from handle-redirect is read from stdin (not a
+    terminal). Persists the session and prints the end user id.
+    --json prints {"status":"authenticated","authEnvironmentId":…,"endUserId":…} (with
+    --show-token also "clientSessionToken").
+    exit: 0 signed in, 2 keyring failure, 3 wrong code / invalid JWT / network, 64 usage.
+    """,
+    "status": """
+    usage: portal-session [--env ID] status [--json]
+    Prints the configuration, whether a session is stored (no network, no token), the Secret Service
+    provider, the transfer algorithm protecting secrets on the bus, and the default collection.
+    --json prints one object: "authEnvironmentId", "apiHost", "redirectUrl", "keyring" ("session
+    stored", "signed out" or "unavailable: …"), "endUserId", "provider" ("NAME (pid N)"), "transfer",
+    "defaultCollection" (a D-Bus path, "/" if none) as strings, and "defaultCollectionLocked" as
+    true/false; keys without a value are left out.
+    exit: 0 a session is stored, 1 signed out, 2 keyring unavailable/locked/timed out, 64 usage.
+    """,
+]
+
+/// The options each command accepts besides the global ones (`--env`, `--api-host`,
+/// `--redirect-url`, `--timeout-ms`, `--prompt-timeout-ms`, `--help`, `--version`).
+let commandOptions: [String: Set<String>] = [
+    "restore": ["--json", "--show-token"],
+    "clear": ["--json"],
+    "persist": ["--json", "--end-user-id"],
+    "send-magic-link": ["--json"],
+    "login-with-google": ["--json"],
+    "login-with-apple": ["--json"],
+    "handle-redirect": ["--json", "--show-token", "--allow-unsolicited", "--replace-user"],
+    "verify-totp": ["--json", "--show-token"],
+    "status": ["--json"],
+]

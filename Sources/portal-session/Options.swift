@@ -1,0 +1,211 @@
+// portal-session's command line: GNU-style options (--opt VALUE, --opt=VALUE, -h, --), the
+// environment variables behind the global ones, and what a misspelling probably meant.
+@_spi(PortalKeyringCLI) import PortalKeyring
+
+/// A command-line mistake: exit 64. `showUsage` prints the whole usage text to stderr instead of
+/// the one-line hint.
+struct UsageError: Error {
+    let message: String
+    var showUsage = false
+}
+
+/// Options that take a value.
+let valueOptions: Set<String> = ["--env", "--api-host", "--redirect-url", "--timeout-ms", "--prompt-timeout-ms",
+                                 "--end-user-id"]
+/// Options that take none.
+let flagOptions: Set<String> = ["--json", "--show-token", "--help", "--version", "--allow-unsolicited", "--replace-user"]
+/// Options every command accepts.
+let globalOptions: Set<String> = ["--env", "--api-host", "--redirect-url", "--timeout-ms", "--prompt-timeout-ms",
+                                  "--help", "--version"]
+/// Spellings of a secret in argv, refused with a pointer to stdin.
+let secretOptions: Set<String> = ["--token", "--cst", "--client-session-token", "--user-jwt"]
+
+struct Options {
+    var env: String?
+    var apiHost: String?
+    var redirectUrl: String?
+    var timeoutMs: UInt32 = KeyringTimeouts.default.callMilliseconds
+    var promptTimeoutMs: UInt32 = KeyringTimeouts.default.promptMilliseconds
+    var command: String?
+    var arguments: [String] = []
+    var flags: Set<String> = []
+    var values: [String: String] = [:]
+    /// Where each global setting came from, by its core parameter name: the option
+    /// (`--api-host`) or the environment variable (`PORTAL_API_HOST`), for error messages.
+    var sources: [String: String] = [:]
+    /// Every option given, for the per-command check.
+    var given: [String] = []
+
+    static func parse(_ argv: [String]) throws(UsageError) -> Options {
+        var options = Options()
+        for (name, variable) in [("authEnvironmentId", "PORTAL_AUTH_ENVIRONMENT_ID"), ("apiHost", "PORTAL_API_HOST"),
+                                 ("redirectUrl", "PORTAL_REDIRECT_URL")] {
+            guard let value = try environment(variable) else { continue }
+            options.set(name, value, from: variable)
+        }
+        var index = 0
+        var optionsEnded = false
+        while index < argv.count {
+            let argument = argv[index]
+            index += 1
+            if optionsEnded || !argument.hasPrefix("-") || argument == "-" {
+                if options.command == nil { options.command = argument } else { options.arguments.append(argument) }
+                continue
+            }
+            if argument == "--" { optionsEnded = true; continue }
+            // --opt=value: split at the first "=".
+            var name = argument
+            var inline: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inline = String(argument[argument.index(after: equals)...])
+            }
+            if name == "-h" { name = "--help" }
+            if secretOptions.contains(name) {
+                throw UsageError(message: "\(name): secrets are read from stdin, never from arguments")
+            }
+            if flagOptions.contains(name) {
+                if inline != nil { throw UsageError(message: "\(name) takes no value") }
+                options.flags.insert(name)
+                options.given.append(name)
+                continue
+            }
+            guard valueOptions.contains(name) else {
+                let known = valueOptions.union(flagOptions).union(["-h"])
+                throw UsageError(message: "unknown option \(name)" + suggestion(for: name, among: known))
+            }
+            let value: String
+            if let inline {
+                value = inline
+            } else {
+                guard index < argv.count else { throw UsageError(message: "\(name) needs a value") }
+                value = argv[index]
+                index += 1
+            }
+            options.given.append(name)
+            try options.apply(name, value)
+        }
+        return options
+    }
+
+    /// Records a value; a later one replaces an earlier one (GNU getopt_long programs: the last
+    /// occurrence wins, and an option overrides its environment variable).
+    private mutating func apply(_ name: String, _ value: String) throws(UsageError) {
+        switch name {
+        case "--env": set("authEnvironmentId", value, from: name)
+        case "--api-host": set("apiHost", value, from: name)
+        case "--redirect-url": set("redirectUrl", value, from: name)
+        case "--timeout-ms":
+            guard let ms = UInt32(value), (1...600_000).contains(ms) else {
+                throw UsageError(message: "--timeout-ms needs a number of milliseconds, 1 … 600000")
+            }
+            timeoutMs = ms
+        case "--prompt-timeout-ms":
+            guard let ms = UInt32(value), (1...600_000).contains(ms) else {
+                throw UsageError(message: "--prompt-timeout-ms needs a number of milliseconds, 1 … 600000")
+            }
+            promptTimeoutMs = ms
+        default: values[String(name.dropFirst(2))] = value
+        }
+    }
+
+    private mutating func set(_ parameter: String, _ value: String, from source: String) {
+        switch parameter {
+        case "authEnvironmentId": env = value
+        case "apiHost": apiHost = value
+        default: redirectUrl = value
+        }
+        sources[parameter] = source
+    }
+
+    /// Refuses options the command does not use (`clear --show-token`): exit 64, not ignored.
+    func checkOptions(for command: String) throws(UsageError) {
+        let allowed = globalOptions.union(commandOptions[command] ?? [])
+        if let stray = given.first(where: { !allowed.contains($0) }) {
+            throw UsageError(message: "\(command) does not take \(stray)")
+        }
+    }
+
+    func auth(needsRedirect: Bool = false) throws(UsageError) -> PortalAuth {
+        guard let env else { throw UsageError(message: "no auth environment: pass --env ID or set PORTAL_AUTH_ENVIRONMENT_ID") }
+        let redirect = redirectUrl ?? (needsRedirect ? nil : "portal-session://unused")
+        guard let redirect else {
+            throw UsageError(message: "no redirect URL: pass --redirect-url URL or set PORTAL_REDIRECT_URL")
+        }
+        do {
+            return try PortalAuth(authEnvironmentId: env, redirectUrl: redirect, apiHost: apiHost ?? PortalAuth.defaultApiHost,
+                                  keyringTimeouts: KeyringTimeouts(callMilliseconds: timeoutMs, promptMilliseconds: promptTimeoutMs))
+        } catch {
+            throw UsageError(message: usageMessage(for: error, sources: sources))
+        }
+    }
+
+    func expectArguments(_ count: Int, _ what: String) throws(UsageError) {
+        if arguments.count != count { throw UsageError(message: "\(command ?? "") expects \(what)") }
+    }
+}
+
+/// " (did you mean X?)" when one of `candidates` is within two edits of `word`, else "".
+func suggestion(for word: String, among candidates: some Sequence<String>) -> String {
+    let best = candidates.map { (candidate: $0, distance: editDistance(word, $0)) }
+        .filter { $0.distance <= 2 && $0.distance < $0.candidate.count / 2 + 1 }
+        .min { ($0.distance, $0.candidate) < ($1.distance, $1.candidate) }
+    return best.map { "; did you mean \($0.candidate)?" } ?? ""
+}
+
+/// Levenshtein distance over characters.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    var previous = Array(0...b.count)
+    for i in 1...max(a.count, 1) where !a.isEmpty {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in 1...max(b.count, 1) where !b.isEmpty {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return a.isEmpty ? b.count : previous[b.count]
+}
+
+/// What was wrong with an argument, in the command's own terms: the option or environment
+/// variable it came from (`sources`, by core parameter name), and what is expected.
+func usageMessage(for error: PortalAuthError, sources: [String: String] = [:]) -> String {
+    switch error {
+    case .unsolicitedRedirect:
+        return "\(error) (start the sign-in again: send-magic-link or login-with-*; or --allow-unsolicited)"
+    case .differentEndUser:
+        return "\(error) (sign out with clear and sign in again, or confirm with --replace-user)"
+    case .invalidGrant:
+        return "\(error): the sign-in link was used already, has expired or is unknown; "
+            + "start the sign-in again (send-magic-link or login-with-*)"
+    default: break
+    }
+    guard case .invalidArgument(let name) = error else { return error.description }
+    let limit = "at most \(PortalAuth.maxIdentifierBytes) bytes, not blank, no NUL"
+    switch name {
+    case "authEnvironmentId": return "invalid \(sources[name] ?? "--env"): \(limit)"
+    case "redirectUrl":
+        return "invalid \(sources[name] ?? "--redirect-url"): an absolute URL scheme://… (myapp://auth), "
+            + "at most \(PortalAuth.maxRedirectURLBytes) bytes, no whitespace or control characters"
+    case "apiHost":
+        return "invalid \(sources[name] ?? "--api-host"): a host name or IP address, optionally :port — no scheme or path"
+    case "endUserId": return "invalid --end-user-id: \(limit)"
+    case "clientSessionToken": return "invalid token on stdin: 1 … \(PortalAuth.maxTokenBytes) bytes of UTF-8, not blank, no NUL"
+    case "userJwt": return "invalid user JWT on stdin: not blank, no NUL, at most \(PortalAuth.maxTokenBytes) bytes"
+    case "code": return "invalid TOTP code: digits only"
+    case "email": return "invalid email address"
+    default: return "invalid \(name)"
+    }
+}
+
+func exitCode(for error: PortalAuthError) -> Exit {
+    switch error {
+    case .invalidArgument: return .usage
+    case .sessionStorageFailure: return .storage
+    case .sessionInvalidated, .unauthorized, .networkFailure, .rateLimited, .malformedResponse, .invalidGrant,
+         .invalidUserJwt, .authenticationFailed, .cancelled:
+        return .signIn
+    case .unsolicitedRedirect: return .unsolicited
+    case .differentEndUser: return .differentUser
+    }
+}
