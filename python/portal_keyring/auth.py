@@ -38,7 +38,7 @@ class PortalAuth(_Owner):
     """Client auth for one Portal auth environment (``portal_auth``). Does no I/O on creation.
 
     :param auth_environment_id: the auth environment id (not blank, at most 2048 bytes).
-    :param redirect_url: the app's sign-in redirect URL (not blank, at most 2048 bytes).
+    :param redirect_url: the app's sign-in redirect URL (an absolute URL scheme://…, at most 8192 bytes).
     :param api_host: the Portal API host (``"host"`` or ``"host:port"``); ``None`` for
         ``api.portalhq.io``.
     :raises InvalidArgument: naming the first bad argument.
