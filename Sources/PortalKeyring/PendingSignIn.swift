@@ -80,6 +80,23 @@ struct PendingSignIn {
         return started <= now + Self.clockSkewSeconds && now - started < Self.lifetimeSeconds
     }
 
+    /// Runs `body` holding this auth environment's completion lock: an exclusive `flock` on
+    /// `<fileName>.lock` in the marker directory, shared by every process of this user. Sign-ins
+    /// completing at once (two redirects, a redirect and a TOTP verification) check the stored
+    /// end user and persist one after the other, so the first to finish wins and the second sees
+    /// its session. Without the directory, `body` runs unlocked (the marker check has failed or
+    /// was opted out of; the keyring's own order still applies).
+    func withCompletionLock<T>(_ body: () throws(PortalAuthError) -> T) throws(PortalAuthError) -> T {
+        guard let dir = try? openDirectory(create: true) else { return try body() }
+        let fd = openat(dir, fileName + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        close(dir)
+        guard fd >= 0 else { return try body() }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+
     /// Removes the marker (a completed sign-in). Errors are ignored: an undeletable marker
     /// still expires.
     func consume() {

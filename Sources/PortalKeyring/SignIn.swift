@@ -139,6 +139,16 @@ extension PortalAuth {
                 grants.abandon(grant)
                 throw .unsolicitedRedirect
             }
+            // The keyring is read before the single-use grant is spent: a keyring that is locked
+            // or unavailable now fails the sign-in with the grant intact (deliver the URL again
+            // once it is unlocked), instead of exchanging it and losing the session when the
+            // write fails in a handler process that then exits.
+            do throws(PortalAuthError) {
+                _ = try restoreSession()
+            } catch {
+                grants.abandon(grant)
+                throw error
+            }
         }
         let exchange: Exchange
         do {
@@ -163,20 +173,36 @@ extension PortalAuth {
     /// - Throws: `invalidArgument`, `invalidUserJwt` (expired, used or malformed JWT),
     ///   `authenticationFailed(message:)` (wrong code), `rateLimited`, `malformedResponse`,
     ///   `networkFailure`, `sessionStorageFailure`.
+    ///
+    /// Like `handleRedirect`, it never silently replaces another end user's stored session: when
+    /// the JWT names an end user other than the stored one, it throws `differentEndUser` before
+    /// the code is sent (the code stays unused); `.replaceDifferentEndUser` in `options`
+    /// confirms. (C and Python: sign out first, then verify the same code again.)
     @discardableResult
-    public func verifyTotp(code: String, userJwt: String) throws(PortalAuthError) -> PortalSession {
+    public func verifyTotp(code: String, userJwt: String,
+                           options: RedirectOptions = []) throws(PortalAuthError) -> PortalSession {
         guard !code.isEmpty, code.utf8.count <= 16, code.allSatisfy({ $0.isNumber }) else {
             throw .invalidArgument(name: "code")
         }
         let jwt = SecretBytes.copyingUTF8(of: userJwt)
         try Self.checkToken(jwt, name: "userJwt")
+        // Before the code is spent: the JWT's end user against the stored one (this also reads
+        // the keyring first, so a locked keyring fails with the code still unused).
+        if let named = Self.endUserId(fromJWT: userJwt) {
+            try checkSameEndUser(named, options)
+        } else {
+            _ = try restoreSession()
+        }
         struct Body: Encodable { let code: String }
         var exchange = try decodeExchange(try api("POST", "/api/v3/auth/totps/validations", body: Body(code: code),
                                                   bearer: jwt, unauthorized: .invalidUserJwt), requireUser: false)
         if exchange.endUserId == nil { exchange.endUserId = Self.endUserId(fromJWT: userJwt) }
         guard let endUserId = exchange.endUserId else { throw .malformedResponse(field: "endUserId") }
         guard let token = exchange.clientSessionToken else { throw .malformedResponse(field: "clientSessionToken") }
-        return try persist(endUserId: endUserId, token: token)
+        return try pendingSignIn.withCompletionLock { () throws(PortalAuthError) -> PortalSession in
+            try checkSameEndUser(endUserId, options)
+            return try persist(endUserId: endUserId, token: token)
+        }
     }
 
     // MARK: - Exchange plumbing
@@ -191,6 +217,14 @@ extension PortalAuth {
     /// The pending sign-in marker of this auth environment (`PendingSignIn`).
     var pendingSignIn: PendingSignIn { PendingSignIn(authEnvironmentId: authEnvironmentId) }
 
+    /// Throws `differentEndUser` when the keyring holds a session of an end user other than
+    /// `endUserId`, unless `options` confirms the replacement.
+    private func checkSameEndUser(_ endUserId: String, _ options: RedirectOptions) throws(PortalAuthError) {
+        guard !options.contains(.replaceDifferentEndUser), let stored = try restoreSession()?.endUserId,
+              stored != endUserId else { return }
+        throw PortalAuthError.differentEndUser(storedEndUserId: stored, newEndUserId: endUserId)
+    }
+
     private func finishAuthenticated(_ grant: String, _ exchange: Exchange,
                                      _ options: RedirectOptions) throws(PortalAuthError) -> RedirectResult {
         guard let endUserId = exchange.endUserId, let token = exchange.clientSessionToken else {
@@ -198,12 +232,13 @@ extension PortalAuth {
             throw .malformedResponse(field: exchange.endUserId == nil ? "endUserId" : "clientSessionToken")
         }
         do throws(PortalAuthError) {
-            // Another end user's stored session is replaced only on confirmation.
-            if !options.contains(.replaceDifferentEndUser), let stored = try restoreSession()?.endUserId,
-               stored != endUserId {
-                throw PortalAuthError.differentEndUser(storedEndUserId: stored, newEndUserId: endUserId)
+            // Check and store under the completion lock: of two sign-ins completing at once in
+            // different processes, the second sees the first's session.
+            let result = try pendingSignIn.withCompletionLock { () throws(PortalAuthError) -> RedirectResult in
+                // Another end user's stored session is replaced only on confirmation.
+                try checkSameEndUser(endUserId, options)
+                return RedirectResult.authenticated(try persist(endUserId: endUserId, token: token))
             }
-            let result = RedirectResult.authenticated(try persist(endUserId: endUserId, token: token))
             grants.finish(grant, result)
             pendingSignIn.consume()
             return result

@@ -94,7 +94,8 @@ func run(_ options: Options) throws(UsageError) -> Exit {
             let auth = try options.auth()
             let jwt = try readSecretFromStdin(limit: PortalAuth.maxTokenBytes, what: "the user JWT",
                                               example: "printf '%s' \"$JWT\" | portal-session verify-totp CODE")
-            let session = try auth.verifyTotp(code: options.arguments[0], userJwt: jwt)
+            let session = try auth.verifyTotp(code: options.arguments[0], userJwt: jwt,
+                                              options: options.flags.contains("--replace-user") ? .replaceDifferentEndUser : [])
             printSession(session, status: "authenticated", options: options)
             return .ok
         case "status":
@@ -107,7 +108,7 @@ func run(_ options: Options) throws(UsageError) -> Exit {
         throw error
     } catch let error as PortalAuthError {
         printError(usageMessage(for: error, sources: options.sources))
-        if command == "handle-redirect" && options.flags.contains("--json") {
+        if (command == "handle-redirect" || command == "verify-totp") && options.flags.contains("--json") {
             if case .differentEndUser(let stored, let new) = error {
                 output(json(["status": "differentEndUser", "endUserId": new, "storedEndUserId": stored]))
             } else if case .unsolicitedRedirect = error {

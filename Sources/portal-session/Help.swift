@@ -32,7 +32,7 @@ commands:
                                     print the authorize URL to open in a browser
   handle-redirect URL [--json] [--show-token] [--allow-unsolicited] [--replace-user]
                                     complete a sign-in from a redirect URL (magic link, Google, Apple)
-  verify-totp CODE [--json] [--show-token]
+  verify-totp CODE [--json] [--show-token] [--replace-user]
                                     complete a TOTP sign-in; the user JWT is read from stdin
   status [--json]                   configuration and whether a session is stored
   help [COMMAND]                    this text, or a command's (with its --json output)
@@ -127,12 +127,15 @@ let commandHelp: [String: String] = [
     redirect, 5 another end user is signed in, 64 usage.
     """,
     "verify-totp": """
-    usage: portal-session [--env ID] [--api-host HOST] verify-totp CODE [--json] [--show-token]  < user-jwt
+    usage: portal-session [--env ID] [--api-host HOST] verify-totp CODE [--json] [--show-token] [--replace-user]  < user-jwt
     Completes a TOTP sign-in; the user JWT from handle-redirect is read from stdin (not a
-    terminal). Persists the session and prints the end user id.
+    terminal). Persists the session and prints the end user id. When another end user's session
+    is stored, nothing is sent and it exits 5 (the code stays unused): sign out with clear and
+    run it again, or confirm with --replace-user.
     --json prints {"status":"authenticated","authEnvironmentId":…,"endUserId":…} (with
     --show-token also "clientSessionToken").
-    exit: 0 signed in, 2 keyring failure, 3 wrong code / invalid JWT / network, 64 usage.
+    exit: 0 signed in, 2 keyring failure, 3 wrong code / invalid JWT / network, 5 another end
+    user is signed in, 64 usage.
     """,
     "status": """
     usage: portal-session [--env ID] status [--json]
@@ -156,6 +159,6 @@ let commandOptions: [String: Set<String>] = [
     "login-with-google": ["--json"],
     "login-with-apple": ["--json"],
     "handle-redirect": ["--json", "--show-token", "--allow-unsolicited", "--replace-user"],
-    "verify-totp": ["--json", "--show-token"],
+    "verify-totp": ["--json", "--show-token", "--replace-user"],
     "status": ["--json"],
 ]

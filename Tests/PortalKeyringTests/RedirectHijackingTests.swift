@@ -1,4 +1,5 @@
 import Testing
+import Dispatch
 import FoundationEssentials
 @testable import PortalKeyring
 #if canImport(Glibc)
@@ -149,6 +150,97 @@ private func now() -> Int64 { Int64(time(nil)) }
         }
         #expect(try a.restoreSession()?.getToken() == again.getToken())
         try a.clearPersistedSession()
+    }
+
+    /// A keyring that cannot be read fails the sign-in before the single-use grant is spent: the
+    /// same URL delivered again once it is unlocked signs in (a handler process that exchanged
+    /// first and failed the write lost the sign-in). Kills: csrf/grant-spent-before-keyring.
+    @Test(.disabled(if: KeyringControl.lockIsUndoneByReads, KeyringControl.passwordlessReason))
+    func lockedKeyringKeepsTheGrantUnspent() throws {
+        let a = try freshAuth()
+        try a.pendingSignIn.record()
+        let url = try grant("magic_link", user: "eu-locked")
+        let before = try FakePortalAPI.requests(validations).total
+        try KeyringControl.lock()
+        var failure = ""
+        do throws(PortalAuthError) {
+            _ = try a.handleRedirect(url: url)
+        } catch {
+            failure = "\(error)"
+        }
+        #expect(failure.contains("locked"), "a sign-in into a locked keyring must fail as locked: '\(failure)'")
+        try KeyringControl.unlock()
+        #expect(try FakePortalAPI.requests(validations).total == before, "the grant was spent although the keyring was locked")
+        let handler = try PortalAuth(authEnvironmentId: a.authEnvironmentId, redirectUrl: redirect, apiHost: a.apiHost)
+        guard case .authenticated(let session) = try handler.handleRedirect(url: url) else {
+            Issue.record("the same URL must sign in once the keyring is unlocked")
+            return
+        }
+        #expect(session.endUserId == "eu-locked")
+        try a.clearPersistedSession()
+    }
+
+    /// verify-totp, the second half of a sign-in, never replaces another end user's session
+    /// silently either: refused before the code is sent, confirmed with `.replaceDifferentEndUser`.
+    /// Kills: csrf/totp-replaces-other-user.
+    @Test func totpNeverReplacesAnotherEndUserSilently() throws {
+        let a = try freshAuth()
+        let victim = try a.persistSession(endUserId: "eu-victim", clientSessionToken: "victim-token")
+        try a.pendingSignIn.record()
+        guard case .totpRequired(let jwt, _) = try a.handleRedirect(url: try grant("magic_link", user: "eu-totp-other", totp: true)) else {
+            Issue.record("expected totpRequired")
+            return
+        }
+        struct Code: Decodable { let code: String }
+        struct Wrapped: Decodable { let data: Code }
+        let code = try JSONDecoder().decode(Wrapped.self,
+                                            from: Data(try FakePortalAPI.admin("GET", "totp?endUserId=eu-totp-other").utf8)).data.code
+        let route = "/api/v3/auth/totps/validations"
+        let before = try FakePortalAPI.requests(route).total
+        #expect(throws: PortalAuthError.differentEndUser(storedEndUserId: "eu-victim", newEndUserId: "eu-totp-other")) {
+            try a.verifyTotp(code: code, userJwt: jwt)
+        }
+        #expect(try FakePortalAPI.requests(route).total == before, "the code was sent although another end user is stored")
+        #expect(try a.restoreSession()?.getToken() == victim.getToken(), "the victim's session was replaced")
+        let session = try a.verifyTotp(code: code, userJwt: jwt, options: .replaceDifferentEndUser)
+        #expect(session.endUserId == "eu-totp-other")
+        #expect(try a.restoreSession()?.endUserId == "eu-totp-other")
+        try a.clearPersistedSession()
+    }
+
+    /// Two redirects of two end users completing at once (two handler processes; here two
+    /// instances on two threads, each with its own lock file descriptor): the first to finish is
+    /// stored, the second is refused as a different end user — never both "signed in" with one
+    /// of them silently lost. Kills: csrf/completion-unlocked.
+    @Test func concurrentSignInsOfTwoEndUsersFirstWins() throws {
+        let first = try freshAuth()
+        let second = try PortalAuth(authEnvironmentId: first.authEnvironmentId, redirectUrl: redirect, apiHost: first.apiHost)
+        for round in 0..<3 {
+            try first.pendingSignIn.record()
+            let urls = [try grant("magic_link", user: "eu-race-a\(round)"), try grant("magic_link", user: "eu-race-b\(round)")]
+            try FakePortalAPI.admin("POST", "faults", #"{"route":"\#(validations)","delayMs":500,"count":2}"#)
+            let outcomes = Lock([String](repeating: "", count: 2))
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                let auth = index == 0 ? first : second
+                var outcome = "other"
+                do throws(PortalAuthError) {
+                    if case .authenticated(let session) = try auth.handleRedirect(url: urls[index]) {
+                        outcome = "signed in " + session.endUserId
+                    }
+                } catch {
+                    if case .differentEndUser = error { outcome = "refused" } else { outcome = "error \(error)" }
+                }
+                outcomes.withLock { $0[index] = outcome }
+            }
+            let results = outcomes.withLock { $0 }
+            let signedIn = results.filter { $0.hasPrefix("signed in ") }
+            #expect(signedIn.count == 1 && results.filter({ $0 == "refused" }).count == 1, "round \(round): \(results)")
+            if let winner = signedIn.first {
+                #expect(try first.restoreSession()?.endUserId == String(winner.dropFirst("signed in ".count)),
+                        "round \(round): the stored session is not the one reported signed in")
+            }
+            try first.clearPersistedSession()
+        }
     }
 
     /// Markers another user, a symlink, a FIFO, loose permissions or another auth environment
