@@ -116,7 +116,7 @@ import Glibc
 
 /// Sleeps 10 ms at a time on the main actor and records the largest gap between wake-ups.
 @MainActor
-private final class MainActorTicker {
+final class MainActorTicker {
     var running = true
     var maxGap = 0
 
