@@ -70,8 +70,11 @@ public final class Portal: Sendable {
         self.invalidation = InvalidationCenter(phase: .staticKey)
     }
 
+    /// The last reference is gone (docs/threading.md "Listener lifetime"): this never cancels a
+    /// listener an invalidation already reached; the others are released uncalled, since no
+    /// request of this Portal is in flight (each one holds it) to detect an invalidation.
     deinit {
-        invalidation.cancelAll()
+        invalidation.releaseOnDrop()
     }
 
     /// Stops this Portal: aborts requests in flight (including the validation request sent at

@@ -199,6 +199,14 @@ final class InvalidationCenter: Sendable {
         all.forEach { $0.cancel() }
     }
 
+    /// The Portal's last reference is gone: after an invalidation every registration has its
+    /// delivery queued already (notifyListeners, or add's replay), and it runs, then releases;
+    /// otherwise nothing can invalidate any more, so every registration is released uncalled.
+    func releaseOnDrop() {
+        if phase == .invalidated { return }
+        cancelAll()
+    }
+
     /// Waits until deliveries queued so far have run (tests and orderly shutdown).
     func drain() {
         queue.sync {}

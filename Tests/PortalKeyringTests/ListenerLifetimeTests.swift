@@ -1,0 +1,81 @@
+import Testing
+import Synchronization
+@testable import PortalKeyring
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The listener-lifetime rule (docs/threading.md "Listener lifetime", issue 12): dropping the last
+/// reference to a Portal never cancels a listener. An invalidation the Portal detects — here by
+/// its validation request, still in flight when the app dropped the Portal — deletes the item
+/// *and* reaches the listener; with nothing left that could detect one, the listener is released
+/// without a call. Real keyring, loopback Portal API.
+@Suite(.serialized) struct ListenerLifetimeTests {
+    private func signIn(_ user: String) throws -> (PortalAuth, PortalSession, String) {
+        let auth = try PortalAuth(authEnvironmentId: "lifetime-\(PortalAuth.newGeneration().prefix(12))",
+                                  redirectUrl: "app://cb", apiHost: try FakePortalAPI.host())
+        let token = try FakePortalAPI.issueToken(endUserId: user)
+        return (auth, try auth.persistSession(endUserId: user, clientSessionToken: token), token)
+    }
+
+    @Test func droppedPortalStillTellsItsListener() throws {
+        let (auth, session, token) = try signIn("u-dropped")
+        try FakePortalAPI.admin("POST", "revoke", #"{"token":"\#(token)"}"#)
+        // The validation request answers 401 only after the app has dropped the Portal.
+        try FakePortalAPI.admin("POST", "faults", #"{"route":"/api/v3/clients/me","delayMs":300,"count":1}"#)
+        let fired = Tally()
+        do {
+            let portal = try Portal(credentials: session)
+            portal.onSessionInvalidated { fired.bump() }
+        } // the last reference is gone here; the request in flight keeps the machinery alive
+        let deadline = monotonicMilliseconds() + 5000
+        while monotonicMilliseconds() < deadline, fired.count == 0 { usleep(10_000) }
+        usleep(100_000) // a second (wrong) delivery would have run by now
+        #expect(session.isInvalidated, "the validation request's 401 must invalidate")
+        #expect(try auth.restoreSession() == nil, "the rejected session's item is deleted")
+        #expect(fired.count == 1, "the item was deleted but the listener was not told")
+    }
+
+    @Test func droppedPortalWithNothingToDetectReleasesItsListenerUncalled() throws {
+        let (auth, session, _) = try signIn("u-dropped-valid")
+        let fired = Tally()
+        let released = Tally()
+        do {
+            let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+            let witness = ReleaseWitness(released)
+            portal.onSessionInvalidated { _ = witness; fired.bump() }
+        }
+        let deadline = monotonicMilliseconds() + 2000
+        while monotonicMilliseconds() < deadline, released.count == 0 { usleep(10_000) }
+        #expect(released.count == 1, "the listener closure was leaked")
+        #expect(fired.count == 0)
+        #expect(try auth.restoreSession() != nil)
+        try auth.clearPersistedSession()
+    }
+
+    @Test func explicitCloseCancelsListeners() throws {
+        let (auth, session, token) = try signIn("u-closed")
+        let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+        let fired = Tally()
+        portal.onSessionInvalidated { fired.bump() }
+        portal.close()
+        _ = try? portal.reportUnauthorized(rejectedToken: token)
+        usleep(100_000)
+        #expect(fired.count == 0, "a listener ran after close()")
+        try? auth.clearPersistedSession()
+    }
+}
+
+/// A thread-safe counter.
+private final class Tally: Sendable {
+    private let value = Atomic<Int>(0)
+    func bump() { value.add(1, ordering: .sequentiallyConsistent) }
+    var count: Int { value.load(ordering: .sequentiallyConsistent) }
+}
+
+/// Bumps `released` from its deinit: proves a listener closure (which captures it) was released.
+private final class ReleaseWitness: Sendable {
+    private let released: Tally
+    init(_ released: Tally) { self.released = released }
+    deinit { released.bump() }
+}
