@@ -1,6 +1,6 @@
 import Testing
 import Synchronization
-@testable import PortalKeyring
+@_spi(PortalKeyringC) @testable import PortalKeyring
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,17 +23,24 @@ import Glibc
         try FakePortalAPI.admin("POST", "revoke", #"{"token":"\#(token)"}"#)
         // The validation request answers 401 only after the app has dropped the Portal.
         try FakePortalAPI.admin("POST", "faults", #"{"route":"/api/v3/clients/me","delayMs":300,"count":1}"#)
+        let first = Tally()
         let fired = Tally()
+        let released = Tally()
         do {
             let portal = try Portal(credentials: session)
-            portal.onSessionInvalidated { fired.bump() }
+            // The first listener holds the delivery queue for 300 ms, so the second one's delivery
+            // is still pending when the validation request returns and drops the last reference.
+            portal.onSessionInvalidated { first.bump(); usleep(300_000) }
+            portal.onSessionInvalidated({ fired.bump() }, release: { released.bump() })
         } // the last reference is gone here; the request in flight keeps the machinery alive
         let deadline = monotonicMilliseconds() + 5000
-        while monotonicMilliseconds() < deadline, fired.count == 0 { usleep(10_000) }
-        usleep(100_000) // a second (wrong) delivery would have run by now
+        while monotonicMilliseconds() < deadline, released.count == 0 { usleep(10_000) }
+        usleep(100_000) // a second (wrong) delivery or release would have run by now
         #expect(session.isInvalidated, "the validation request's 401 must invalidate")
         #expect(try auth.restoreSession() == nil, "the rejected session's item is deleted")
+        #expect(first.count == 1)
         #expect(fired.count == 1, "the item was deleted but the listener was not told")
+        #expect(released.count == 1)
     }
 
     @Test func droppedPortalWithNothingToDetectReleasesItsListenerUncalled() throws {
@@ -43,11 +50,13 @@ import Glibc
         do {
             let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
             let witness = ReleaseWitness(released)
-            portal.onSessionInvalidated { _ = witness; fired.bump() }
+            // The release hook is the C destroy_notify's: it must run once, not wait forever.
+            portal.onSessionInvalidated({ _ = witness; fired.bump() }, release: { released.bump() })
         }
         let deadline = monotonicMilliseconds() + 2000
-        while monotonicMilliseconds() < deadline, released.count == 0 { usleep(10_000) }
-        #expect(released.count == 1, "the listener closure was leaked")
+        while monotonicMilliseconds() < deadline, released.count < 2 { usleep(10_000) }
+        // Both the release hook and the closure's captures (the witness) ran/went exactly once.
+        #expect(released.count == 2, "the registration was never released")
         #expect(fired.count == 0)
         #expect(try auth.restoreSession() != nil)
         try auth.clearPersistedSession()
