@@ -85,8 +85,8 @@ public final class Portal: Sendable {
     public func close() {
         cancellation.cancel()
         closing.cancel()
+        invalidation.close()
         waitForRequests()
-        invalidation.cancelAll()
     }
 
     /// `close()` in two halves for the C ABI's `portal_free_async` (issue 12): this one aborts the
@@ -96,7 +96,7 @@ public final class Portal: Sendable {
     public func beginClose() {
         cancellation.cancel()
         closing.cancel()
-        invalidation.cancelAll()
+        invalidation.close()
     }
 
     /// Waits (about a second at most) until no request of this Portal is in flight.

@@ -68,10 +68,14 @@ import Glibc
         let fired = Tally()
         portal.onSessionInvalidated { fired.bump() }
         portal.close()
-        _ = try? portal.reportUnauthorized(rejectedToken: token)
+        // After close nothing invalidates: no delete that nobody would be told about.
+        #expect(try portal.reportUnauthorized(rejectedToken: token) == false)
         usleep(100_000)
         #expect(fired.count == 0, "a listener ran after close()")
-        try? auth.clearPersistedSession()
+        #expect(!session.isInvalidated)
+        #expect(try auth.restoreSession() != nil, "a closed Portal deleted the item")
+        #expect(portal.onSessionInvalidated { fired.bump() }.id == 0, "a closed Portal hands out spent handles")
+        try auth.clearPersistedSession()
     }
 }
 
