@@ -497,10 +497,13 @@ PORTAL_API portal_status portal_new(portal **out, const portal_session *session,
 PORTAL_API portal_status portal_new_with_api_key(portal **out, const char *api_key, const char *api_host);
 
 /**
- * Frees a portal. Aborts its requests in flight (the validation request sent by portal_new()
- * included) and waits for them to return — at most about a second, libcurl's progress interval —
- * then cancels every listener registration (each destroy_notify runs once, on the calling thread
- * unless it already ran). No callback of this portal runs after portal_free() returns (a callback
+ * Frees a portal: the explicit close of the listener-lifetime rule (docs/threading.md). Aborts
+ * its requests in flight (the validation request sent by portal_new() included), cancels every
+ * listener registration (each destroy_notify runs once, on the calling thread unless it already
+ * ran) and waits for the requests to return — at most about a second, libcurl's progress
+ * interval. From the moment it starts the portal invalidates nothing: a 401 one of those requests
+ * still receives deletes no item (the session stays stored; the next portal detects the
+ * rejection). No callback of this portal runs after portal_free() returns (a callback
  * already running on another thread is waited for, unless portal_free() is called from it).
  * NULL is a no-op. May be called from inside a callback. Free every portal before the process
  * exits: a request still running on a library thread while the process tears down its TLS

@@ -77,9 +77,11 @@ public final class Portal: Sendable {
         invalidation.releaseOnDrop()
     }
 
-    /// Stops this Portal: aborts requests in flight (including the validation request sent at
-    /// init) and waits for them to return — about a second at most, libcurl's progress interval —
-    /// then cancels every listener registration. Later requests fail with `networkFailure`.
+    /// Stops this Portal (the explicit close of the listener-lifetime rule, docs/threading.md):
+    /// aborts requests in flight (including the validation request sent at init), cancels every
+    /// listener registration and waits for the requests to return — about a second at most,
+    /// libcurl's progress interval. From now on nothing invalidates: a 401 seen later deletes no
+    /// item. Later requests fail with `networkFailure`.
     /// Call it before the process exits: a request still running on a library thread while the
     /// process tears down its TLS library can crash it. The C ABI's `portal_free` calls it.
     public func close() {
