@@ -195,7 +195,8 @@ def fig_async(t, a, n, prompt_ms):
         return t.failed(label, "max timer gap ≤ 50 ms", str(e))
     verdict = "met" if gap_ns <= 50e6 else "MISSED (max gap %s)" % fmt_ms(gap_ns)
     t.add(label, "max gap of a 10 ms GLib timer **%s** (%d ticks)" % (fmt_ms(gap_ns), ticks),
-          "completion after %s (status %d: the prompt deadline)" % (fmt_ms(elapsed_ns), status), "—",
+          "completion after %s (status %d%s)" % (
+              fmt_ms(elapsed_ns), status, ", PORTAL_ERR_SESSION_STORAGE: prompt not answered" if status == 2 else ""), "—",
           "max timer gap ≤ 50 ms", verdict, 1)
 
 
