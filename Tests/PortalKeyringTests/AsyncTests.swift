@@ -90,6 +90,26 @@ import Glibc
         #expect(try await auth.restoreSession() == nil)
     }
 
+    /// `onSessionInvalidated(onMainActor:)`: a `@MainActor` listener registered directly from
+    /// `@MainActor` code in Swift 6 mode, run on the main actor, once.
+    @Test func mainActorListenerRunsOnTheMainActor() async throws {
+        let auth = try newAuth("main-actor-listener")
+        let token = try FakePortalAPI.issueToken(endUserId: "u-main-actor")
+        let session = try await auth.persistSession(endUserId: "u-main-actor", clientSessionToken: token)
+        let portal = try Portal(credentials: session)
+        defer { portal.close() }
+        let screen = SignInScreen()
+        portal.onSessionInvalidated(onMainActor: {
+            MainActor.assertIsolated()
+            screen.show()
+        })
+        #expect(try await portal.reportUnauthorized(rejectedToken: token))
+        for _ in 0..<500 where screen.shown == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(screen.shown == 1)
+        #expect(try await auth.restoreSession() == nil)
+    }
+
     /// The blocking body runs on the library's "portal-async" worker threads, not on a thread of
     /// the cooperative pool; eight of them blocked at once leave the pool free.
     @Test func blockingWorkStaysOffTheCooperativePool() async throws {
