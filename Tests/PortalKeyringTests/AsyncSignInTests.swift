@@ -12,7 +12,8 @@ import Glibc
 @MainActor
 @Suite(.serialized) struct AsyncSignInTests {
     private func newAuth(_ tag: String) throws -> PortalAuth {
-        try PortalAuth(authEnvironmentId: "swift-async-signin-\(tag)-\(getpid())", redirectUrl: "app://cb",
+        _ = try KeyringControl.environment() // unlocks gnome-keyring-locked's keyring, once
+        return try PortalAuth(authEnvironmentId: "swift-async-signin-\(tag)-\(getpid())", redirectUrl: "app://cb",
                        apiHost: try FakePortalAPI.host())
     }
 

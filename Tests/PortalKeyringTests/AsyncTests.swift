@@ -10,7 +10,8 @@ import Glibc
 @MainActor
 @Suite(.serialized) struct AsyncTests {
     private func newAuth(_ tag: String) throws -> PortalAuth {
-        try PortalAuth(authEnvironmentId: "swift-async-\(tag)-\(getpid())", redirectUrl: "app://cb",
+        _ = try KeyringControl.environment() // unlocks gnome-keyring-locked's keyring, once
+        return try PortalAuth(authEnvironmentId: "swift-async-\(tag)-\(getpid())", redirectUrl: "app://cb",
                        apiHost: try FakePortalAPI.host())
     }
 
