@@ -17,10 +17,10 @@ import Glibc
                        apiHost: try FakePortalAPI.host())
     }
 
-    private struct Data1<T: Decodable>: Decodable { let data: T }
+    private struct Envelope<T: Decodable>: Decodable { let data: T }
 
     private func admin<T: Decodable>(_ type: T.Type, _ method: String, _ path: String, _ json: String? = nil) throws -> T {
-        try JSONDecoder().decode(Data1<T>.self, from: Data(try FakePortalAPI.admin(method, path, json).utf8)).data
+        try JSONDecoder().decode(Envelope<T>.self, from: Data(try FakePortalAPI.admin(method, path, json).utf8)).data
     }
 
     @Test func methodsAndAuthorizeURLs() async throws {
