@@ -499,10 +499,13 @@ PORTAL_API portal_status portal_new(portal **out, const portal_session *session,
 PORTAL_API portal_status portal_new_with_api_key(portal **out, const char *api_key, const char *api_host);
 
 /**
- * Frees a portal. Aborts its requests in flight (the validation request sent by portal_new()
- * included) and waits for them to return — at most about a second, libcurl's progress interval —
- * then cancels every listener registration (each destroy_notify runs once, on the calling thread
- * unless it already ran). No callback of this portal runs after portal_free() returns (a callback
+ * Frees a portal: the explicit close of the listener-lifetime rule (docs/threading.md). Aborts
+ * its requests in flight (the validation request sent by portal_new() included), cancels every
+ * listener registration (each destroy_notify runs once, on the calling thread unless it already
+ * ran) and waits for the requests to return — at most about a second, libcurl's progress
+ * interval. From the moment it starts the portal invalidates nothing: a 401 one of those requests
+ * still receives deletes no item (the session stays stored; the next portal detects the
+ * rejection). No callback of this portal runs after portal_free() returns (a callback
  * already running on another thread is waited for, unless portal_free() is called from it).
  * NULL is a no-op. May be called from inside a callback. Free every portal before the process
  * exits: a request still running on a library thread while the process tears down its TLS
@@ -585,8 +588,8 @@ PORTAL_API portal_status portal_request(portal *portal, const char *method, cons
 /* ---------------------------------------------------------------------------------------------
  * Non-blocking calls
  *
- * Not built yet: non-blocking variants of the sign-in calls (portal_auth_get_methods, …,
- * portal_auth_verify_totp); use the blocking ones from a worker thread.
+ * The sign-in calls' variants (portal_auth_get_methods_async, …, portal_auth_verify_totp_async)
+ * follow the same rules with their own result type, portal_sign_in_result (end of this section).
  *
  * Each *_async function checks its arguments, starts the operation and returns at once; it never
  * blocks (no keyring or network I/O on the calling thread). The blocking work runs on a
@@ -808,6 +811,106 @@ PORTAL_API portal_status portal_on_session_invalidated_queued(portal *portal, po
 PORTAL_API portal_status portal_free_async(portal *portal, portal_completion_queue *queue,
                                            portal_completion_cb callback, void *user_data,
                                            portal_destroy_notify destroy_notify);
+
+/* Non-blocking sign-in calls: the same rules and common parameters as the other *_async calls
+ * (queue, user_data, destroy_notify, operation_out), with a sign-in callback. */
+
+/**
+ * The result of a non-blocking sign-in call, passed to its callback. Allocated by the library and
+ * valid only during the callback; never copy it by value (fields may be added at the end). Only
+ * the fields the call's documentation names are set; the others are NULL / 0 / false.
+ *
+ * Ownership: session, text, user_jwt and totp_link are owned by the library. To keep one, take
+ * it: copy the pointer and set the field to NULL; the library frees whatever is left after the
+ * callback returns (portal_session_free(), portal_string_free(), which wipes the user JWT).
+ */
+typedef struct portal_sign_in_result {
+    /** handle_redirect: what the URL was (PORTAL_REDIRECT_NOT_HANDLED for the other calls). */
+    portal_redirect_kind kind;
+    /** handle_redirect (PORTAL_REDIRECT_AUTHENTICATED), verify_totp: the persisted session. */
+    portal_session *session;
+    /** get_methods: the comma-separated methods; login_with_google/_apple: the authorize URL. */
+    char *text;
+    /** get_methods: whether Portal creates wallets automatically. */
+    bool auto_create_wallet;
+    /** handle_redirect (PORTAL_REDIRECT_TOTP_REQUIRED): the user JWT, a credential. */
+    char *user_jwt;
+    /** handle_redirect (PORTAL_REDIRECT_TOTP_REQUIRED): the otpauth:// enrolment link, or NULL. */
+    char *totp_link;
+} portal_sign_in_result;
+
+/**
+ * Completion of a non-blocking sign-in call; runs exactly once per started operation, on its
+ * queue, with the same parameters as portal_completion_cb except the result type.
+ *
+ * @param status         PORTAL_OK, PORTAL_ERR_CANCELLED, or the blocking call's error status.
+ * @param result         the result (see portal_sign_in_result for ownership); never NULL.
+ * @param error_message  "" on success, else the detail; never NULL, valid during the call. The
+ *                       thread's portal_last_error_message() is not changed.
+ * @param user_data      as passed to the *_async call.
+ */
+typedef void (*portal_sign_in_cb)(portal_status status, portal_sign_in_result *result, const char *error_message,
+                                  void *user_data);
+
+/**
+ * portal_auth_get_methods() without blocking. result->text: the comma-separated methods,
+ * result->auto_create_wallet. Errors as the blocking call, plus PORTAL_ERR_CANCELLED.
+ */
+PORTAL_API portal_status portal_auth_get_methods_async(portal_auth *auth, portal_completion_queue *queue,
+                                                       portal_sign_in_cb callback, void *user_data,
+                                                       portal_destroy_notify destroy_notify, uint64_t *operation_out);
+
+/**
+ * portal_auth_send_magic_link() without blocking. A NULL or over-long email is refused before
+ * this returns; the address format is checked on the worker (then the callback gets
+ * PORTAL_ERR_INVALID_ARGUMENT and nothing was sent). The pending sign-in marker is written on the worker, before the request. No result
+ * fields. Errors as the blocking call, plus PORTAL_ERR_CANCELLED: a cancelled request may still
+ * have reached Portal (an email may be sent; never retried).
+ */
+PORTAL_API portal_status portal_auth_send_magic_link_async(portal_auth *auth, const char *email,
+                                                           portal_completion_queue *queue, portal_sign_in_cb callback,
+                                                           void *user_data, portal_destroy_notify destroy_notify,
+                                                           uint64_t *operation_out);
+
+/**
+ * portal_auth_login_with_google() without blocking. result->text: the authorize URL. Errors as
+ * the blocking call, plus PORTAL_ERR_CANCELLED.
+ */
+PORTAL_API portal_status portal_auth_login_with_google_async(portal_auth *auth, portal_completion_queue *queue,
+                                                             portal_sign_in_cb callback, void *user_data,
+                                                             portal_destroy_notify destroy_notify,
+                                                             uint64_t *operation_out);
+
+/** portal_auth_login_with_apple() without blocking; see portal_auth_login_with_google_async(). */
+PORTAL_API portal_status portal_auth_login_with_apple_async(portal_auth *auth, portal_completion_queue *queue,
+                                                            portal_sign_in_cb callback, void *user_data,
+                                                            portal_destroy_notify destroy_notify,
+                                                            uint64_t *operation_out);
+
+/**
+ * portal_auth_handle_redirect_v2() without blocking: url (at most 8192 bytes) and flags
+ * (portal_redirect_flags; unknown bits are PORTAL_ERR_INVALID_ARGUMENT before anything starts)
+ * are checked and the URL copied before this returns. result->kind; result->session for
+ * PORTAL_REDIRECT_AUTHENTICATED; result->user_jwt and result->totp_link (or NULL) for
+ * PORTAL_REDIRECT_TOTP_REQUIRED. Errors and the exchange-once rule as the blocking call, plus
+ * PORTAL_ERR_CANCELLED: a cancel after the grant exchange leaves the session persisted or not
+ * (never half), and a repeat delivery of the URL on the same handle returns the remembered
+ * exchange.
+ */
+PORTAL_API portal_status portal_auth_handle_redirect_async(portal_auth *auth, const char *url, uint32_t flags,
+                                                           portal_completion_queue *queue, portal_sign_in_cb callback,
+                                                           void *user_data, portal_destroy_notify destroy_notify,
+                                                           uint64_t *operation_out);
+
+/**
+ * portal_auth_verify_totp() without blocking. code and user_jwt are checked and copied before
+ * this returns. result->session: the persisted session. Errors as the blocking call, plus
+ * PORTAL_ERR_CANCELLED.
+ */
+PORTAL_API portal_status portal_auth_verify_totp_async(portal_auth *auth, const char *code, const char *user_jwt,
+                                                       portal_completion_queue *queue, portal_sign_in_cb callback,
+                                                       void *user_data, portal_destroy_notify destroy_notify,
+                                                       uint64_t *operation_out);
 
 #ifdef __cplusplus
 }

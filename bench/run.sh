@@ -25,6 +25,11 @@
 #   invalidation             1000 threads reporting the same 401 at once: the listener must run
 #                            exactly once; report→callback p50/p99 (bench/invalidate.c)
 #   RSS drift                100,000 restore cycles in one process (bench/rss_cycles.c)
+#   async restore            the non-blocking restore on a GMainLoop, completion included, vs the
+#                            blocking call, alternating (median ratio, target ≤ 1.10×); and the
+#                            largest gap of a 10 ms GLib timer while an async restore waits on an
+#                            unlock prompt nobody answers, to its 30 s deadline (bench/async.c,
+#                            keyringctl's stuck prompter; issue 12)
 #
 # Which build is measured: $PORTAL_BENCH_LIBRARY / $PORTAL_BENCH_CLI when set; otherwise the
 # shipped build from the Makefile (build/make/lib/libportal-keyring.so, build/make/bin/
@@ -137,6 +142,9 @@ cc "${cflags[@]}" -pthread -o "$out/invalidate" bench/invalidate.c "${portal_lin
 cc "${cflags[@]}" -o "$out/rss_cycles" bench/rss_cycles.c "${portal_link[@]}" "${secret_cflags[@]}" "${secret_libs[@]}"
 cc "${cflags[@]}" -DBENCH_RAW_ONLY -o "$out/rss_cycles_raw" bench/rss_cycles.c "${secret_cflags[@]}" "${secret_libs[@]}"
 cc "${cflags[@]}" -o "$out/restore_on_launch" examples/c/restore_on_launch.c "${portal_link[@]}"
+read -r -a glib_flags <<<"$(pkg-config --cflags --libs glib-2.0)"
+cc "${cflags[@]}" -o "$out/async" bench/async.c "${portal_link[@]}" "${glib_flags[@]}"
+cc "${cflags[@]}" -o "$out/keyringctl" Tests/tools/keyringctl.c "${secret_cflags[@]}" "${secret_libs[@]}"
 
 # -------------------------------------------------------- PyPI keyring (the Python baseline)
 

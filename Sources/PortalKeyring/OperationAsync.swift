@@ -89,6 +89,43 @@ extension PortalAuth {
     }
 }
 
+extension PortalAuth {
+    /// `getMethods()` without blocking; `.cancelled` on task cancellation.
+    public func getMethods() async throws(PortalAuthError) -> AuthMethods {
+        try await OperationRunner.run { () throws(PortalAuthError) in try self.getMethods() }
+    }
+
+    /// `sendMagicLink(email:)` without blocking. On `.cancelled` the request may still have
+    /// reached Portal (an email may be sent); it is never retried.
+    public func sendMagicLink(email: String) async throws(PortalAuthError) {
+        try await OperationRunner.run { () throws(PortalAuthError) in try self.sendMagicLink(email: email) }
+    }
+
+    /// `loginWithGoogle()` without blocking: the authorize URL to open in the browser.
+    public func loginWithGoogle() async throws(PortalAuthError) -> String {
+        try await OperationRunner.run { () throws(PortalAuthError) in try self.loginWithGoogle() }
+    }
+
+    /// `loginWithApple()` without blocking: the authorize URL to open in the browser.
+    public func loginWithApple() async throws(PortalAuthError) -> String {
+        try await OperationRunner.run { () throws(PortalAuthError) in try self.loginWithApple() }
+    }
+
+    /// `handleRedirect(url:options:)` without blocking (PortalSwift's
+    /// `try await auth.handleRedirect(url:)`). On `.cancelled` after the grant exchange the
+    /// session is persisted or not, never half; delivering the URL again on this object returns
+    /// the remembered exchange.
+    public func handleRedirect(url: String, options: RedirectOptions = []) async throws(PortalAuthError)
+        -> RedirectResult {
+        try await OperationRunner.run { () throws(PortalAuthError) in try self.handleRedirect(url: url, options: options) }
+    }
+
+    /// `verifyTotp(code:userJwt:)` without blocking: the persisted session.
+    public func verifyTotp(code: String, userJwt: String) async throws(PortalAuthError) -> PortalSession {
+        try await OperationRunner.run { () throws(PortalAuthError) in try self.verifyTotp(code: code, userJwt: userJwt) }
+    }
+}
+
 extension PortalSession {
     /// `invalidate()` without blocking; `.cancelled` on task cancellation (the token is dropped
     /// from memory either way once the worker ran).

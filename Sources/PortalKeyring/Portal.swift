@@ -70,20 +70,25 @@ public final class Portal: Sendable {
         self.invalidation = InvalidationCenter(phase: .staticKey)
     }
 
+    /// The last reference is gone (docs/threading.md "Listener lifetime"): this never cancels a
+    /// listener an invalidation already reached; the others are released uncalled, since no
+    /// request of this Portal is in flight (each one holds it) to detect an invalidation.
     deinit {
-        invalidation.cancelAll()
+        invalidation.releaseOnDrop()
     }
 
-    /// Stops this Portal: aborts requests in flight (including the validation request sent at
-    /// init) and waits for them to return — about a second at most, libcurl's progress interval —
-    /// then cancels every listener registration. Later requests fail with `networkFailure`.
+    /// Stops this Portal (the explicit close of the listener-lifetime rule, docs/threading.md):
+    /// aborts requests in flight (including the validation request sent at init), cancels every
+    /// listener registration and waits for the requests to return — about a second at most,
+    /// libcurl's progress interval. From now on nothing invalidates: a 401 seen later deletes no
+    /// item. Later requests fail with `networkFailure`.
     /// Call it before the process exits: a request still running on a library thread while the
     /// process tears down its TLS library can crash it. The C ABI's `portal_free` calls it.
     public func close() {
         cancellation.cancel()
         closing.cancel()
+        invalidation.close()
         waitForRequests()
-        invalidation.cancelAll()
     }
 
     /// `close()` in two halves for the C ABI's `portal_free_async` (issue 12): this one aborts the
@@ -93,7 +98,7 @@ public final class Portal: Sendable {
     public func beginClose() {
         cancellation.cancel()
         closing.cancel()
-        invalidation.cancelAll()
+        invalidation.close()
     }
 
     /// Waits (about a second at most) until no request of this Portal is in flight.

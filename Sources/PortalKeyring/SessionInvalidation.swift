@@ -116,7 +116,7 @@ final class ListenerRegistration: @unchecked Sendable {
 /// Listeners run on a serial dispatch queue owned by this center, one after another, never on
 /// the thread that registered or reported, and never while a library lock is held.
 final class InvalidationCenter: Sendable {
-    enum Phase: Sendable { case active, invalidated, cleared, staticKey }
+    enum Phase: Sendable { case active, invalidated, cleared, staticKey, closed }
 
     private struct State: @unchecked Sendable {
         var phase: Phase
@@ -138,7 +138,7 @@ final class InvalidationCenter: Sendable {
         let registration = ListenerRegistration(callback: callback, release: release)
         let (id, replay): (UInt64, Bool) = state.withLock { s in
             switch s.phase {
-            case .staticKey, .cleared:
+            case .staticKey, .cleared, .closed:
                 return (0, false)
             case .active, .invalidated:
                 let id = s.nextId
@@ -197,6 +197,22 @@ final class InvalidationCenter: Sendable {
             return all
         }
         all.forEach { $0.cancel() }
+    }
+
+    /// Explicit close (listener-lifetime rule): from now on nothing invalidates (a 401 seen later
+    /// deletes nothing and tells nobody; the next Portal built from the stored session detects it),
+    /// and every registration is cancelled.
+    func close() {
+        state.withLock { s in if s.phase == .active { s.phase = .closed } }
+        cancelAll()
+    }
+
+    /// The Portal's last reference is gone: after an invalidation every registration has its
+    /// delivery queued already (notifyListeners, or add's replay), and it runs, then releases;
+    /// otherwise nothing can invalidate any more, so every registration is released uncalled.
+    func releaseOnDrop() {
+        if phase == .invalidated { return }
+        cancelAll()
     }
 
     /// Waits until deliveries queued so far have run (tests and orderly shutdown).

@@ -242,7 +242,7 @@ public func portal_free_async(_ portal: OpaquePointer?, _ queue: OpaquePointer?,
                 return
             }
             let operation = AsyncOperations.start(
-                queue: target, callbacks: CCallbacks(callback: callback, userData: data.value,
+                queue: target, callbacks: CCallbacks(callback: .completion(callback), userData: data.value,
                                                      destroyNotify: callbacks.value.1))
             operation.complete(Outcome())
         }

@@ -16,7 +16,12 @@ final class CompletionQueueHandle {
 /// `user_data` and the C callbacks cross to the worker and the queue's thread; the C caller owns
 /// their thread safety (documented in the header).
 struct CCallbacks: @unchecked Sendable {
-    let callback: portal_completion_cb
+    /// The callback's type follows the call: a sign-in call gets a portal_sign_in_result.
+    enum Callback {
+        case completion(portal_completion_cb)
+        case signIn(portal_sign_in_cb)
+    }
+    let callback: Callback
     let userData: UnsafeMutableRawPointer?
     let destroyNotify: portal_destroy_notify?
 }
@@ -30,6 +35,12 @@ struct Outcome: @unchecked Sendable {
     var body: UnsafeMutablePointer<CChar>?
     var bodyLength = 0
     var invalidated = false
+    // Sign-in calls (portal_sign_in_result).
+    var kind = PORTAL_REDIRECT_NOT_HANDLED
+    var text: UnsafeMutablePointer<CChar>?
+    var autoCreateWallet = false
+    var userJwt: UnsafeMutablePointer<CChar>?
+    var totpLink: UnsafeMutablePointer<CChar>?
 
     static func failure(_ failure: CFailure) -> Outcome {
         Outcome(status: failure.status, message: failure.message)
@@ -39,6 +50,18 @@ struct Outcome: @unchecked Sendable {
 
     func release() {
         Outcome.release(portal_result(session: session, http_status: 0, body: body, body_len: 0, invalidated: false))
+        Outcome.release(signInResult)
+    }
+
+    var signInResult: portal_sign_in_result {
+        portal_sign_in_result(kind: kind, session: nil, text: text, auto_create_wallet: autoCreateWallet,
+                              user_jwt: userJwt, totp_link: totpLink)
+    }
+
+    /// Frees what is left of a sign-in result (portal_string_free wipes the user JWT).
+    static func release(_ result: portal_sign_in_result) {
+        if let session = result.session { portal_session_free(session) }
+        for string in [result.text, result.user_jwt, result.totp_link] { if let string { portal_string_free(string) } }
     }
 
     /// Frees what is left (the callback may have taken fields by setting them to NULL).
@@ -70,20 +93,34 @@ final class AsyncOperation: Sendable {
             outcome.release()
             return
         }
-        var result = portal_result(session: outcome.session, http_status: outcome.httpStatus, body: outcome.body,
-                                   body_len: outcome.bodyLength, invalidated: outcome.invalidated)
         AsyncOperations.forget(id)
         let callbacks = callbacks
         let message = outcome.message
         let status = outcome.status
-        queue.post(CompletionQueue.Job(run: {
-            message.withCString { callbacks.callback(status, &result, $0, callbacks.userData) }
-            Outcome.release(result)
-            callbacks.destroyNotify?(callbacks.userData)
-        }, dropped: {
-            Outcome.release(result)
-            callbacks.destroyNotify?(callbacks.userData)
-        }))
+        switch callbacks.callback {
+        case .completion(let callback):
+            var result = portal_result(session: outcome.session, http_status: outcome.httpStatus, body: outcome.body,
+                                       body_len: outcome.bodyLength, invalidated: outcome.invalidated)
+            queue.post(CompletionQueue.Job(run: {
+                message.withCString { callback(status, &result, $0, callbacks.userData) }
+                Outcome.release(result)
+                callbacks.destroyNotify?(callbacks.userData)
+            }, dropped: {
+                Outcome.release(result)
+                callbacks.destroyNotify?(callbacks.userData)
+            }))
+        case .signIn(let callback):
+            var result = outcome.signInResult
+            result.session = outcome.session
+            queue.post(CompletionQueue.Job(run: {
+                message.withCString { callback(status, &result, $0, callbacks.userData) }
+                Outcome.release(result)
+                callbacks.destroyNotify?(callbacks.userData)
+            }, dropped: {
+                Outcome.release(result)
+                callbacks.destroyNotify?(callbacks.userData)
+            }))
+        }
     }
 }
 
@@ -118,10 +155,23 @@ func completionQueue(_ pointer: OpaquePointer?) throws(CFailure) -> CompletionQu
 func startAsync(_ queue: OpaquePointer?, _ callback: portal_completion_cb?, _ userData: UnsafeMutableRawPointer?,
                 _ destroyNotify: portal_destroy_notify?, _ operationOut: UnsafeMutablePointer<UInt64>?,
                 _ prepare: () throws(CFailure) -> @Sendable () throws(CFailure) -> Outcome) -> portal_status {
+    startAsync(queue, callback.map { .completion($0) }, userData, destroyNotify, operationOut, prepare)
+}
+
+/// startAsync for the sign-in calls (portal_sign_in_cb).
+func startSignIn(_ queue: OpaquePointer?, _ callback: portal_sign_in_cb?, _ userData: UnsafeMutableRawPointer?,
+                 _ destroyNotify: portal_destroy_notify?, _ operationOut: UnsafeMutablePointer<UInt64>?,
+                 _ prepare: () throws(CFailure) -> @Sendable () throws(CFailure) -> Outcome) -> portal_status {
+    startAsync(queue, callback.map { .signIn($0) }, userData, destroyNotify, operationOut, prepare)
+}
+
+private func startAsync(_ queue: OpaquePointer?, _ callback: CCallbacks.Callback?, _ userData: UnsafeMutableRawPointer?,
+                        _ destroyNotify: portal_destroy_notify?, _ operationOut: UnsafeMutablePointer<UInt64>?,
+                        _ prepare: () throws(CFailure) -> @Sendable () throws(CFailure) -> Outcome) -> portal_status {
     exported { () throws(CFailure) in
         let work: @Sendable () throws(CFailure) -> Outcome
         let target: CompletionQueue
-        let checked: portal_completion_cb
+        let checked: CCallbacks.Callback
         do throws(CFailure) {
             guard let callback else { throw .invalidArgument("callback", "must not be NULL") }
             checked = callback

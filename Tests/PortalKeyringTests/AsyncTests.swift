@@ -10,9 +10,7 @@ import Glibc
 @MainActor
 @Suite(.serialized) struct AsyncTests {
     private func newAuth(_ tag: String) throws -> PortalAuth {
-        // Inside the keyring harness, and the keyring locked since login (gnome-keyring-locked)
-        // unlocked once, as for every keyring suite.
-        _ = try KeyringControl.environment()
+        _ = try KeyringControl.environment() // unlocks gnome-keyring-locked's keyring, once
         return try PortalAuth(authEnvironmentId: "swift-async-\(tag)-\(getpid())", redirectUrl: "app://cb",
                        apiHost: try FakePortalAPI.host())
     }
@@ -93,6 +91,26 @@ import Glibc
         #expect(try await auth.restoreSession() == nil)
     }
 
+    /// `onSessionInvalidated(onMainActor:)`: a `@MainActor` listener registered directly from
+    /// `@MainActor` code in Swift 6 mode, run on the main actor, once.
+    @Test func mainActorListenerRunsOnTheMainActor() async throws {
+        let auth = try newAuth("main-actor-listener")
+        let token = try FakePortalAPI.issueToken(endUserId: "u-main-actor")
+        let session = try await auth.persistSession(endUserId: "u-main-actor", clientSessionToken: token)
+        let portal = try Portal(credentials: session)
+        defer { portal.close() }
+        let screen = SignInScreen()
+        portal.onSessionInvalidated(onMainActor: {
+            MainActor.assertIsolated()
+            screen.show()
+        })
+        #expect(try await portal.reportUnauthorized(rejectedToken: token))
+        for _ in 0..<500 where screen.shown == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(screen.shown == 1)
+        #expect(try await auth.restoreSession() == nil)
+    }
+
     /// The blocking body runs on the library's "portal-async" worker threads, not on a thread of
     /// the cooperative pool; eight of them blocked at once leave the pool free.
     @Test func blockingWorkStaysOffTheCooperativePool() async throws {
@@ -119,7 +137,7 @@ import Glibc
 
 /// Sleeps 10 ms at a time on the main actor and records the largest gap between wake-ups.
 @MainActor
-private final class MainActorTicker {
+final class MainActorTicker {
     var running = true
     var maxGap = 0
 

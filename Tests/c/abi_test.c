@@ -345,6 +345,10 @@ static void async_done(portal_status st, portal_result *r, const char *m, void *
     async_called++;
 }
 static void async_destroy(void *d) { (void)d; async_destroyed++; }
+static void sign_in_done(portal_status st, portal_sign_in_result *r, const char *m, void *d) {
+    (void)st; (void)r; (void)m; (void)d;
+    async_called++;
+}
 
 static void test_async_arguments(void) {
     begin("non-blocking calls: argument checks, destroy_notify on rejection, queues");
@@ -380,6 +384,36 @@ static void test_async_arguments(void) {
                  PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_free_async(NULL, q, async_done, NULL, async_destroy), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(async_destroyed == 9);
+    /* The sign-in calls: a NULL auth, then each call's own argument checks on a live auth. */
+    CHECK_STATUS(portal_auth_get_methods_async(NULL, q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_send_magic_link_async(NULL, "a@example.com", q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_login_with_google_async(NULL, q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_login_with_apple_async(NULL, q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_handle_redirect_async(NULL, "app://cb?token=x", 0, q, sign_in_done, NULL, async_destroy,
+                                                   NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_verify_totp_async(NULL, "123456", "jwt", q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    portal_auth *auth = NULL;
+    CHECK_OK(portal_auth_new(&auth, "abi-async-env", "app://cb", "127.0.0.1:9"));
+    CHECK_STATUS(portal_auth_get_methods_async(auth, q, NULL, NULL, async_destroy, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_send_magic_link_async(auth, NULL, q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_handle_redirect_async(auth, NULL, 0, q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_handle_redirect_async(auth, "app://cb?token=x", 4, q, sign_in_done, NULL, async_destroy,
+                                                   NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_verify_totp_async(auth, NULL, "jwt", q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_verify_totp_async(auth, "123456", NULL, q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    portal_auth_free(auth);
+    CHECK(async_destroyed == 21);
     /* A queue handle where another kind is expected, and the other way round. */
     CHECK_STATUS(portal_auth_restore_session_async((portal_auth *)q, q, async_done, NULL, NULL, NULL),
                  PORTAL_ERR_INVALID_ARGUMENT);

@@ -120,6 +120,29 @@ static portal_status (*const p_on_session_invalidated_queued)(portal *, portal_c
     portal_on_session_invalidated_queued;
 static portal_status (*const p_free_async)(portal *, portal_completion_queue *, portal_completion_cb, void *,
                                            portal_destroy_notify) = portal_free_async;
+static portal_status (*const p_auth_get_methods_async)(portal_auth *, portal_completion_queue *, portal_sign_in_cb,
+                                                      void *, portal_destroy_notify, uint64_t *) =
+    portal_auth_get_methods_async;
+static portal_status (*const p_auth_send_magic_link_async)(portal_auth *, const char *, portal_completion_queue *,
+                                                          portal_sign_in_cb, void *, portal_destroy_notify,
+                                                          uint64_t *) = portal_auth_send_magic_link_async;
+static portal_status (*const p_auth_login_with_google_async)(portal_auth *, portal_completion_queue *, portal_sign_in_cb,
+                                                            void *, portal_destroy_notify, uint64_t *) =
+    portal_auth_login_with_google_async;
+static portal_status (*const p_auth_login_with_apple_async)(portal_auth *, portal_completion_queue *, portal_sign_in_cb,
+                                                           void *, portal_destroy_notify, uint64_t *) =
+    portal_auth_login_with_apple_async;
+static portal_status (*const p_auth_handle_redirect_async)(portal_auth *, const char *, uint32_t,
+                                                          portal_completion_queue *, portal_sign_in_cb, void *,
+                                                          portal_destroy_notify, uint64_t *) =
+    portal_auth_handle_redirect_async;
+static portal_status (*const p_auth_verify_totp_async)(portal_auth *, const char *, const char *,
+                                                      portal_completion_queue *, portal_sign_in_cb, void *,
+                                                      portal_destroy_notify, uint64_t *) = portal_auth_verify_totp_async;
+static void sample_sign_in(portal_status status, portal_sign_in_result *result, const char *message, void *user_data) {
+    (void)status; (void)result; (void)message; (void)user_data;
+}
+static const portal_sign_in_cb sample_signed_in = sample_sign_in;
 static void sample_completion(portal_status status, portal_result *result, const char *message, void *user_data) {
     (void)status; (void)result; (void)message; (void)user_data;
 }
@@ -183,6 +206,12 @@ static const struct {
     ENTRY(portal_clear_session_async),
     ENTRY(portal_on_session_invalidated_queued),
     ENTRY(portal_free_async),
+    ENTRY(portal_auth_get_methods_async),
+    ENTRY(portal_auth_send_magic_link_async),
+    ENTRY(portal_auth_login_with_google_async),
+    ENTRY(portal_auth_login_with_apple_async),
+    ENTRY(portal_auth_handle_redirect_async),
+    ENTRY(portal_auth_verify_totp_async),
 };
 
 int main(void) {
@@ -211,6 +240,9 @@ int main(void) {
         (any_function)p_request_async, (any_function)p_report_unauthorized_async,
         (any_function)p_clear_session_async, (any_function)p_on_session_invalidated_queued,
         (any_function)p_free_async,
+        (any_function)p_auth_get_methods_async, (any_function)p_auth_send_magic_link_async,
+        (any_function)p_auth_login_with_google_async, (any_function)p_auth_login_with_apple_async,
+        (any_function)p_auth_handle_redirect_async, (any_function)p_auth_verify_totp_async,
     };
     const size_t n = sizeof functions / sizeof functions[0];
     size_t i;
@@ -240,6 +272,7 @@ int main(void) {
     }
     if (strcmp(portal_status_str(status), "ok") != 0 || !flag || size == 0 || wide != 0) failures++;
     sample_completed(PORTAL_ERR_CANCELLED, NULL, "", NULL);
+    sample_signed_in(PORTAL_ERR_CANCELLED, NULL, "", NULL);
     sample_invalidated(NULL);
     sample_destroy(NULL);
 

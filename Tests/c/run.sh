@@ -13,7 +13,9 @@
 #      header declares, and no other portal_* symbol;
 #   3. run the header tests, abi_test (which reports every failed check, then exits 1;
 #      PORTAL_ABI_TEST_STOP_AT_FIRST=1 stops at the first), invalidation_test, async_test (the
-#      non-blocking calls on a real GMainLoop and a poll() loop; gnome-keyring only), the GLib
+#      non-blocking calls on a real GMainLoop and a poll() loop; gnome-keyring only),
+#      async_signin_test (the non-blocking sign-in calls against the fake Portal API),
+#      listener_lifetime_test (the listener-lifetime rule), the GLib
 #      example app (examples/c/glib_app.c), wipe_test (a memory scan for a marker token after
 #      portal_string_free / session / portal release) and memscan_test (no copy of the token left
 #      after each API path, handles freed);
@@ -104,6 +106,10 @@ compile memscan_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/T
     -o "$build/memscan_test" -pthread "${link[@]}"
 compile async_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/async_test.c" \
     -o "$build/async_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
+compile async_signin_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/async_signin_test.c" \
+    -o "$build/async_signin_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
+compile listener_lifetime_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/listener_lifetime_test.c" \
+    -o "$build/listener_lifetime_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
 compile "examples/c/glib_app" gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$repo/Include" \
     "$repo/examples/c/glib_app.c" -o "$build/glib_app" $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
 compile wipe_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/wipe_test.c" \
@@ -244,6 +250,26 @@ elif out=$(PORTAL_TEST_KEYRINGCTL=$kctl timeout 300 "$build/async_test" 2>&1); t
     sed 's/^/  | /' <<<"$out" | grep -v 'async_test:'
 else
     fail "async_test: $out"
+fi
+
+section "async_signin_test (non-blocking sign-in calls against the fake Portal API; 10 ms timer, gaps <= 50 ms)"
+if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
+    fail "async_signin_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
+elif out=$(timeout 300 "$build/async_signin_test" 2>&1); then
+    pass "$(tail -n 1 <<<"$out")"
+    sed 's/^/  | /' <<<"$out" | grep -v 'async_signin_test:'
+else
+    fail "async_signin_test: $out"
+fi
+
+section "listener_lifetime_test (a live handle delivers; portal_free(_async) closes: no delete nobody is told about)"
+if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
+    fail "listener_lifetime_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
+elif out=$(timeout 120 "$build/listener_lifetime_test" 2>&1); then
+    pass "$(tail -n 1 <<<"$out")"
+    sed 's/^/  | /' <<<"$out" | grep -v 'listener_lifetime_test:'
+else
+    fail "listener_lifetime_test: $out"
 fi
 
 section "examples/c/glib_app (GLib main loop: restore on launch, validate, invalidation on the main thread)"

@@ -1,0 +1,95 @@
+import Testing
+import Synchronization
+@_spi(PortalKeyringC) @testable import PortalKeyring
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The listener-lifetime rule (docs/threading.md "Listener lifetime", issue 12): dropping the last
+/// reference to a Portal never cancels a listener. An invalidation the Portal detects — here by
+/// its validation request, still in flight when the app dropped the Portal — deletes the item
+/// *and* reaches the listener; with nothing left that could detect one, the listener is released
+/// without a call. Real keyring, loopback Portal API.
+@Suite(.serialized) struct ListenerLifetimeTests {
+    private func signIn(_ user: String) throws -> (PortalAuth, PortalSession, String) {
+        _ = try KeyringControl.environment() // unlocks gnome-keyring-locked's keyring, once
+        let auth = try PortalAuth(authEnvironmentId: "lifetime-\(PortalAuth.newGeneration().prefix(12))",
+                                  redirectUrl: "app://cb", apiHost: try FakePortalAPI.host())
+        let token = try FakePortalAPI.issueToken(endUserId: user)
+        return (auth, try auth.persistSession(endUserId: user, clientSessionToken: token), token)
+    }
+
+    @Test func droppedPortalStillTellsItsListener() throws {
+        let (auth, session, token) = try signIn("u-dropped")
+        try FakePortalAPI.admin("POST", "revoke", #"{"token":"\#(token)"}"#)
+        // The validation request answers 401 only after the app has dropped the Portal.
+        try FakePortalAPI.admin("POST", "faults", #"{"route":"/api/v3/clients/me","delayMs":300,"count":1}"#)
+        let first = Tally()
+        let fired = Tally()
+        let released = Tally()
+        do {
+            let portal = try Portal(credentials: session)
+            // The first listener holds the delivery queue for 300 ms, so the second one's delivery
+            // is still pending when the validation request returns and drops the last reference.
+            portal.onSessionInvalidated { first.bump(); usleep(300_000) }
+            portal.onSessionInvalidated({ fired.bump() }, release: { released.bump() })
+        } // the last reference is gone here; the request in flight keeps the machinery alive
+        let deadline = monotonicMilliseconds() + 5000
+        while monotonicMilliseconds() < deadline, released.count == 0 { usleep(10_000) }
+        usleep(100_000) // a second (wrong) delivery or release would have run by now
+        #expect(session.isInvalidated, "the validation request's 401 must invalidate")
+        #expect(try auth.restoreSession() == nil, "the rejected session's item is deleted")
+        #expect(first.count == 1)
+        #expect(fired.count == 1, "the item was deleted but the listener was not told")
+        #expect(released.count == 1)
+    }
+
+    @Test func droppedPortalWithNothingToDetectReleasesItsListenerUncalled() throws {
+        let (auth, session, _) = try signIn("u-dropped-valid")
+        let fired = Tally()
+        let released = Tally()
+        do {
+            let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+            let witness = ReleaseWitness(released)
+            // The release hook is the C destroy_notify's: it must run once, not wait forever.
+            portal.onSessionInvalidated({ _ = witness; fired.bump() }, release: { released.bump() })
+        }
+        let deadline = monotonicMilliseconds() + 2000
+        while monotonicMilliseconds() < deadline, released.count < 2 { usleep(10_000) }
+        // Both the release hook and the closure's captures (the witness) ran/went exactly once.
+        #expect(released.count == 2, "the registration was never released")
+        #expect(fired.count == 0)
+        #expect(try auth.restoreSession() != nil)
+        try auth.clearPersistedSession()
+    }
+
+    @Test func explicitCloseCancelsListeners() throws {
+        let (auth, session, token) = try signIn("u-closed")
+        let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+        let fired = Tally()
+        portal.onSessionInvalidated { fired.bump() }
+        portal.close()
+        // After close nothing invalidates: no delete that nobody would be told about.
+        #expect(try portal.reportUnauthorized(rejectedToken: token) == false)
+        usleep(100_000)
+        #expect(fired.count == 0, "a listener ran after close()")
+        #expect(!session.isInvalidated)
+        #expect(try auth.restoreSession() != nil, "a closed Portal deleted the item")
+        #expect(portal.onSessionInvalidated { fired.bump() }.id == 0, "a closed Portal hands out spent handles")
+        try auth.clearPersistedSession()
+    }
+}
+
+/// A thread-safe counter.
+private final class Tally: Sendable {
+    private let value = Atomic<Int>(0)
+    func bump() { value.add(1, ordering: .sequentiallyConsistent) }
+    var count: Int { value.load(ordering: .sequentiallyConsistent) }
+}
+
+/// Bumps `released` from its deinit: proves a listener closure (which captures it) was released.
+private final class ReleaseWitness: Sendable {
+    private let released: Tally
+    init(_ released: Tally) { self.released = released }
+    deinit { released.bump() }
+}
