@@ -193,13 +193,18 @@ private extension String {
     /// A document stored by 0.1.0 (version 1, JSON) still restores; the next persist writes version 2.
     @Test func version1DocumentsRestoreAndAreRewrittenAsVersion2() throws {
         let id = unique
-        let v1 = Array(#"{"clientSessionToken":"old-\\token","endUserId":"eu-old","g":"0123abcd","t":5,"v":1}"#.utf8)
+        // The passwordless keyring's key file unescapes backslashes whenever gnome-keyring reloads
+        // it (the reason version 2 has none): there a version-1 document with a JSON escape is
+        // rewritten by the provider itself, at a moment the test cannot control.
+        let escaped = !KeyringControl.provider.hasSuffix("passwordless")
+        let v1 = Array((escaped ? #"{"clientSessionToken":"old-\\token","endUserId":"eu-old","g":"0123abcd","t":5,"v":1}"#
+                                : #"{"clientSessionToken":"old-token","endUserId":"eu-old","g":"0123abcd","t":5,"v":1}"#).utf8)
         #expect(try KeyringControl.run(["store", "--schema", LibSecretStorage.schemaName, "--content-type", "application/json",
                                         "auth_environment_id=\(id)", "session_generation=0123abcd", "persisted_at=5"],
                                        input: v1).status == 0)
         let restored = try #require(try auth(id).restoreSession())
         #expect(restored.endUserId == "eu-old")
-        #expect(try restored.getToken() == #"old-\token"#)
+        #expect(try restored.getToken() == (escaped ? #"old-\token"# : "old-token"))
         try auth(id).persistSession(endUserId: "eu-new", clientSessionToken: "new")
         #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
         let stored = try KeyringControl.run(["get", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)"])
