@@ -20,6 +20,10 @@ func report(_ options: Options, _ object: [String: String?], text: String) {
 /// `help [COMMAND]`, `--help`, `--version` and a missing command; nil when a command is to run.
 func helpOrVersion(_ options: Options) throws(UsageError) -> Exit? {
     if options.flags.contains("--version") {
+        // `--version` alone: anything else with it is a mistake, not silently ignored.
+        guard options.command == nil, options.arguments.isEmpty, options.flags == ["--version"] else {
+            throw UsageError(message: "--version takes nothing else")
+        }
         output("portal-session \(toolVersion)")
         return .ok
     }
@@ -28,7 +32,7 @@ func helpOrVersion(_ options: Options) throws(UsageError) -> Exit? {
         throw UsageError(message: "no command given", showUsage: true)
     }
     if command == "help" {
-        guard let topic = options.arguments.first else { output(usage); return .ok }
+        guard let topic = options.arguments.first, topic != "help" else { output(usage); return .ok }
         guard options.arguments.count == 1, let text = commandHelp[topic] else {
             throw UsageError(message: "help: no command \(options.arguments.joined(separator: " "))"
                 + suggestion(for: topic, among: commandHelp.keys))

@@ -105,6 +105,10 @@ grep -q "did you mean --json?" <<<"$err" && ok "--jsn suggests --json" || bad "-
 expect 0 "--version" -- "$ps_bin" --version
 header_version=$(awk '/define PORTAL_KEYRING_VERSION_(MAJOR|MINOR|PATCH)/ {printf "%s%s", sep, $3; sep="."}' "$repo/Include/portal_keyring.h")
 [[ $out == "portal-session $header_version" ]] && ok "--version prints the library's version ($header_version)" || bad "--version: '$out' (header $header_version)"
+expect 64 "--version with an argument" -- "$ps_bin" --version extra
+expect 64 "--version with another option" -- "$ps_bin" --version --json
+expect 0 "help help" -- "$ps_bin" help help
+grep -q "^usage: portal-session" <<<"$out" && ok "help help prints the usage" || bad "help help: $out"
 expect 0 "-h" -- "$ps_bin" -h
 grep -q "^usage: portal-session" <<<"$out" && ok "-h prints the usage" || bad "-h: $out"
 expect 0 "restore -h" -- "$ps_bin" restore -h
