@@ -108,3 +108,30 @@ def test_asyncio_snippet(pk: Any, env_id: str, api: PortalApi, capsys: Any) -> N
     with pk.PortalAuth(env_id, REDIRECT, api.host) as auth:
         auth.persist_session("readme-async", api.issue("readme-async")).close()
     assert run(code, capsys) == "HTTP 200\n"
+
+
+def main_readme_python_blocks() -> List[str]:
+    """The ```python blocks of the top-level README.md."""
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        return re.findall(r"^```python\n(.*?)^```", f.read(), re.M | re.S)
+
+
+def test_main_readme_python_snippet_runs_signed_out(pk: Any, env_id: str, capsys: Any) -> None:
+    """The README's first Python snippet, as written, with only the auth environment id replaced:
+    nothing is stored, so it restores None and never builds a Portal (no network)."""
+    blocks = main_readme_python_blocks()
+    assert len(blocks) >= 2, "the README lost its Python snippets"
+    code = blocks[0].replace("YOUR_AUTH_ENVIRONMENT_ID", env_id)
+    called: List[str] = []
+    namespace: Dict[str, Any] = {"__name__": "readme_snippet", "show_sign_in": lambda: called.append("x")}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["session"] is None
+    assert called == []
+
+
+def test_main_readme_asyncio_snippet_compiles() -> None:
+    """The README's asyncio lines are valid Python inside a coroutine (top-level await allowed)."""
+    import ast
+
+    blocks = main_readme_python_blocks()
+    compile(blocks[1], "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
