@@ -342,6 +342,34 @@ expect 0 "restore the desktop sign-in from another process" -- "$ps_bin" --env "
 grep -q "^MimeType=x-scheme-handler/portal-example;" "$desktop" && ok "the desktop file registers x-scheme-handler/portal-example" || bad "MimeType missing"
 "$ps_bin" --env "$desktop_env" clear >/dev/null
 
+echo "== the README's portal-session lines, as written"
+# The README's block of portal-session lines runs line by line, with only its placeholders filled
+# in: the auth environment id (…), the grant in the redirect URL (…) and $CST. The fake API's
+# host comes from PORTAL_API_HOST, as a user would set it for a non-default API.
+readme_lines=$(awk '/^```sh/ {f = 1; b = ""; next} /^```/ {if (f && b ~ /portal-session send-magic-link/) printf "%s", b; f = 0; next} f {b = b $0 "\n"}' "$repo/README.md")
+if [[ -z $readme_lines ]]; then
+    bad "the README has no block of portal-session lines"
+else
+    readme_env="cli-readme-$$"
+    readme_url=$(field "$(admin POST grants '{"kind":"magic_link","endUserId":"eu-readme","redirectUrl":"myapp://auth/callback"}')" redirectUrl)
+    CST=$(field "$(admin POST sessions '{"endUserId":"eu-readme-2"}')" token)
+    [[ -n $CST ]] || CST="readme-token-$$"
+    line_no=0 readme_prefix=""
+    while IFS= read -r line; do
+        [[ -n ${line// } ]] || continue
+        line_no=$((line_no + 1))
+        command=${line//PORTAL_AUTH_ENVIRONMENT_ID=…/PORTAL_AUTH_ENVIRONMENT_ID=$readme_env}
+        command=${command//"'myapp://auth/callback?token=…&authMethod=EMAIL_MAGIC_LINK'"/"'$readme_url'"}
+        command=${command//portal-session/$ps_bin}
+        if [[ $command == *…* ]]; then bad "README line $line_no has a placeholder this test does not fill: $line"; continue; fi
+        got=0
+        out=$(export PORTAL_API_HOST="$PORTAL_TEST_API_HOST" CST; eval "$readme_prefix $command" 2>/tmp/cli-err.$$) || got=$?
+        [[ $command == export* ]] && readme_prefix="$command;"
+        if [[ $got == 0 ]]; then ok "README: $line (exit 0)"; else bad "README: $line: exit $got; $(cat /tmp/cli-err.$$)"; fi
+    done <<<"$readme_lines"
+    "$ps_bin" --env "$readme_env" --redirect-url myapp://auth/callback clear >/dev/null 2>&1
+fi
+
 rm -f /tmp/cli-err.$$ /tmp/cli-out.$$ /tmp/cli-pattern.$$
 printf '\ncli/run.sh: %d passed, %d failed\n' "$passed" "$failed"
 ((failed == 0))
