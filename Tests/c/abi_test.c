@@ -903,13 +903,18 @@ static void test_stored_format(void) {
     begin("items in the documented format are restored; newest generation wins");
     const char *id = new_env_id("format");
     portal_auth *auth = new_auth(id);
-    const char *newer = "{\"v\":1,\"endUserId\":\"user-new\",\"clientSessionToken\":\"tok-\\u00e9\\n\"}";
+    /* JSON escapes decode (\u00e9, \n) — except on the passwordless keyring, whose key file the
+     * provider itself unescapes whenever it reloads it (the reason version 2 has no backslashes):
+     * there the document carries the same characters raw (UTF-8, no line end). */
+    int raw = provider_is("gnome-keyring-passwordless");
+    const char *newer = raw ? "{\"v\":1,\"endUserId\":\"user-new\",\"clientSessionToken\":\"tok-\xc3\xa9\"}"
+                            : "{\"v\":1,\"endUserId\":\"user-new\",\"clientSessionToken\":\"tok-\\u00e9\\n\"}";
     const char *older = "{\"clientSessionToken\":\"tok-old\",\"endUserId\":\"user-old\",\"v\":1}";
     keyring_store(SCHEMA, id, "session_generation=bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb persisted_at=2000000",
                   newer);
     keyring_store(SCHEMA, id, "session_generation=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa persisted_at=1000000",
                   older);
-    check_restore(auth, id, "user-new", "tok-\xc3\xa9\n");
+    check_restore(auth, id, "user-new", raw ? "tok-\xc3\xa9" : "tok-\xc3\xa9\n");
     /* A persist removes both older generations. */
     CHECK_OK(portal_auth_persist_session(auth, "user-3", "token-3", NULL));
     CHECK(keyring_count(SCHEMA, id) == 1);
