@@ -20,8 +20,9 @@ public enum OperationWorkers {
     private final class Pool: @unchecked Sendable {
         private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         private let ready = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-        /// Guarded by `mutex`.
-        private var jobs: [@Sendable () -> Void] = []
+        /// Guarded by `mutex`. A job's slot is emptied when a worker takes it: a finished job must
+        /// not keep what it captured (a Portal, its listeners, a token) alive.
+        private var jobs: [(@Sendable () -> Void)?] = []
         private var head = 0
         private var threads = 0
         private var idle = 0
@@ -60,9 +61,12 @@ public enum OperationWorkers {
                 pthread_cond_wait(ready, mutex)
                 idle -= 1
             }
-            let job = jobs[head]
+            let job = jobs[head].take()
             head += 1
-            if head > 64, head * 2 > jobs.count {
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 64, head * 2 > jobs.count {
                 jobs.removeFirst(head)
                 head = 0
             }

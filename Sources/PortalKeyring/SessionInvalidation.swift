@@ -32,15 +32,19 @@ public final class SessionInvalidatedHandle: Sendable {
 
 /// One listener: its callback, an optional release hook (the C destroy-notify), and the state
 /// that makes delivery at-most-once and `cancel()` final.
+///
+/// The callback is *taken* (moved out and dropped) by the first delivery or cancel, and the
+/// release hook by the first release: that is the at-most-once guard, and it also drops what
+/// the closures captured as soon as the registration is finished, so a listener whose closure
+/// holds its own handle is no reference cycle.
 final class ListenerRegistration: @unchecked Sendable {
-    private let callback: @Sendable () -> Void
-    private let release: (@Sendable () -> Void)?
+    // Guarded by `mutex`. nil once delivered or cancelled.
+    private var callback: (@Sendable () -> Void)?
+    // Guarded by `mutex`. nil once run (or when there is none).
+    private var release: (@Sendable () -> Void)?
     // A pthread mutex and condition: cancel() may need to wait for a running delivery.
     private var mutex = pthread_mutex_t()
     private var condition = pthread_cond_t()
-    private var cancelled = false
-    private var delivered = false
-    private var released = false
     private var deliveringThread: pthread_t?
 
     init(callback: @escaping @Sendable () -> Void, release: (@Sendable () -> Void)?) {
@@ -58,30 +62,36 @@ final class ListenerRegistration: @unchecked Sendable {
     var isFinished: Bool {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        return cancelled || delivered
+        return callback == nil
+    }
+
+    /// Takes the release hook (at most once over the registration's life). Call with `mutex` held.
+    private func takeRelease() -> (@Sendable () -> Void)? {
+        let hook = release
+        release = nil
+        return hook
     }
 
     /// Calls the listener once unless cancelled; releases it afterwards. No lock is held while
     /// user code runs.
     func deliver() {
         pthread_mutex_lock(&mutex)
-        if cancelled || delivered {
+        guard let listener = callback else {
             pthread_mutex_unlock(&mutex)
             return
         }
-        delivered = true
+        callback = nil
         deliveringThread = pthread_self()
         pthread_mutex_unlock(&mutex)
 
-        callback()
+        listener()
 
         // Release before marking the delivery finished: a cancel() (or portal_free) waiting on
         // another thread must not return while destroy-notify is still to run.
         pthread_mutex_lock(&mutex)
-        let runRelease = !released
-        released = true
+        let hook = takeRelease()
         pthread_mutex_unlock(&mutex)
-        if runRelease { release?() }
+        hook?()
 
         pthread_mutex_lock(&mutex)
         deliveringThread = nil
@@ -92,17 +102,19 @@ final class ListenerRegistration: @unchecked Sendable {
     /// Prevents future delivery; waits for a delivery running on another thread; releases once.
     func cancel() {
         pthread_mutex_lock(&mutex)
-        cancelled = true
+        let dropped = callback
+        callback = nil
         if let thread = deliveringThread, pthread_equal(thread, pthread_self()) != 0 {
             // Cancelled from inside its own callback: deliver() releases after the callback returns.
             pthread_mutex_unlock(&mutex)
             return
         }
         while deliveringThread != nil { pthread_cond_wait(&condition, &mutex) }
-        let runRelease = !released
-        released = true
+        let hook = takeRelease()
         pthread_mutex_unlock(&mutex)
-        if runRelease { release?() }
+        // The captures of an undelivered listener go outside the lock: their deinit is user code.
+        _ = consume dropped
+        hook?()
     }
 
     /// Releases without ever delivering (spent registrations).

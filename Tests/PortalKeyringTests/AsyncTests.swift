@@ -76,6 +76,23 @@ import Glibc
         try await auth.clearPersistedSession()
     }
 
+    /// A finished `async` call leaves nothing of its own behind: the worker thread that ran it
+    /// lets go of the job, and with it the Portal it captured (found by the AddressSanitizer
+    /// pass: finished jobs stayed queued until 64 more had run).
+    @Test func finishedCallsLetGoOfThePortal() async throws {
+        let auth = try newAuth("released")
+        let session = try await auth.persistSession(endUserId: "u-released", clientSessionToken: "tok-released")
+        weak var watched: Portal?
+        do {
+            let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+            watched = portal
+            #expect(try await portal.reportUnauthorized(rejectedToken: "not-this-token") == false)
+        }
+        for _ in 0..<200 where watched != nil { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(watched == nil, "a finished call still holds its Portal")
+        try await auth.clearPersistedSession()
+    }
+
     /// The README's pattern: a listener hops to the main actor; Swift 6 mode accepts it.
     @Test func invalidationReachesTheMainActor() async throws {
         let auth = try newAuth("listener")

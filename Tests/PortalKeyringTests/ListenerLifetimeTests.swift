@@ -31,7 +31,11 @@ import Glibc
             let portal = try Portal(credentials: session)
             // The first listener holds the delivery queue for 300 ms, so the second one's delivery
             // is still pending when the validation request returns and drops the last reference.
-            portal.onSessionInvalidated { first.bump(); usleep(300_000) }
+            // It cancels itself first, so that only the pending one is left for a (wrong) drop to
+            // cancel: a drop that cancelled the blocking one first would wait for it and then
+            // race the queue for the second.
+            let box = HandleBox()
+            box.handle = portal.onSessionInvalidated { box.handle?.cancel(); first.bump(); usleep(300_000) }
             portal.onSessionInvalidated({ fired.bump() }, release: { released.bump() })
         } // the last reference is gone here; the request in flight keeps the machinery alive
         let deadline = monotonicMilliseconds() + 5000
@@ -63,6 +67,31 @@ import Glibc
         try auth.clearPersistedSession()
     }
 
+    /// A finished registration (delivered or cancelled) lets go of its closure while the Portal
+    /// lives on, even when the closure holds its own handle: no reference cycle, no leak (the
+    /// AddressSanitizer pass found one here).
+    @Test func finishedListenersDropTheirCapturesWhileThePortalLives() throws {
+        let (auth, session, token) = try signIn("u-finished")
+        let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+        let released = Tally()
+        let fired = Tally()
+        func register() -> UInt64 {
+            let box = HandleBox()
+            let witness = ReleaseWitness(released)
+            box.handle = portal.onSessionInvalidated { _ = (box, witness); fired.bump() }
+            return box.handle?.id ?? 0
+        }
+        portal.cancelListener(id: register())
+        #expect(released.count == 1, "a cancelled listener's closure is still alive")
+        _ = register()
+        #expect(try portal.reportUnauthorized(rejectedToken: token))
+        portal.waitForListenerDeliveries()
+        #expect(fired.count == 1)
+        #expect(released.count == 2, "a delivered listener's closure is still alive")
+        withExtendedLifetime(portal) {}
+        #expect(try auth.restoreSession() == nil)
+    }
+
     @Test func explicitCloseCancelsListeners() throws {
         let (auth, session, token) = try signIn("u-closed")
         let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
@@ -85,6 +114,11 @@ private final class Tally: Sendable {
     private let value = Atomic<Int>(0)
     func bump() { value.add(1, ordering: .sequentiallyConsistent) }
     var count: Int { value.load(ordering: .sequentiallyConsistent) }
+}
+
+/// Holds a listener's own handle, from inside the listener's closure (a would-be cycle).
+private final class HandleBox: @unchecked Sendable {
+    var handle: SessionInvalidatedHandle?
 }
 
 /// Bumps `released` from its deinit: proves a listener closure (which captures it) was released.
