@@ -128,7 +128,10 @@ final class ListenerRegistration: @unchecked Sendable {
 /// Listeners run on a serial dispatch queue owned by this center, one after another, never on
 /// the thread that registered or reported, and never while a library lock is held.
 final class InvalidationCenter: Sendable {
-    enum Phase: Sendable { case active, invalidated, cleared, staticKey, closed }
+    /// `invalidating`: a rejection is being handled (the item is being deleted); listeners added
+    /// now are delivered by `notifyListeners`, after the delete. `invalidated`: listeners were
+    /// notified; one added now gets a replay.
+    enum Phase: Sendable { case active, invalidating, invalidated, cleared, staticKey, closed }
 
     private struct State: @unchecked Sendable {
         var phase: Phase
@@ -152,7 +155,7 @@ final class InvalidationCenter: Sendable {
             switch s.phase {
             case .staticKey, .cleared, .closed:
                 return (0, false)
-            case .active, .invalidated:
+            case .active, .invalidating, .invalidated:
                 let id = s.nextId
                 s.nextId += 1
                 s.listeners[id] = registration
@@ -176,19 +179,25 @@ final class InvalidationCenter: Sendable {
         _ = state.withLock { $0.listeners.removeValue(forKey: id) }
     }
 
-    /// Moves from active to invalidated; returns false when that already happened (or the
+    /// Moves from active to invalidating; returns false when that already happened (or the
     /// credential was cleared), so the caller's side effects run exactly once.
     func beginInvalidation() -> Bool {
         state.withLock { s in
             guard s.phase == .active else { return false }
-            s.phase = .invalidated
+            s.phase = .invalidating
             return true
         }
     }
 
-    /// Delivers to every listener registered so far (later ones get a replay from `add`).
+    /// Once the side effects are done (the item deleted): moves to invalidated and delivers to
+    /// every listener registered so far, in one step, so that each listener is either in this
+    /// delivery or gets `add`'s replay, and none runs before the delete returned (a listener that
+    /// restores must not find the rejected session).
     func notifyListeners() {
-        let listeners = state.withLock { s in s.listeners.sorted { $0.key < $1.key }.map(\.value) }
+        let listeners = state.withLock { s -> [ListenerRegistration] in
+            if s.phase == .invalidating { s.phase = .invalidated }
+            return s.listeners.sorted { $0.key < $1.key }.map(\.value)
+        }
         queue.async { listeners.forEach { $0.deliver() } }
     }
 
@@ -223,7 +232,7 @@ final class InvalidationCenter: Sendable {
     /// delivery queued already (notifyListeners, or add's replay), and it runs, then releases;
     /// otherwise nothing can invalidate any more, so every registration is released uncalled.
     func releaseOnDrop() {
-        if phase == .invalidated { return }
+        if phase == .invalidated || phase == .invalidating { return }
         cancelAll()
     }
 

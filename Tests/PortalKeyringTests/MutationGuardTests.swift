@@ -234,17 +234,22 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
         #expect(prepared.allSatisfy { $0.portal.credentials?.isInvalidated == true })
     }
 
-    /// A listener registered while the rejection is being handled (the phase is already
-    /// "invalidated", the listeners not yet notified) is both in the notification snapshot and
-    /// owed a replay: it must still run once. Kills: the per-listener `delivered` guard removed.
+    /// A listener registered while the rejection is being handled (the item is being deleted,
+    /// the listeners not yet notified) runs once, and, like every listener, only after the
+    /// delete returned: a listener that restores must not find the rejected session (the
+    /// AddressSanitizer pass, slower, caught a replay that ran before the delete). Kills:
+    /// `replay-before-delete` (a listener added mid-invalidation is replayed at once).
     @Test func aListenerAddedDuringTheInvalidationHearsOnce() throws {
         let storage = SlowDeleteStorage(delayMicroseconds: 300_000)
         let auth = try PortalAuth(authEnvironmentId: "guard-late", redirectUrl: "app://cb", apiHost: "127.0.0.1:9",
                                   storage: storage)
         let session = try auth.persistSession(endUserId: "u", clientSessionToken: "cst-late-listener")
         let portal = Portal(credentials: session, apiHost: nil, http: fastHTTP, validate: false)
-        let early = Tally(), during = Tally(), after = Tally()
-        portal.onSessionInvalidated { early.increment() }
+        let early = Tally(), during = Tally(), after = Tally(), tooEarly = Tally()
+        let checkDeleted: @Sendable () -> Void = {
+            if (try? auth.restoreSession()) != nil { tooEarly.increment() }
+        }
+        portal.onSessionInvalidated { checkDeleted(); early.increment() }
         let reported = DispatchSemaphore(value: 0)
         let result = Mutex<Bool?>(nil)
         DispatchQueue.global().async {
@@ -253,14 +258,15 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
             reported.signal()
         }
         #expect(storage.waitForDelete(seconds: 10), "the invalidation never reached the storage delete")
-        portal.onSessionInvalidated { during.increment() }
+        portal.onSessionInvalidated { checkDeleted(); during.increment() }
         reported.wait()
-        portal.onSessionInvalidated { after.increment() }
+        portal.onSessionInvalidated { checkDeleted(); after.increment() }
         portal.waitForListenerDeliveries()
         #expect(result.withLock { $0 } == true)
         #expect(early.count == 1)
         #expect(during.count == 1, "a listener registered mid-invalidation ran \(during.count) times")
         #expect(after.count == 1)
+        #expect(tooEarly.count == 0, "\(tooEarly.count) listeners ran while the rejected session was still stored")
     }
 }
 
