@@ -372,7 +372,8 @@ private extension Substring {
 }
 
 /// The query of a redirect URL, when the URL is this app's redirect URL (same scheme, host and
-/// path; scheme compared case-insensitively).
+/// path; scheme and host compared case-insensitively, RFC 3986 §6.2.2.1, since browsers and URL
+/// handlers may change their case; the path and query case-sensitively).
 struct RedirectQuery {
     private var items: [String: String] = [:]
 
@@ -394,7 +395,7 @@ struct RedirectQuery {
             }
             // Drop trailing slashes, keeping at least 3 characters of ":…" (as "://").
             let drop = min(slashes, max(0, rest[..<end].count + slashes - 3))
-            return base[..<colon].lowercased() + rest.dropLast(drop)
+            return base[..<colon].lowercased() + Self.lowercasingHost(rest.dropLast(drop))
         }
         let incoming = split(url), ours = split(redirectUrl)
         guard normalized(incoming.base) == normalized(ours.base) else { return nil }
@@ -408,6 +409,16 @@ struct RedirectQuery {
     }
 
     subscript(key: String) -> String? { items[key] }
+
+    /// `://userinfo@host:port/path` with the host (and port) lower-cased; anything else unchanged.
+    static func lowercasingHost(_ rest: Substring) -> String {
+        guard rest.hasPrefix("://") else { return String(rest) }
+        let authorityStart = rest.index(rest.startIndex, offsetBy: 3)
+        let authorityEnd = rest[authorityStart...].firstIndex(of: "/") ?? rest.endIndex
+        let authority = rest[authorityStart..<authorityEnd]
+        let hostStart = authority.lastIndex(of: "@").map { authority.index(after: $0) } ?? authority.startIndex
+        return "://" + authority[..<hostStart] + authority[hostStart...].lowercased() + rest[authorityEnd...]
+    }
 
     /// Percent-decoding with `+` as space; nil for malformed escapes or invalid UTF-8.
     static func decode(_ text: Substring) -> String? {

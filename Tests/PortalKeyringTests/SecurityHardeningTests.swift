@@ -96,6 +96,11 @@ private func expectInvalidArgument(_ name: String, _ comment: Comment? = nil, _ 
         let start = DispatchTime.now().uptimeNanoseconds
         #expect(RedirectQuery(url: huge, redirectUrl: "app://cb") != nil)
         #expect(RedirectQuery(url: "app:" + huge.dropFirst(8), redirectUrl: "app://cb") == nil)
+        // Scheme and host match whatever their case (RFC 3986 §6.2.2.1); the path does not.
+        #expect(RedirectQuery(url: "APP://CB/Done?x=1", redirectUrl: "app://cb/Done")?["x"] == "1")
+        #expect(RedirectQuery(url: "app://cb/Done?x=1", redirectUrl: "App://Cb/Done")?["x"] == "1")
+        #expect(RedirectQuery(url: "app://cb/done?x=1", redirectUrl: "app://cb/Done") == nil)
+        #expect(RedirectQuery(url: "app://Me@cb/p", redirectUrl: "app://me@cb/p") == nil)
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         #expect(seconds < 0.5, "parsing 128 KiB of slashes took \(seconds) s")
         // Slash normalization itself is unchanged: trailing slashes on either side still match.
