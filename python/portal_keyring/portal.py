@@ -8,6 +8,7 @@ import atexit
 import ctypes
 import itertools
 import json as _json
+import threading
 import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Union
@@ -28,6 +29,7 @@ from .errors import InvalidArgument
 # (which destroy_notify would otherwise have to release while running inside it).
 _registrations: Dict[int, Callable[[], Any]] = {}
 _registration_keys = itertools.count(1)
+_listener_keys_lock = threading.Lock()
 
 
 def _deliver(user_data: Optional[int]) -> None:
@@ -229,7 +231,8 @@ class Portal(_Owner):
                 _lib.portal_on_session_invalidated_queued(
                     pointer, queue.pointer, _DELIVER, key, _RELEASE, ctypes.byref(out)
                 )
-            self._listener_keys = [k for k in self._listener_keys if k in _registrations] + [key]
+            with _listener_keys_lock:  # registrations may come from several threads at once
+                self._listener_keys = [k for k in self._listener_keys if k in _registrations] + [key]
         return ListenerHandle(self, int(out.value))
 
     def report_unauthorized(self, rejected_token: TokenLike) -> bool:
