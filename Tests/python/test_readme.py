@@ -44,7 +44,7 @@ def run(code: str, capsys: Any, **functions: Any) -> str:
 
 
 def test_the_readme_has_the_three_snippets() -> None:
-    assert {"Restore on launch", "Sign in", "Invalidation", "asyncio"} <= set(snippets())
+    assert {"Restore on launch", "Sign in", "Invalidation", "asyncio", "Sign in with asyncio"} <= set(snippets())
 
 
 def test_restore_on_launch_snippet(pk: Any, env_id: str, api: PortalApi, capsys: Any) -> None:
@@ -100,6 +100,36 @@ def test_invalidation_snippet(pk: Any, env_id: str, api: PortalApi, keyring: Any
     assert run(code, capsys) == "HTTP 401\nsession invalidated: show sign-in\n"
     assert keyring.run("count", "--schema", "io.portalhq.PortalKeyring.Session",
                        f"auth_environment_id={env_id}").stdout.strip() == b"0"
+
+
+@pytest.mark.parametrize("totp", [False, True])
+def test_asyncio_sign_in_snippet(pk: Any, env_id: str, api: PortalApi, capsys: Any, totp: bool) -> None:
+    email = f"readme-async-{os.getpid()}-{int(totp)}@example.com"
+    user = api.admin("end-users", {"email": email, "totpRequired": totp})
+    seen_links: List[Optional[str]] = []
+
+    async def wait_for_redirect() -> str:
+        links = [e for e in api.admin("magic-links")["links"] if e["email"] == email]
+        link: str = links[-1]["link"]
+        return link
+
+    async def ask_for_totp_code(link: Optional[str]) -> str:
+        seen_links.append(link)
+        code: str = api.admin(f"totp?endUserId={user['endUserId']}")["code"]
+        return code
+
+    code = configure(snippets()["Sign in with asyncio"], AUTH_ENVIRONMENT_ID=env_id, REDIRECT_URL=REDIRECT,
+                     API_HOST=api.host, EMAIL=email)
+    out = run(code, capsys, wait_for_redirect=wait_for_redirect, ask_for_totp_code=ask_for_totp_code,
+              open_browser=lambda url: None)
+    lines = out.splitlines()
+    assert lines[0].startswith("methods: ") and "EMAIL_MAGIC_LINK" in lines[0]
+    assert lines[1:] == [f"signed in as {user['endUserId']}"]
+    assert len(seen_links) == int(totp) and all(str(link).startswith("otpauth://") for link in seen_links)
+    with pk.PortalAuth(env_id, REDIRECT, api.host) as auth:
+        restored = auth.restore_session()
+        assert restored is not None and restored.end_user_id == user["endUserId"]
+        restored.close()
 
 
 def test_asyncio_snippet(pk: Any, env_id: str, api: PortalApi, capsys: Any) -> None:

@@ -37,7 +37,9 @@ also a ``ValueError``. "Signed out" is not an error: :meth:`PortalAuth.restore_s
 user is then NOT known to be signed out and nothing was deleted.
 
 Handles: :class:`PortalAuth`, :class:`Session` and :class:`Portal` own a library handle. They are
-context managers; ``close()`` frees the handle (idempotent), and so does garbage collection. A
+context managers; ``close()`` frees the handle (idempotent), and so does garbage collection —
+except that collecting a :class:`Portal` is not a cancel: while its validation request may still
+detect a rejection, its listeners are kept (and called once on a 401), then released uncalled. A
 handle shared between threads is safe to close while another thread is using it: the library
 handle is freed when the last call in flight returns.
 
@@ -45,8 +47,8 @@ Sign-in: :meth:`PortalAuth.get_methods`, :meth:`~PortalAuth.send_magic_link`,
 :meth:`~PortalAuth.login_with_google` / ``_apple``, :meth:`~PortalAuth.handle_redirect` (``None``,
 :class:`SignedIn` or :class:`TotpRequired`) and :meth:`~PortalAuth.verify_totp`.
 
-asyncio: every keyring and Portal call has a coroutine twin (``restore_session_async`` …,
-``Portal.aclose``) that completes on the running loop without blocking it; cancelling the task
+asyncio: every keyring, sign-in and Portal call has a coroutine twin (``restore_session_async``,
+``handle_redirect_async`` …, ``Portal.aclose``) that completes on the running loop without blocking it; cancelling the task
 cancels the operation; ``on_session_invalidated(cb, loop=loop)`` delivers on the loop. See
 :mod:`portal_keyring.aio`.
 

@@ -1,5 +1,6 @@
 """asyncio support: the completion queue of each event loop and the coroutines behind the
-``*_async`` methods (:meth:`PortalAuth.restore_session_async` and the others).
+``*_async`` methods (:meth:`PortalAuth.restore_session_async` and the others, the sign-in
+coroutines such as :meth:`PortalAuth.handle_redirect_async` included).
 
 How it works: each running loop gets one pollable completion queue
 (``portal_completion_queue_new_pollable``) whose file descriptor is watched with
@@ -51,12 +52,30 @@ class _Result(ctypes.Structure):
     ]
 
 
+class _SignInResult(ctypes.Structure):
+    """``portal_sign_in_result`` (read through the pointer the callback gets; never copied)."""
+
+    _fields_ = [
+        ("kind", ctypes.c_int),
+        ("session", _SessionP),
+        ("text", _CharP),
+        ("auto_create_wallet", ctypes.c_bool),
+        ("user_jwt", _CharP),
+        ("totp_link", _CharP),
+    ]
+
+
 _QueueP = ctypes.POINTER(_Queue)
 _ResultP = ctypes.POINTER(_Result)
 #: ``void (*)(portal_status, portal_result *, const char *error_message, void *user_data)``
 _COMPLETION = ctypes.CFUNCTYPE(None, ctypes.c_int, _ResultP, ctypes.c_char_p, ctypes.c_void_p)
+#: ``portal_sign_in_cb``: the same, with a ``portal_sign_in_result *``.
+_SIGN_IN_COMPLETION = ctypes.CFUNCTYPE(
+    None, ctypes.c_int, ctypes.POINTER(_SignInResult), ctypes.c_char_p, ctypes.c_void_p
+)
 _NOTIFY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _ASYNC_TAIL = [_QueueP, _COMPLETION, ctypes.c_void_p, _NOTIFY, ctypes.POINTER(ctypes.c_uint64)]
+_SIGN_IN_TAIL = [_QueueP, _SIGN_IN_COMPLETION, ctypes.c_void_p, _NOTIFY, ctypes.POINTER(ctypes.c_uint64)]
 
 _declare("portal_completion_queue_new_pollable", ctypes.c_int, [ctypes.POINTER(_QueueP)])
 _declare("portal_completion_queue_dispatch", ctypes.c_int, [_QueueP, ctypes.POINTER(ctypes.c_size_t)])
@@ -71,6 +90,14 @@ _declare("portal_session_invalidate_async", ctypes.c_int, [_SessionP, *_ASYNC_TA
 _declare("portal_request_async", ctypes.c_int, [_PortalP, _c_char_p, _c_char_p, _c_char_p, *_ASYNC_TAIL])
 _declare("portal_report_unauthorized_async", ctypes.c_int, [_PortalP, _CharP, *_ASYNC_TAIL])
 _declare("portal_clear_session_async", ctypes.c_int, [_PortalP, *_ASYNC_TAIL])
+_declare("portal_auth_get_methods_async", ctypes.c_int, [_AuthP, *_SIGN_IN_TAIL])
+_declare("portal_auth_send_magic_link_async", ctypes.c_int, [_AuthP, _c_char_p, *_SIGN_IN_TAIL])
+_declare("portal_auth_login_with_google_async", ctypes.c_int, [_AuthP, *_SIGN_IN_TAIL])
+_declare("portal_auth_login_with_apple_async", ctypes.c_int, [_AuthP, *_SIGN_IN_TAIL])
+_declare(
+    "portal_auth_handle_redirect_async", ctypes.c_int, [_AuthP, _c_char_p, ctypes.c_uint32, *_SIGN_IN_TAIL]
+)
+_declare("portal_auth_verify_totp_async", ctypes.c_int, [_AuthP, _c_char_p, _CharP, *_SIGN_IN_TAIL])
 _declare("portal_free_async", ctypes.c_int, [_PortalP, _QueueP, _COMPLETION, ctypes.c_void_p, _NOTIFY])
 _declare(
     "portal_on_session_invalidated_queued",
@@ -182,6 +209,7 @@ def _release(user_data: Optional[int]) -> None:
 
 
 _COMPLETE = _COMPLETION(_complete)
+_COMPLETE_SIGN_IN = _SIGN_IN_COMPLETION(_complete)
 _RELEASE = _NOTIFY(_release)
 
 
@@ -228,27 +256,47 @@ def expect(read: Callable[[Any], T]) -> Tuple[int, "asyncio.Future[T]", LoopQueu
 def start(function: Callable[..., Any], read: Callable[[Any], T], *args: Any) -> Operation[T]:
     """Calls ``function(*args, queue, callback, user_data, destroy_notify, &operation)`` with the
     running loop's queue; returns at once. Arguments need to live only during this call (the
-    library copies strings before it returns). :raises PortalKeyringError: nothing started."""
+    library copies strings before it returns). ``read`` gets the ``portal_result`` on the loop's
+    thread. :raises PortalKeyringError: nothing started."""
+    return _start(function, _COMPLETE, read, args)
+
+
+def start_sign_in(function: Callable[..., Any], read: Callable[[Any], T], *args: Any) -> Operation[T]:
+    """:func:`start` for the sign-in calls, whose callback is a ``portal_sign_in_cb``: ``read``
+    gets the ``portal_sign_in_result`` on the loop's thread; whatever it does not take (see
+    :func:`take_pointer`) the library frees, wiping strings, after it returns."""
+    return _start(function, _COMPLETE_SIGN_IN, read, args)
+
+
+def _start(
+    function: Callable[..., Any], callback: Any, read: Callable[[Any], T], args: Tuple[Any, ...]
+) -> Operation[T]:
     queue = loop_queue()
     future: "asyncio.Future[T]" = queue.loop.create_future()
     key = next(_keys)
     _operations[key] = (future, read)  # before the call: the completion may be queued before it returns
     operation = ctypes.c_uint64(0)
     # On failure destroy_notify has already removed the entry, and errcheck raises.
-    function(*args, queue.pointer, _COMPLETE, key, _RELEASE, ctypes.byref(operation))
+    function(*args, queue.pointer, callback, key, _RELEASE, ctypes.byref(operation))
     return Operation(future, int(operation.value))
 
 
 # ------------------------------------------------------------------------------ result readers
 
 
-def take_session(result: Any) -> Optional[Any]:
-    """Takes ``result->session`` (the library no longer frees it): a pointer, or ``None``."""
-    address = ctypes.cast(result.session, ctypes.c_void_p).value
+def take_pointer(result: Any, field: str, pointer_type: Any) -> Optional[Any]:
+    """Takes the pointer field ``field`` of a result (sets it to NULL, so the library no longer
+    frees it; the caller now owns what it points to): a ``pointer_type``, or ``None``."""
+    address = ctypes.cast(getattr(result, field), ctypes.c_void_p).value
     if not address:
         return None
-    result.session = None
-    return ctypes.cast(ctypes.c_void_p(address), _SessionP)
+    setattr(result, field, None)
+    return ctypes.cast(ctypes.c_void_p(address), pointer_type)
+
+
+def take_session(result: Any) -> Optional[Any]:
+    """Takes ``result->session`` (the library no longer frees it): a pointer, or ``None``."""
+    return take_pointer(result, "session", _SessionP)
 
 
 def nothing(result: Any) -> None:

@@ -8,7 +8,7 @@ may raise, or copies a secret is a method (``Session.token()``, ``restore_sessio
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from . import aio
 from ._ffi import _AuthP, _CharP, _SessionP
@@ -26,6 +26,8 @@ from ._strings import (
 )
 from .errors import SessionInvalidated
 from .signin import RedirectResult, SignedIn, SignInMethods, TotpRequired
+
+T = TypeVar("T")
 
 # portal_redirect_kind and portal_redirect_flags
 _AUTHENTICATED = 1
@@ -210,6 +212,82 @@ class PortalAuth(_Owner):
             _lib.portal_auth_verify_totp(auth, digits, jwt, ctypes.byref(out))
         return Session._adopt(out)
 
+    # ----------------------------------------------------------------------- sign-in, asyncio
+    # Each coroutine checks its arguments (raising before anything starts), starts the library's
+    # *_async call and completes on the running loop, which never blocks. Results and errors are
+    # the blocking call's; a result is built on the loop's thread inside the completion (so a
+    # session or user JWT that a cancelled task never receives is freed or wiped by the garbage
+    # collector). Cancelling the task calls portal_operation_cancel and raises CancelledError at
+    # once. Await them on the loop that runs them; see portal_keyring.aio.
+
+    async def get_methods_async(self) -> SignInMethods:
+        """:meth:`get_methods` as a coroutine (``portal_auth_get_methods_async``). Same result and
+        errors; the request runs on a library worker thread and is aborted when the task is
+        cancelled."""
+        return await self._sign_in(_lib.portal_auth_get_methods_async, _read_methods)
+
+    async def send_magic_link_async(self, email: str) -> None:
+        """:meth:`send_magic_link` as a coroutine. ``email`` is checked for ``None``, type and NUL
+        bytes before anything starts; its format is checked on the worker (then
+        :class:`InvalidArgument` is raised and nothing was sent). A cancelled send may still have
+        reached Portal (an email may be sent; never retried). Same errors."""
+        address = _text_arg(email, "email")
+        await self._sign_in(_lib.portal_auth_send_magic_link_async, aio.nothing, address)
+
+    async def login_with_google_async(self) -> str:
+        """:meth:`login_with_google` as a coroutine: the Google authorize URL. Same errors."""
+        return await self._sign_in(_lib.portal_auth_login_with_google_async, _read_text)
+
+    async def login_with_apple_async(self) -> str:
+        """:meth:`login_with_apple` as a coroutine: the Apple authorize URL. Same errors."""
+        return await self._sign_in(_lib.portal_auth_login_with_apple_async, _read_text)
+
+    async def handle_redirect_async(
+        self, url: str, *, allow_unsolicited: bool = False, replace_end_user: bool = False
+    ) -> Optional[RedirectResult]:
+        """:meth:`handle_redirect` as a coroutine (``portal_auth_handle_redirect_async``): the
+        URL is checked and copied before the first ``await`` suspends. Same options, results
+        (``None``, :class:`SignedIn`, :class:`TotpRequired`) and errors. A task cancelled after
+        the grant exchange leaves the session persisted or not, never half; delivering the same
+        URL again on this handle returns the remembered exchange."""
+        text = _text_arg(url, "url")
+        flags = (_ALLOW_UNSOLICITED if allow_unsolicited else 0) | (_REPLACE_END_USER if replace_end_user else 0)
+        return await self._sign_in(_lib.portal_auth_handle_redirect_async, _read_redirect, text, flags)
+
+    async def verify_totp_async(self, code: str, user_jwt: TokenLike) -> "Session":
+        """:meth:`verify_totp` as a coroutine: the code and the user JWT are checked and copied
+        (the JWT copy wiped) before the first ``await`` suspends. Same result and errors."""
+        digits = _text_arg(code, "code")
+        with _secret_arg(user_jwt, "user_jwt") as jwt, self._use() as auth:
+            operation = aio.start_sign_in(_lib.portal_auth_verify_totp_async, _read_session, auth, digits, jwt)
+        return await operation.wait()
+
+    async def _sign_in(self, function: Any, read: Callable[[Any], T], *args: Any) -> T:
+        with self._use() as auth:
+            operation = aio.start_sign_in(function, read, auth, *args)
+        return await operation.wait()
+
+
+def _read_methods(result: Any) -> SignInMethods:
+    text = _take_text(aio.take_pointer(result, "text", _CharP))
+    return SignInMethods(tuple(m for m in text.split(",") if m), bool(result.auto_create_wallet))
+
+
+def _read_text(result: Any) -> str:
+    return _take_text(aio.take_pointer(result, "text", _CharP))
+
+
+def _read_session(result: Any) -> "Session":
+    return Session._adopt(aio.take_session(result))
+
+
+def _read_redirect(result: Any) -> Optional[RedirectResult]:
+    if result.kind == _AUTHENTICATED and result.session:
+        return SignedIn(_read_session(result))
+    if result.kind == _TOTP_REQUIRED and result.user_jwt:
+        totp_link = _take_text(aio.take_pointer(result, "totp_link", _CharP)) if result.totp_link else None
+        return TotpRequired(_take_string(aio.take_pointer(result, "user_jwt", _CharP)), totp_link)
+    return None
 
 
 class Session(_Owner):

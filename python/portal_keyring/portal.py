@@ -8,11 +8,12 @@ import atexit
 import ctypes
 import itertools
 import json as _json
+import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
-from . import aio
+from . import _lifetime, aio
 from ._ffi import _CALLBACK, _CharP, _PortalP
 from ._handles import _Handle, _Owner
 from ._library import lib as _lib
@@ -28,6 +29,7 @@ from .errors import InvalidArgument
 # (which destroy_notify would otherwise have to release while running inside it).
 _registrations: Dict[int, Callable[[], Any]] = {}
 _registration_keys = itertools.count(1)
+_listener_keys_lock = threading.Lock()
 
 
 def _deliver(user_data: Optional[int]) -> None:
@@ -46,10 +48,14 @@ def _deliver(user_data: Optional[int]) -> None:
 
 def _release(user_data: Optional[int]) -> None:
     _registrations.pop(user_data or 0, None)
+    _lifetime.registration_released()
 
 
 _DELIVER = _CALLBACK(_deliver)
 _RELEASE = _CALLBACK(_release)
+
+
+_lifetime.set_registration_test(lambda key: key in _registrations)
 
 
 def _registration_count() -> int:
@@ -61,7 +67,8 @@ class ListenerHandle:
     """A listener registration returned by :meth:`Portal.on_session_invalidated`.
 
     Dropping the handle does not cancel the listener; :meth:`cancel` does (and so does closing
-    or collecting the portal). Usable as a context manager that cancels on exit.
+    the portal; collecting it does not, see :class:`Portal`). The handle keeps its portal
+    alive. Usable as a context manager that cancels on exit.
     """
 
     __slots__ = ("_portal", "id", "__weakref__")
@@ -133,8 +140,13 @@ class Portal(_Owner):
     host invalidates the session (the token is dropped, that sign-in's keyring item deleted) and
     calls every listener once — including listeners registered after the rejection (replay).
 
-    Closing (or collecting) the portal cancels its listeners. The session object may be closed
-    first; the portal keeps the library session alive.
+    Closing the portal (:meth:`close`, :meth:`aclose`, leaving its ``with`` block) cancels its
+    listeners. Garbage collection does not (docs/threading.md "Listener lifetime"): a portal
+    collected while its validation request may still be in flight keeps its listeners until that
+    request can no longer detect a rejection (at most about 32 s after the portal was created),
+    so a 401 it gets still deletes the item and calls each listener once; then the remaining
+    registrations are released uncalled. See :mod:`portal_keyring._lifetime`. The session object
+    may be closed first; the portal keeps the library session alive.
 
     :param session: the credential.
     :param api_host: ``"host"`` or ``"host:port"``; ``None`` for the host of the session's
@@ -166,7 +178,22 @@ class Portal(_Owner):
 
     def _adopt(self, pointer: Any) -> None:
         self._h = _Handle(pointer, _lib.portal_free, "portal")
+        self._created = time.monotonic()
+        self._listener_keys: List[int] = []
         _live_portals.add(self)
+
+    def __del__(self) -> None:
+        # Collection is not a cancel: park the handle while the validation request may still
+        # detect a rejection (listener-lifetime rule 2), else free it now.
+        try:
+            handle = self._h
+            keys = getattr(self, "_listener_keys", [])
+            session = getattr(self, "session", None)
+            if handle is not None and not handle.closed and _lifetime.park(handle, keys, session, self._created):
+                return
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
 
     def close(self) -> None:
         """Frees the portal and cancels every listener (each is released once). No callback of
@@ -204,6 +231,8 @@ class Portal(_Owner):
                 _lib.portal_on_session_invalidated_queued(
                     pointer, queue.pointer, _DELIVER, key, _RELEASE, ctypes.byref(out)
                 )
+            with _listener_keys_lock:  # registrations may come from several threads at once
+                self._listener_keys = [k for k in self._listener_keys if k in _registrations] + [key]
         return ListenerHandle(self, int(out.value))
 
     def report_unauthorized(self, rejected_token: TokenLike) -> bool:
@@ -308,7 +337,9 @@ class Portal(_Owner):
 @atexit.register
 def _close_live_portals() -> None:
     # No library thread may call into Python after the interpreter has finalized: closing the
-    # portals cancels every registration (portal_free waits for a callback that is running).
+    # portals cancels every registration (portal_free waits for a callback that is running),
+    # the parked ones (collected, listeners kept) included.
+    _lifetime.close_all()
     for portal in list(_live_portals):
         try:
             portal.close()
