@@ -46,7 +46,7 @@ import Glibc
         await ticker.value
         print("async sendMagicLink through a slow API: \(elapsed) ms, largest main-actor gap \(gaps.maxGap) ms")
         #expect(elapsed >= 1400)
-        #expect(gaps.maxGap <= 50, "the main actor stalled for \(gaps.maxGap) ms")
+        #expect(gaps.maxGap <= 200, "the main actor stalled for \(gaps.maxGap) ms") // blocking would be ≥ 1400 ms; load jitter stays under ~100 (async_test.c)
 
         struct Link: Decodable { let email: String; let link: String }
         struct Links: Decodable { let links: [Link] }

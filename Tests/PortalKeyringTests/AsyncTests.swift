@@ -47,7 +47,7 @@ import Glibc
         print("async send to a slow API: \(elapsed) ms, largest main-actor gap \(maxGap) ms")
         #expect(elapsed >= 1400)
         #expect(response.status == 404)
-        #expect(maxGap <= 50, "the main actor stalled for \(maxGap) ms")
+        #expect(maxGap <= 200, "the main actor stalled for \(maxGap) ms") // blocking would be ≥ 1400 ms; load jitter stays under ~100 (async_test.c)
         try await auth.clearPersistedSession()
     }
 

@@ -1,7 +1,7 @@
 /*
  * async_signin_test.c — the non-blocking sign-in calls (issue 12) against the real keyring and
  * the loopback Portal API, on a real GMainLoop with a 10 ms timer whose largest gap must stay
- * <= 50 ms:
+ * <= MAX_GAP_MS (200 ms; a blocking call would stall it 900 ms or more):
  *   - get_methods, login_with_google/_apple, send_magic_link, handle_redirect (with the magic
  *     link the fake API "emailed"; again: the remembered exchange), a TOTP sign-in
  *     (handle_redirect with PORTAL_REDIRECT_ALLOW_UNSOLICITED, then verify_totp);
@@ -33,7 +33,11 @@ static int checks, failures;
         }                                                                                            \
     } while (0)
 
-#define MAX_GAP_MS 50
+/* The largest main-loop gap allowed. Every blocking scenario here would stall the loop for 900 ms
+ * or more (prompt and call deadlines, API delays, portal_free's wait); a loaded 2-core machine
+ * shows scheduler gaps up to about 100 ms (92.7 ms seen with other builds running), so 200 ms
+ * tells the two apart without failing on load. */
+#define MAX_GAP_MS 200
 
 static const char *api_url;
 static char env_id[128];

@@ -1,7 +1,7 @@
 /*
  * async_test.c — the non-blocking C calls (issue 12) against the real keyring and the loopback
  * Portal API, driven by a real GMainLoop with a 10 ms timer whose largest gap is measured: it
- * must never exceed 50 ms while
+ * must never exceed MAX_GAP_MS (200 ms; a blocking call would stall it 900 ms or more) while
  *   (a) a restore waits on an unlock prompt nobody answers (keyringctl stuck-prompter), until the
  *       prompt deadline, and while such a prompt is cancelled (restore and persist);
  *   (b) the provider is SIGSTOPped (the call deadline ends the restore);
@@ -37,7 +37,11 @@ static int checks, failures;
         }                                                                                            \
     } while (0)
 
-#define MAX_GAP_MS 50
+/* The largest main-loop gap allowed. Every blocking scenario here would stall the loop for 900 ms
+ * or more (prompt and call deadlines, API delays, portal_free's wait); a loaded 2-core machine
+ * shows scheduler gaps up to about 100 ms (92.7 ms seen with other builds running), so 200 ms
+ * tells the two apart without failing on load. */
+#define MAX_GAP_MS 200
 
 static pthread_t main_thread;
 static const char *kctl, *api_url;
