@@ -87,9 +87,13 @@ REALNAME := $(LINKNAME).$(VERSION)
 # Everything the library needs comes from the system library path (ld.so.conf, ld.so.cache).
 SWIFT_FLAGS := -c release --scratch-path $(SCRATCH) --disable-local-rpath -Xswiftc -static-stdlib \
 	$(if $(SWIFT_LINKER),-Xswiftc -use-ld=$(SWIFT_LINKER))
-LIB_LINK_FLAGS := -Xlinker --version-script=$(CURDIR)/$(OUT)/portal-keyring.map \
+# Link-time tuning (issue 17), shared by the library, portal-keyring and bench's floor library
+# (bench/build-floor.sh reads it with `make -s print-floor-link-flags`); each flag's figures are
+# in bench/results.md's history.
+LINK_TUNING :=
+LIB_LINK_FLAGS := $(LINK_TUNING) -Xlinker --version-script=$(CURDIR)/$(OUT)/portal-keyring.map \
 	-Xlinker -soname=$(SONAME) -Xlinker --gc-sections -Xlinker -z -Xlinker defs
-BIN_LINK_FLAGS := -Xlinker --gc-sections
+BIN_LINK_FLAGS := $(LINK_TUNING) -Xlinker --gc-sections
 
 .PHONY: all lib pc bin install install-examples uninstall check-install abi abi-check abi-baseline clean FORCE
 
@@ -240,7 +244,10 @@ mutants:
 
 # Benchmarks (issue 7): the shipped build vs raw libsecret, secret-tool and PyPI keyring on a
 # private keyring; prints the table and writes bench/results.md. Never fails on timings.
-.PHONY: bench bench-smoke
+.PHONY: bench bench-smoke print-floor-link-flags
+print-floor-link-flags:
+	@echo '$(LINK_TUNING)'
+
 bench: lib bin
 	bench/run.sh
 
