@@ -11,7 +11,8 @@
  * Reads /proc/self/smaps three times — at start, after dlopen, after the call — and prints one
  * line per mapping and stage: "STAGE RSS_KIB PRIVATE_DIRTY_KIB SIZE_KIB PERMS PATH" (anonymous
  * mappings are summed into one "[anon]" line per stage; PATH is the file, [heap], [stack], …),
- * then "peak VmHWM_KIB". Exit 0 when the call succeeded, 2 otherwise. Links only libc (and
+ * then "peak VmHWM_KIB". With PAGESPROBE_PAGES=PREFIX, also the present pages of LIBRARY after
+ * dlopen and after the call (dump_pages). Exit 0 when the call succeeded, 2 otherwise. Links only libc (and
  * libdl); each side pays for everything it loads.
  */
 #define _GNU_SOURCE
@@ -86,6 +87,40 @@ static void dump(const char *stage) {
     printf("%s %ld %ld %ld ---- [anon]\n", stage, anon_rss, anon_dirty, anon_size);
 }
 
+/* With PAGESPROBE_PAGES=PREFIX: writes to PREFIX.STAGE the file offset of every page of `path`'s mappings
+ * that is present in this process (/proc/self/pagemap bit 63), one decimal offset a line, for
+ * bench/profile.sh to attribute to archives through the link map. */
+static void dump_pages(const char *path, const char *stage) {
+    const char *prefix = getenv("PAGESPROBE_PAGES");
+    if (!prefix || !*prefix) return;
+    char target[4096];
+    snprintf(target, sizeof target, "%s.%s", prefix, stage);
+    char *real = realpath(path, NULL);
+    FILE *maps = fopen("/proc/self/maps", "r"), *pm = fopen("/proc/self/pagemap", "rb"), *out = fopen(target, "w");
+    if (!real || !maps || !pm || !out) {
+        perror("pagesprobe: pagemap");
+        exit(2);
+    }
+    char line[4096];
+    while (fgets(line, sizeof line, maps)) {
+        unsigned long lo, hi, off;
+        int n = 0;
+        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &n) != 3 || n == 0) continue;
+        char *name = line + n;
+        name[strcspn(name, "\n")] = '\0';
+        if (strcmp(name, real) != 0) continue;
+        for (unsigned long va = lo; va < hi; va += 4096) {
+            uint64_t entry = 0;
+            if (fseek(pm, (long)(va / 4096 * 8), SEEK_SET) != 0 || fread(&entry, 8, 1, pm) != 1) continue;
+            if (entry >> 63) fprintf(out, "%lu\n", off + (va - lo));
+        }
+    }
+    fclose(out);
+    fclose(pm);
+    fclose(maps);
+    free(real);
+}
+
 static long peak_rss_kib(void) {
     char line[256];
     long kib = -1;
@@ -121,6 +156,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     dump("dlopen");
+    if (!raw) dump_pages(argv[2], "dlopen");
     bool ok = false;
     if (floor_) {
         int (*call)(const char *) = (int (*)(const char *))sym(lib, "bench_floor_call");
@@ -147,6 +183,7 @@ int main(int argc, char **argv) {
         auth_free(auth);
     }
     dump("call");
+    if (!raw) dump_pages(argv[2], "call");
     printf("peak %ld\n", peak_rss_kib());
     return ok ? 0 : 2;
 }

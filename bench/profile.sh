@@ -134,7 +134,7 @@ echo "- floor: $(relocs "$floor")$(relr "$floor")"
 # ------------------------------------------------------------- pages (on a private keyring)
 # Freshly written files have dirty page-cache pages, which smaps counts as Private_Dirty even
 # when only read: write them back first, so "dirty" means written by this process.
-sync "$lib" "$floor"
+sync "$lib" "$floor" "$out/libportal-keyring.mapped.stripped.so"
 cat >"$out/pages.sh" <<'SH'
 set -euo pipefail
 out=$1 lib=$2 floor=$3 cli=$4
@@ -142,6 +142,8 @@ printf 'cst_profile_token_0123456789\n' | "$cli" --env profile-env --redirect-ur
     persist --end-user-id eu_profile >/dev/null
 "$out/pagesprobe" portal "$lib" profile-env >"$out/pages-portal.txt"
 "$out/pagesprobe" floor "$floor" >"$out/pages-floor.txt"
+# The relinked copy, whose link map is known, for the pages-by-archive table.
+PAGESPROBE_PAGES=$out/present "$out/pagesprobe" portal "$out/libportal-keyring.mapped.stripped.so" profile-env >/dev/null
 "$out/pagesprobe" raw profile-env >"$out/pages-raw.txt" || true   # raw finds nothing: the lookup still runs
 for side in portal floor raw; do
     case $side in portal) args=(portal "$lib" profile-env) ;; floor) args=(floor "$floor") ;; raw) args=(raw profile-env) ;; esac
@@ -169,7 +171,7 @@ def load(side):
         if p[0] == "peak": peak = int(p[1]); continue
         stage, rss, dirty, size, perms, path = p[0], int(p[1]), int(p[2]), int(p[3]), p[4], p[5].strip()
         if os.path.realpath(path) in (os.path.realpath(lib), os.path.realpath(floor)):
-            group = "the library " + {"r--p": "(r--: headers, .rodata, metadata, .eh_frame)", "r-xp": "(r-x: .text)", "rw-p": "(rw-: .data, .got, relro)"}.get(perms, perms)
+            group = "the library " + {"r--p": "(r--: headers, .rela.dyn, swift5 metadata, .eh_frame; relro after dlopen)", "r-xp": "(r-x: .text)", "rw-p": "(rw-: .data, .rodata in this layout, .bss)"}.get(perms, perms)
         elif "libstdc++" in path: group = "libstdc++"
         elif "libsecret" in path or "libglib" in path or "libgio" in path or "libgobject" in path or "libgcrypt" in path or "libgmodule" in path: group = "libsecret + GLib/GIO/gcrypt"
         elif path == "[anon]" or path == "[heap]": group = "anonymous + heap"
@@ -195,4 +197,76 @@ for g in groups:
 cells = ["%d → %d" % (sum(sides[s][0]["dlopen"].values()), sum(sides[s][0]["call"].values())) for s in ("portal", "floor", "raw")]
 print("| **total RSS** | %s |" % " | ".join(cells))
 print("| peak (VmHWM) | %s |" % " | ".join(str(sides[s][1]) for s in ("portal", "floor", "raw")))
+PY
+echo
+echo "### Present pages of the library by archive (KiB, after dlopen → after the first restore)"
+echo
+echo "Each present page's bytes are credited to the archives whose input sections they hold"
+echo "(/proc/self/pagemap of the relinked copy, whose link map is known). Fault-around makes this"
+echo "an upper bound of what the code touched, in 64 KiB windows."
+echo
+python3 - "$out/portal-keyring.lldmap" "$out/libportal-keyring.mapped.stripped.so" "$out/present" <<'PY'
+import bisect, collections, re, subprocess, sys
+mapfile, lib, prefix = sys.argv[1:4]
+row = re.compile(r"^\s*([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+(\d+)\s+(\S.*)$")
+iv, in_col, out_sec = [], None, None
+for line in open(mapfile, encoding="utf-8", errors="replace"):
+    line = line.rstrip("\n")
+    if in_col is None:
+        if "VMA" in line and " In " in line: in_col = line.index(" In ") + 1
+        continue
+    m = row.match(line)
+    if not m: continue
+    vma, size, rest, col = int(m.group(1), 16), int(m.group(3), 16), m.group(5), m.start(5)
+    if col < in_col:
+        out_sec = rest.split()[0]
+        continue
+    if col > in_col or size == 0 or ":(" not in rest or out_sec.startswith((".debug", ".comment", ".symtab", ".strtab")): continue
+    src = rest.split(":(", 1)[0]
+    a = re.search(r"([^/]+\.a)\(", src)
+    name = a.group(1) if a else ("ours" if ".build/" in src else "<linker-generated>" if "<internal>" in src else src.rsplit("/", 1)[-1])
+    member = re.search(r"\(([^)]*)\)$", src)
+    iv.append((vma, vma + size, name, "%s(%s)" % (name, member.group(1)) if a and member else name if not a else name))
+    if name == "ours": iv[-1] = (vma, vma + size, name, "ours: " + src.rsplit("/", 1)[-1])
+iv.sort()
+starts = [x[0] for x in iv]
+loads = []
+for line in subprocess.run(["readelf", "-lW", lib], capture_output=True, text=True).stdout.splitlines():
+    p = line.split()
+    if p and p[0] == "LOAD":
+        loads.append((int(p[1], 16), int(p[2], 16), int(p[4], 16)))   # offset, vaddr, filesz
+def credit(pages, key=2):
+    c = collections.Counter()
+    for off in pages:
+        for o, v, fs in loads:
+            if o <= off < o + fs + 4096:
+                lo = v + (off - o); hi = lo + 4096
+                i = max(0, bisect.bisect_right(starts, lo) - 1)
+                while i < len(iv) and iv[i][0] < hi:
+                    s, e = iv[i][0], iv[i][1]
+                    c[iv[i][key]] += max(0, min(e, hi) - max(s, lo))
+                    i += 1
+                break
+    return c
+stages = {}
+for stage in ("dlopen", "call"):
+    with open(prefix + "." + stage) as f:
+        stages[stage] = credit(int(x) for x in f if x.strip())
+names = sorted(set(stages["call"]) | set(stages["dlopen"]), key=lambda n: -stages["call"][n])
+print("| archive | after dlopen | after the first restore |")
+print("|---|---|---|")
+for n in names[:12]:
+    print("| %s | %d | %d |" % (n, stages["dlopen"][n] // 1024, stages["call"][n] // 1024))
+print("| **total** | %d | %d |" % (sum(stages["dlopen"].values()) // 1024, sum(stages["call"].values()) // 1024))
+print()
+print("The 15 objects with the most present bytes after the first restore:")
+print()
+members = {}
+for stage in ("dlopen", "call"):
+    with open(prefix + "." + stage) as f:
+        members[stage] = credit((int(x) for x in f if x.strip()), key=3)
+print("| archive(object) | after dlopen | after the first restore |")
+print("|---|---|---|")
+for n, v in members["call"].most_common(15):
+    print("| %s | %d | %d |" % (n, members["dlopen"][n] // 1024, v // 1024))
 PY
