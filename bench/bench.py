@@ -1,7 +1,10 @@
 """bench.py — runs every benchmark figure and prints the results table (bench/run.sh runs it
 inside scripts/with-keyring.sh; do not run it against your own keyring).
 
-    python3 bench/bench.py --bin DIR --lib LIB --cli CLI [--python PY] [--smoke] [--out FILE]
+    python3 bench/bench.py --bin DIR --lib LIB --cli CLI [--python PY] [--floor LIB] [--smoke] [--out FILE]
+
+--floor is the Swift-runtime floor library (bench/build-floor.sh): the load-cost figures print it
+beside ours, and judge ours by it (issue 17). --out keeps the file's "# History" section.
 
 Every comparison is measured in the same run, the two sides alternating (A B, B A, …), and
 reported as median [min – max] per side plus the ratio of the medians with the 5th–95th

@@ -7,7 +7,8 @@
 #                             first; the CLI persists the session the probes restore)
 #
 # What it does:
-#   bytes       relinks the library with SwiftPM's own link command (read from
+#   bytes       runs `make -s lib` (a relink at most) so that SwiftPM's manifest holds the
+#               library's link command, relinks the library with that command (read from
 #               .build/make/release.yaml) plus `-Map`, and sums the allocated input sections of
 #               the map by archive (libswiftCore.a, libFoundationEssentials.a, …, ours) and by
 #               kind of output section; `size -A` of the stripped file; the floor's total.
@@ -15,7 +16,8 @@
 #               (LD_DEBUG=statistics: "final number of relocations") for one load + first call.
 #   pages       bench/pagesprobe.c: /proc/self/smaps after dlopen and after the first call, per
 #               mapping, for ours (one restore), the floor (one call) and raw libsecret (one
-#               lookup), on a private keyring (scripts/with-keyring.sh).
+#               lookup), on a private keyring (scripts/with-keyring.sh); and the library's present
+#               pages (/proc/self/pagemap) credited to archives and objects through the link map.
 # Nothing here is timed; bench/run.sh measures time and peak RSS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
