@@ -85,11 +85,24 @@ REALNAME := $(LINKNAME).$(VERSION)
 # dlopen()s libcurl.so.4 by soname, and a RUNPATH would make the loader look next to the library
 # first: a libcurl.so.4 placed there would run its code in every host process (issue 14 item 7).
 # Everything the library needs comes from the system library path (ld.so.conf, ld.so.cache).
+# SWIFT_OPTIMIZE: the Swift optimization mode of the release build (-O, SwiftPM's default for
+# -c release, when empty; e.g. -Osize). bench/results.md's history has the figures of each.
+SWIFT_OPTIMIZE ?=
 SWIFT_FLAGS := -c release --scratch-path $(SCRATCH) --disable-local-rpath -Xswiftc -static-stdlib \
-	$(if $(SWIFT_LINKER),-Xswiftc -use-ld=$(SWIFT_LINKER))
-LIB_LINK_FLAGS := -Xlinker --version-script=$(CURDIR)/$(OUT)/portal-keyring.map \
+	$(if $(SWIFT_LINKER),-Xswiftc -use-ld=$(SWIFT_LINKER)) $(if $(SWIFT_OPTIMIZE),-Xswiftc $(SWIFT_OPTIMIZE))
+# Link-time tuning (issue 17), shared by the library, portal-session and bench's floor library
+# (bench/build-floor.sh reads it with `make -s print-floor-link-flags`); each flag's figures are
+# in bench/results.md's history. -z pack-relative-relocs: the ~36,000 relative relocations go
+# into a packed .relr.dyn (6 KiB) instead of .rela.dyn (843 KiB), which the loader read at every
+# dlopen: -0.86 MB on disk, -1.0 MiB peak RSS. It needs glibc >= 2.36 (the library then
+# requires the GLIBC_ABI_DT_RELR version, so an older loader refuses it with a clear error
+# instead of misrelocating); Debian 12 has 2.36. Tried and not kept (no gain, or a risk for
+# no gain): --icf=safe, --icf=all, -Osize (SWIFT_OPTIMIZE); -O1 and --hash-style=gnu are lld's
+# defaults already, and the library binds lazily already.
+LINK_TUNING := -Xlinker -z -Xlinker pack-relative-relocs
+LIB_LINK_FLAGS := $(LINK_TUNING) -Xlinker --version-script=$(CURDIR)/$(OUT)/portal-keyring.map \
 	-Xlinker -soname=$(SONAME) -Xlinker --gc-sections -Xlinker -z -Xlinker defs
-BIN_LINK_FLAGS := -Xlinker --gc-sections
+BIN_LINK_FLAGS := $(LINK_TUNING) -Xlinker --gc-sections
 
 .PHONY: all lib pc bin install install-examples uninstall check-install abi abi-check abi-baseline clean FORCE
 
@@ -240,7 +253,10 @@ mutants:
 
 # Benchmarks (issue 7): the shipped build vs raw libsecret, secret-tool and PyPI keyring on a
 # private keyring; prints the table and writes bench/results.md. Never fails on timings.
-.PHONY: bench bench-smoke
+.PHONY: bench bench-smoke print-floor-link-flags
+print-floor-link-flags:
+	@echo '$(LINK_TUNING)'
+
 bench: lib bin
 	bench/run.sh
 

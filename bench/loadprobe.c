@@ -5,6 +5,10 @@
  *                                      secret_password_lookup_nonpageable_sync()
  *   loadprobe portal LIBRARY ENV_ID    dlopen(LIBRARY), then portal_auth_new() +
  *                                      portal_auth_restore_session() (+ copy token, frees)
+ *   loadprobe floor LIBRARY ENV_ID     the Swift-runtime floor (issue 17): what raw does, plus
+ *                                      dlopen(LIBRARY) (bench/floor/floor.swift, built as ours
+ *                                      is) and one bench_floor_call("floor") — the least a Swift
+ *                                      library doing raw's lookup could cost
  *
  * The probe itself links neither library (only libc), so each side pays for everything it loads
  * (libsecret pulls in GLib/GIO and libgcrypt; libportal-keyring also the Swift runtime linked
@@ -59,32 +63,43 @@ static void *sym(void *lib, const char *name) {
     return p;
 }
 
+/* One raw lookup through the libsecret handle `lib`; true when the bench document came back. */
+static bool raw_lookup(void *lib, const char *env) {
+    gchar *(*lookup)(const SecretSchema *, GCancellable *, GError **, ...) =
+        (gchar * (*)(const SecretSchema *, GCancellable *, GError **, ...)) sym(lib, "secret_password_lookup_nonpageable_sync");
+    void (*pw_free)(gchar *) = (void (*)(gchar *))sym(lib, "secret_password_free");
+    if (!lookup || !pw_free) return false;
+    GError *error = NULL;
+    gchar *doc = lookup(&schema, NULL, &error, "auth_environment_id", env, NULL);
+    bool found = doc != NULL && strstr(doc, "\"clientSessionToken\"") != NULL;
+    if (doc) pw_free(doc);
+    if (error) fprintf(stderr, "loadprobe: lookup: %s\n", error->message);
+    return found;
+}
+
 int main(int argc, char **argv) {
     bool raw = argc == 3 && strcmp(argv[1], "raw") == 0;
     bool portal = argc == 4 && strcmp(argv[1], "portal") == 0;
-    if (!raw && !portal) {
-        fprintf(stderr, "usage: %s raw ENV_ID | portal LIBRARY ENV_ID\n", argv[0]);
+    bool floor_ = argc == 4 && strcmp(argv[1], "floor") == 0;
+    if (!raw && !portal && !floor_) {
+        fprintf(stderr, "usage: %s raw ENV_ID | portal LIBRARY ENV_ID | floor LIBRARY ENV_ID\n", argv[0]);
         return 2;
     }
     const char *env = argv[argc - 1];
     bool found = false;
     uint64_t t0 = bench_now_ns();
     void *lib = dlopen(raw ? "libsecret-1.so.0" : argv[2], RTLD_NOW | RTLD_LOCAL);
+    void *secret = floor_ && lib ? dlopen("libsecret-1.so.0", RTLD_NOW | RTLD_LOCAL) : NULL;
     uint64_t t1 = bench_now_ns();
-    if (!lib) {
+    if (!lib || (floor_ && !secret)) {
         fprintf(stderr, "loadprobe: dlopen: %s\n", dlerror());
         return 2;
     }
-    if (raw) {
-        gchar *(*lookup)(const SecretSchema *, GCancellable *, GError **, ...) =
-            (gchar * (*)(const SecretSchema *, GCancellable *, GError **, ...)) sym(lib, "secret_password_lookup_nonpageable_sync");
-        void (*pw_free)(gchar *) = (void (*)(gchar *))sym(lib, "secret_password_free");
-        if (!lookup || !pw_free) return 2;
-        GError *error = NULL;
-        gchar *doc = lookup(&schema, NULL, &error, "auth_environment_id", env, NULL);
-        found = doc != NULL && strstr(doc, "\"clientSessionToken\"") != NULL;
-        if (doc) pw_free(doc);
-        if (error) fprintf(stderr, "loadprobe: lookup: %s\n", error->message);
+    if (floor_) {
+        int (*call)(const char *) = (int (*)(const char *))sym(lib, "bench_floor_call");
+        found = call != NULL && call("floor") == 5 && raw_lookup(secret, env);
+    } else if (raw) {
+        found = raw_lookup(lib, env);
     } else {
         int (*auth_new)(void **, const char *, const char *, const char *) =
             (int (*)(void **, const char *, const char *, const char *))sym(lib, "portal_auth_new");

@@ -21,7 +21,10 @@
 #                            keyring.get_password with the SecretService backend (PyPI keyring,
 #                            installed into build/bench/venv)
 #   load cost                dlopen + first restore, and peak RSS, vs dlopen(libsecret) + first
-#                            lookup (bench/loadprobe.c)
+#                            lookup, beside the Swift-runtime floor: a one-function Swift library
+#                            built the same way (bench/floor/, bench/build-floor.sh), loaded and
+#                            called once (bench/loadprobe.c); the stripped sizes of both
+#   profile                  not here: bench/profile.sh (bytes by archive, pages, relocations)
 #   invalidation             1000 threads reporting the same 401 at once: the listener must run
 #                            exactly once; report→callback p50/p99 (bench/invalidate.c)
 #   RSS drift                100,000 restore cycles in one process (bench/rss_cycles.c)
@@ -144,6 +147,8 @@ cc "${cflags[@]}" -DBENCH_RAW_ONLY -o "$out/rss_cycles_raw" bench/rss_cycles.c "
 cc "${cflags[@]}" -o "$out/restore_on_launch" examples/c/restore_on_launch.c "${portal_link[@]}"
 read -r -a glib_flags <<<"$(pkg-config --cflags --libs glib-2.0)"
 cc "${cflags[@]}" -o "$out/async" bench/async.c "${portal_link[@]}" "${glib_flags[@]}"
+# The Swift-runtime floor (issue 17): a one-function Swift library built the same way as ours.
+floor=$root/$(bench/build-floor.sh "$out")
 cc "${cflags[@]}" -o "$out/keyringctl" Tests/tools/keyringctl.c "${secret_cflags[@]}" "${secret_libs[@]}"
 
 # -------------------------------------------------------- PyPI keyring (the Python baseline)
@@ -168,7 +173,7 @@ fi
 
 # -------------------------------------------------------------------------------- run
 
-args=(--bin "$root/$out" --lib "$root/$out/lib/libportal-keyring.so" --cli "$bench_cli" --python "$bench_python"
+args=(--bin "$root/$out" --lib "$root/$out/lib/libportal-keyring.so" --cli "$bench_cli" --python "$bench_python" --floor "$floor"
     --built-from "\`$lib\` and \`$cli\`")
 if ((smoke)); then
     args+=(--smoke --out "$root/$out/results-smoke.md")
