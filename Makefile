@@ -99,7 +99,10 @@ SWIFT_FLAGS := -c release --scratch-path $(SCRATCH) --disable-local-rpath -Xswif
 # instead of misrelocating); Debian 12 has 2.36. Tried and not kept (no gain, or a risk for
 # no gain): --icf=safe, --icf=all, -Osize (SWIFT_OPTIMIZE); -O1 and --hash-style=gnu are lld's
 # defaults already, and the library binds lazily already.
-LINK_TUNING := -Xlinker -z -Xlinker pack-relative-relocs
+# Only where the build machine's glibc has DT_RELR (2.36+): on an older one the flag would make a
+# library its own loader refuses.
+RELR_GLIBC := $(shell getconf GNU_LIBC_VERSION 2>/dev/null | awk '{ split($$2, v, "."); print (v[1] > 2 || (v[1] == 2 && v[2] >= 36)) ? "yes" : "" }')
+LINK_TUNING := $(if $(RELR_GLIBC),-Xlinker -z -Xlinker pack-relative-relocs)
 LIB_LINK_FLAGS := $(LINK_TUNING) -Xlinker --version-script=$(CURDIR)/$(OUT)/portal-keyring.map \
 	-Xlinker -soname=$(SONAME) -Xlinker --gc-sections -Xlinker -z -Xlinker defs
 BIN_LINK_FLAGS := $(LINK_TUNING) -Xlinker --gc-sections
