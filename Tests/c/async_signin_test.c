@@ -305,19 +305,24 @@ static void test_many_in_flight(portal_auth *auth) {
         if (done == MANY) break;
         g_main_context_iteration(NULL, TRUE);
     }
-    int once = 0, on_main = 0, ok = 0, cancelled = 0;
+    int once = 0, on_main = 0, ok = 0, cancelled = 0, kept_ok = 0;
     for (int i = 0; i < MANY; i++) {
         once += many[i].calls == 1 && many[i].destroyed == 1;
         on_main += many[i].same_thread;
         ok += many[i].status == PORTAL_OK && many[i].text != NULL;
         cancelled += many[i].status == PORTAL_ERR_CANCELLED;
+        if (i % 2) kept_ok += many[i].status == PORTAL_OK && many[i].text != NULL;
     }
     printf("%d get_methods_async in flight, every other one cancelled: %d exactly once, %d OK, %d cancelled\n", MANY,
            once, ok, cancelled);
     CHECK(once == MANY);
     CHECK(on_main == MANY);
     CHECK(ok + cancelled == MANY);
-    CHECK(cancelled >= MANY / 2);
+    /* A cancel that arrives after its operation completed changes nothing (that one is OK, not
+     * cancelled: 99 of 100 were cancelled in one run), so only the ones never cancelled must all
+     * succeed; most of the cancelled ones are still queued behind the 4 workers when cancelled. */
+    CHECK(kept_ok == MANY / 2);
+    CHECK(cancelled >= MANY / 4);
     gap_report("200 sign-in calls in flight");
     for (int i = 0; i < MANY; i++) probe_clear(&many[i]);
 }
