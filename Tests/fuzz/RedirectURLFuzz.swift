@@ -1,13 +1,14 @@
 // RedirectURLFuzz.swift — libFuzzer target for the redirect-URL parser (`RedirectQuery`,
-// Sources/PortalKeyring/SignIn.swift), which reads URLs the desktop hands to
+// Sources/PortalKeyring/RedirectQuery.swift), which reads URLs the desktop hands to
 // `portal-session handle-redirect %u` — input from outside the app.
 //
 // Built by Tests/fuzz/run.sh with the PortalKeyring sources as one module. The first input byte
 // picks one of a few configured redirect URLs; the rest is the URL. Checked for every input,
 // besides "no crash, no trap, no ASan report":
 //  - parsing is deterministic;
-//  - a URL accepted as ours has exactly our redirect URL's scheme (case-insensitively), host and
-//    path before its query: a look-alike is never treated as the app's redirect;
+//  - a URL accepted as ours has exactly our redirect URL's scheme and host (both
+//    case-insensitively, RFC 3986 §6.2.2.1) and path (case-sensitively) before its query: a
+//    look-alike is never treated as the app's redirect;
 //  - every decoded parameter value is valid UTF-8 (it is a Swift String) and percent-decoding
 //    never produces more bytes than the input.
 #if canImport(Glibc)
@@ -27,6 +28,20 @@ private func base(_ url: String) -> String {
     return noFragment.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? noFragment
 }
 
+/// The oracle's own normalization, written apart from the parser's: scheme lower-cased; for
+/// `scheme://authority/path`, the host (after any `userinfo@`) lower-cased; the rest as is.
+private func caseNormalized(_ url: String) -> String {
+    guard let colon = url.firstIndex(of: ":") else { return url }
+    let scheme = url[..<colon].lowercased()
+    let rest = url[colon...]
+    guard rest.hasPrefix("://") else { return scheme + rest }
+    let authority = rest.dropFirst(3).prefix(while: { $0 != "/" })
+    let path = rest.dropFirst(3 + authority.count)
+    let userinfo = authority.lastIndex(of: "@").map { authority[...$0] } ?? ""
+    let host = authority.dropFirst(userinfo.count)
+    return scheme + "://" + userinfo + host.lowercased() + path
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func redirectURLFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data, size > 0 else { return 0 }
@@ -39,7 +54,7 @@ public func redirectURLFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     var ours = base(redirect), theirs = base(url)
     while ours.hasSuffix("/") && ours.count > 3 { ours.removeLast() }
     while theirs.hasSuffix("/") && theirs.count > 3 { theirs.removeLast() }
-    if ours.lowercased() != theirs.lowercased() || ours.drop(while: { $0 != ":" }) != theirs.drop(while: { $0 != ":" }) {
+    if caseNormalized(ours) != caseNormalized(theirs) {
         violation("accepted \(url) as \(redirect)")
     }
     for key in ["token", "error", "authMethod", "login_type"] {
