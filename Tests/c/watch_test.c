@@ -7,7 +7,9 @@
  *   - argument checks: NULL auth / callback / watch_out fail with destroy_notify run once;
  *   - A persists u1            -> exactly one SIGNED_IN "u1";
  *   - A persists in ENV-other, keyringctl stores an item of another schema with ENV's
- *     auth_environment_id, and one of our schema for another environment -> nothing (500 ms);
+ *     auth_environment_id, one of our schema for another environment, and one whose
+ *     auth_environment_id is ENV plus a line end (KeePassXC's search over-matches it) holding a
+ *     version-1 document of another end user -> nothing (500 ms);
  *   - A clears                 -> SIGNED_OUT;
  *   - A persists u2            -> SIGNED_IN "u2";
  *   - A invalidates (restore, portal_new against the loopback Portal API, report_unauthorized)
@@ -16,8 +18,9 @@
  *     keyringctl unlock        -> SIGNED_IN "u3";
  *   - provider restart (PORTAL_TEST_KEYRING_RESTART, scripts/keyring-restart.sh --unlocked)
  *                              -> RESYNC, then A persists u4 -> SIGNED_IN "u4";
- *   - burst: A persists b0..b999 back to back -> a bounded number of events
- *     (<= 2 + duration / 100 ms), every one SIGNED_IN, the last "b999";
+ *   - burst: A persists b0..b999 back to back (b0..b29 on KeePassXC, which crashes in long
+ *     bursts) -> a bounded number of events (<= 2 + duration / 100 ms), every one SIGNED_IN,
+ *     the last "b999";
  *   - idle: 10 s without changes -> zero voluntary context switches of the "portal-watch" thread
  *     (/proc/self/task/N/status), and no event;
  *   - portal_watch_free: destroy_notify once, no event afterwards.
@@ -304,7 +307,9 @@ int main(int argc, char **argv) {
     expect(PORTAL_WATCH_SIGNED_IN, "u3", "unlocked again");
     printf("lock: locked (not signed-out); unlock: signed-in u3\n");
 
+    /* Tests/c/run.sh sets it; Tests/mutants/run.sh runs this from the tree's top directory. */
     const char *restart = getenv("PORTAL_TEST_KEYRING_RESTART");
+    if (!restart && access("scripts/keyring-restart.sh", X_OK) == 0) restart = "scripts/keyring-restart.sh";
     if (restart) {
         char *rargv[] = {(char *)restart, "--unlocked", NULL};
         CHECK(run_quiet(rargv) == 0);
@@ -317,9 +322,16 @@ int main(int argc, char **argv) {
         printf("skip provider restart: PORTAL_TEST_KEYRING_RESTART is not set\n");
     }
 
+    /* KeePassXC 2.7.4 segfaults within a few hundred persists in a row from one process, with or
+     * without a watch (seen at the 104th to the 496th): 30 there. */
+    const char *provider = getenv("PORTAL_TEST_PROVIDER");
+    int rounds = provider && strncmp(provider, "keepassxc", 9) == 0 ? 30 : 1000;
+    char rounds_text[16], last_user[32];
+    snprintf(rounds_text, sizeof rounds_text, "%d", rounds);
+    snprintf(last_user, sizeof last_user, "b%d", rounds - 1);
     int burst_start = nevents;
     double t0 = now_ms();
-    char *bargv[] = {self_path, "act", "burst", env, "1000", NULL};
+    char *bargv[] = {self_path, "act", "burst", env, rounds_text, NULL};
     pid_t pid;
     CHECK(posix_spawn(&pid, self_path, NULL, NULL, bargv, environ) == 0);
     int status = -1;
@@ -328,17 +340,33 @@ int main(int argc, char **argv) {
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     /* The final state arrives: wait until the last event names b999. */
     double until = now_ms() + 10000;
-    while (now_ms() < until && !(nevents > burst_start && strcmp(events[nevents - 1].user, "b999") == 0))
+    while (now_ms() < until && !(nevents > burst_start && strcmp(events[nevents - 1].user, last_user) == 0))
         pump(now_ms() + 100, nevents + 1);
     int burst = nevents - burst_start;
     int bound = 2 + (int)((now_ms() - t0) / 100);
     CHECK(burst >= 1 && nevents <= (int)(sizeof events / sizeof events[0]));
-    CHECK(nevents > burst_start && strcmp(events[nevents - 1].user, "b999") == 0);
-    CHECK(burst <= bound && burst < 1000);
-    for (int i = burst_start; i < nevents; i++) CHECK(events[i].kind == PORTAL_WATCH_SIGNED_IN);
+    CHECK(nevents > burst_start && strcmp(events[nevents - 1].user, last_user) == 0);
+    CHECK(burst <= bound && (rounds < 100 || burst < rounds / 4));
+    for (int i = burst_start; i < nevents; i++) {
+        CHECK(events[i].kind == PORTAL_WATCH_SIGNED_IN);
+        if (events[i].kind != PORTAL_WATCH_SIGNED_IN)
+            fprintf(stderr, "burst event %d of %d: %s\n", i - burst_start, burst, kind_name(events[i].kind));
+    }
     expect_quiet(500, "after the burst");
-    printf("burst: 1000 persists in %.0f ms -> %d events (bound %d), last signed-in %s\n", duration, burst, bound,
+    printf("burst: %d persists in %.0f ms -> %d events (bound %d), last signed-in %s\n", rounds, duration, burst, bound,
            nevents > burst_start ? events[nevents - 1].user : "-");
+
+    /* Our schema and environment plus a final line end, holding a version-1 document (which
+     * names no auth environment) of another end user: KeePassXC's search returns it for ours
+     * (docs/providers.md, "Searches that over-match"); only the exact attribute check keeps it
+     * out. Stored after the burst: KeePassXC 2.7.4 crashed during the burst with it stored. */
+    CHECK(system("printf '%s' '{\"clientSessionToken\":\"t\",\"endUserId\":\"intruder\",\"g\":\"ffff\","
+                 "\"t\":9999999999999999,\"v\":1}' | \"$PORTAL_TEST_KEYRINGCTL\" store "
+                 "--schema io.portalhq.PortalKeyring.Session --content-type application/octet-stream "
+                 "auth_environment_id=\"$WATCH_ENV\n\" session_generation=ffff persisted_at=9999999999999999 "
+                 ">/dev/null") == 0);
+    expect_quiet(500, "an over-matched look-alike item");
+    printf("a look-alike item that KeePassXC's search over-matches: no event\n");
 
     long watcher = switches("portal-watch"), all = switches(NULL);
     int idle_before = nevents;
