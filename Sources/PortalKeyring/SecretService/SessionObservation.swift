@@ -33,10 +33,14 @@ extension LibSecretStorage {
             let match = [("xdg:schema", Self.schemaName), (Self.authEnvironmentAttribute, authEnvironmentId)]
             let found = try bus.search(match)
             if !found.locked.isEmpty {
-                let (mine, unconfirmed) = try Self.confirm(bus, found.locked, authEnvironmentId)
+                let (mine, unconfirmed, _) = try Self.confirm(bus, found.locked, authEnvironmentId)
                 if !mine.isEmpty || unconfirmed { return .locked }
             }
-            let (mine, _) = try Self.confirm(bus, found.unlocked, authEnvironmentId)
+            let (mine, _, vanished) = try Self.confirm(bus, found.unlocked, authEnvironmentId)
+            // The search predates a change in progress (another process's persist deleted the
+            // item it found after storing a newer one): not "signed out". The change's own
+            // signal makes the caller read again.
+            if mine.isEmpty && vanished { throw .failed("a stored session item changed while the watch read it") }
             if mine.isEmpty {
                 if try !bus.search([(Self.authEnvironmentAttribute, authEnvironmentId)]).locked.isEmpty { return .locked }
                 do throws(StorageFailure.Classified) {
@@ -73,12 +77,13 @@ extension LibSecretStorage {
     }
 
     /// Which of `paths` are this auth environment's items of our schema (attributes compared
-    /// exactly), and whether any could not be confirmed because it is locked. Gone items are left
-    /// out.
-    private static func confirm(_ bus: SecretBus, _ paths: [String],
-                                _ authEnvironmentId: String) throws(StorageFailure) -> ([StoredSessionItem], Bool) {
+    /// exactly), whether any could not be confirmed because it is locked, and whether any was gone
+    /// (left out).
+    private static func confirm(_ bus: SecretBus, _ paths: [String], _ authEnvironmentId: String)
+        throws(StorageFailure) -> (mine: [StoredSessionItem], unconfirmed: Bool, vanished: Bool) {
         var mine: [StoredSessionItem] = []
         var unconfirmed = false
+        var vanished = false
         for path in paths {
             do throws(StorageFailure.Classified) {
                 let attributes = try bus.attributes(path)
@@ -89,12 +94,12 @@ extension LibSecretStorage {
                     persistedAt: attributes[persistedAtAttribute].flatMap { UInt64($0) } ?? 0, secret: nil))
             } catch {
                 switch error.kind {
-                case .gone: continue
+                case .gone: vanished = true
                 case .locked: unconfirmed = true
                 default: throw error.storageFailure
                 }
             }
         }
-        return (mine, unconfirmed)
+        return (mine, unconfirmed, vanished)
     }
 }
