@@ -53,6 +53,15 @@ static int checks, failures;
         }                                                                                            \
     } while (0)
 
+/* A step's summary line, marked when a check failed since the previous one. */
+static int failures_noted;
+#define STEP(...)                                                                                    \
+    do {                                                                                             \
+        printf("%s", failures > failures_noted ? "FAILED: " : "");                                   \
+        printf(__VA_ARGS__);                                                                         \
+        failures_noted = failures;                                                                   \
+    } while (0)
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -279,7 +288,7 @@ int main(int argc, char **argv) {
     CHECK(run_act("persist", env, "u1") == 0);
     expect(PORTAL_WATCH_SIGNED_IN, "u1", "persist by another process");
     expect_quiet(500, "one persist, one event");
-    printf("persist in A: B saw signed-in u1, once\n");
+    STEP("persist in A: B saw signed-in u1, once\n");
 
     CHECK(run_act("persist", other, "someone") == 0);
     CHECK(system("printf foreign | \"$PORTAL_TEST_KEYRINGCTL\" store --schema org.example.Other "
@@ -287,7 +296,7 @@ int main(int argc, char **argv) {
     CHECK(system("printf look-alike | \"$PORTAL_TEST_KEYRINGCTL\" store --schema io.portalhq.PortalKeyring.Session "
                  "auth_environment_id=\"$WATCH_ENV\"x session_generation=0 persisted_at=1 >/dev/null") >= 0);
     expect_quiet(500, "other environment and foreign items");
-    printf("another environment's persist and foreign items: no event\n");
+    STEP("another environment's persist and foreign items: no event\n");
 
     CHECK(run_act("clear", env, NULL) == 0);
     expect(PORTAL_WATCH_SIGNED_OUT, NULL, "clear by another process");
@@ -296,7 +305,7 @@ int main(int argc, char **argv) {
     CHECK(run_act("invalidate", env, NULL) == 0);
     expect(PORTAL_WATCH_SIGNED_OUT, NULL, "invalidation by another process");
     expect_quiet(500, "clear, persist, invalidate: one event each");
-    printf("clear, persist, invalidate in A: signed-out, signed-in u2, signed-out, in order, once each\n");
+    STEP("clear, persist, invalidate in A: signed-out, signed-in u2, signed-out, in order, once each\n");
 
     CHECK(run_act("persist", env, "u3") == 0);
     expect(PORTAL_WATCH_SIGNED_IN, "u3", "sign-in before the lock");
@@ -305,7 +314,7 @@ int main(int argc, char **argv) {
     expect_quiet(500, "locked is not signed out");
     CHECK(keyringctl("unlock", NULL, NULL, NULL, NULL) == 0);
     expect(PORTAL_WATCH_SIGNED_IN, "u3", "unlocked again");
-    printf("lock: locked (not signed-out); unlock: signed-in u3\n");
+    STEP("lock: locked (not signed-out); unlock: signed-in u3\n");
 
     /* Tests/c/run.sh sets it; Tests/mutants/run.sh runs this from the tree's top directory. */
     const char *restart = getenv("PORTAL_TEST_KEYRING_RESTART");
@@ -317,9 +326,9 @@ int main(int argc, char **argv) {
         pump(now_ms() + 300, nevents + 1); /* the new provider's own signals change nothing */
         CHECK(run_act("persist", env, "u4") == 0);
         expect(PORTAL_WATCH_SIGNED_IN, "u4", "events resume after the restart");
-        printf("provider restart: resync, then signed-in u4\n");
+        STEP("provider restart: resync, then signed-in u4\n");
     } else {
-        printf("skip provider restart: PORTAL_TEST_KEYRING_RESTART is not set\n");
+        STEP("skip provider restart: PORTAL_TEST_KEYRING_RESTART is not set\n");
     }
 
     /* KeePassXC 2.7.4 segfaults within a few hundred persists in a row from one process, with or
@@ -353,7 +362,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "burst event %d of %d: %s\n", i - burst_start, burst, kind_name(events[i].kind));
     }
     expect_quiet(500, "after the burst");
-    printf("burst: %d persists in %.0f ms -> %d events (bound %d), last signed-in %s\n", rounds, duration, burst, bound,
+    STEP("burst: %d persists in %.0f ms -> %d events (bound %d), last signed-in %s\n", rounds, duration, burst, bound,
            nevents > burst_start ? events[nevents - 1].user : "-");
 
     /* Our schema and environment plus a final line end, holding a version-1 document (which
@@ -366,7 +375,7 @@ int main(int argc, char **argv) {
                  "auth_environment_id=\"$WATCH_ENV\n\" session_generation=ffff persisted_at=9999999999999999 "
                  ">/dev/null") == 0);
     expect_quiet(500, "an over-matched look-alike item");
-    printf("a look-alike item that KeePassXC's search over-matches: no event\n");
+    STEP("a look-alike item that KeePassXC's search over-matches: no event\n");
 
     long watcher = switches("portal-watch"), all = switches(NULL);
     int idle_before = nevents;
@@ -374,7 +383,7 @@ int main(int argc, char **argv) {
     long watcher_after = switches("portal-watch"), all_after = switches(NULL);
     CHECK(watcher >= 0 && watcher_after == watcher);
     CHECK(nevents == idle_before);
-    printf("idle 10 s: portal-watch thread %ld wake-ups, whole process %ld\n", watcher_after - watcher,
+    STEP("idle 10 s: portal-watch thread %ld wake-ups, whole process %ld\n", watcher_after - watcher,
            all_after - all);
 
     portal_watch_free(watch);
