@@ -912,6 +912,90 @@ PORTAL_API portal_status portal_auth_verify_totp_async(portal_auth *auth, const 
                                                        void *user_data, portal_destroy_notify destroy_notify,
                                                        uint64_t *operation_out);
 
+/* ---------------------------------------------------------------------------------------------
+ * Watching the stored session (issue 16)
+ *
+ * portal_auth_watch() reports changes of one auth environment's stored session made by any
+ * process of the user (a URL handler that completed a sign-in, a second window that signed out,
+ * a 401 that invalidated the session), without polling: the library listens on a session-bus
+ * connection of its own for the Secret Service's signals and, on one, reads the auth
+ * environment's items again (never unlocking, never prompting) and compares with what it saw
+ * last. Items of other schemas or auth environments never produce events, even when a provider's
+ * search over-matches. Bursts are coalesced: the keyring is read at most once per 100 ms while
+ * signals keep coming, so 1,000 persists in a row give a few events, the last naming the final
+ * state. While nothing changes, the watch costs no wake-up: its thread ("portal-watch") sleeps in
+ * poll() until a D-Bus message for it arrives.
+ * ------------------------------------------------------------------------------------------- */
+
+/** A watch started by portal_auth_watch(); freed with portal_watch_free(). */
+typedef struct portal_watch portal_watch;
+
+/** What changed. New kinds may be added: ignore unknown values. */
+typedef enum portal_watch_event {
+    /** A new sign-in was persisted (by any process): end_user_id names its end user. */
+    PORTAL_WATCH_SIGNED_IN = 1,
+    /** The stored session was cleared or invalidated: nothing is stored. Show sign-in. */
+    PORTAL_WATCH_SIGNED_OUT = 2,
+    /** The session item, or the collection that may hold it, is locked: the state cannot be read
+     *  without an unlock. NOT signed out: restore (which unlocks) to learn the state. */
+    PORTAL_WATCH_LOCKED = 3,
+    /** The Secret Service provider restarted (or the bus connection was re-established): changes
+     *  may have been missed. Restore to learn the state; later changes are reported again. */
+    PORTAL_WATCH_RESYNC = 4
+} portal_watch_event;
+
+/**
+ * A watch event, on the watch's completion queue.
+ *
+ * @param event        what changed.
+ * @param end_user_id  for PORTAL_WATCH_SIGNED_IN, the end user id (UTF-8); NULL for the other
+ *                     events. Borrowed: valid only during the call (copy it to keep it).
+ * @param user_data    as passed to portal_auth_watch().
+ */
+typedef void (*portal_watch_cb)(portal_watch_event event, const char *end_user_id, void *user_data);
+
+/**
+ * Starts watching auth's auth environment. Subscribes, waits until the bus has the subscription,
+ * then reads the current state as the baseline (no event for it): every change after this returns
+ * is reported. So an app waiting for sign-in calls portal_auth_watch(), then
+ * portal_auth_restore_session(), and shows sign-in until PORTAL_WATCH_SIGNED_IN arrives.
+ *
+ * Blocks for at most the auth's call deadline (portal_auth_set_keyring_timeouts(), default
+ * 5000 ms) plus one bus round trip; never shows a prompt. A provider that is not running, or a
+ * keyring that cannot be read now, is not an error: the watch reports PORTAL_WATCH_RESYNC when a
+ * provider takes the name org.freedesktop.secrets.
+ *
+ * Events are delivered in order, each once, on queue (see "Completion queues": a main-context
+ * queue runs them from its GMainContext, a pollable queue from portal_completion_queue_dispatch();
+ * NULL is the calling thread's thread-default GMainContext at this call). The callback may call
+ * any library function, portal_watch_free() on its own watch included.
+ *
+ * @param auth            borrowed; the watch keeps what it needs (auth may be freed first).
+ * @param queue           where callback runs, or NULL (see above). The watch keeps a reference.
+ * @param callback        required.
+ * @param user_data       passed to callback and destroy_notify.
+ * @param destroy_notify  optional; runs exactly once: on a failed start before this returns,
+ *                        else after portal_watch_free(), once no callback is running or queued
+ *                        (on the thread that freed the watch, or on the queue's thread after the
+ *                        last queued delivery was skipped).
+ * @param[out] watch_out  receives the watch; free it with portal_watch_free().
+ * @return PORTAL_OK; PORTAL_ERR_INVALID_ARGUMENT (NULL auth, callback or watch_out, a freed
+ *         queue); PORTAL_ERR_SESSION_STORAGE (no session bus, or D-Bus unusable after fork()).
+ *         Thread-safe.
+ */
+PORTAL_API portal_status portal_auth_watch(portal_auth *auth, portal_completion_queue *queue,
+                                           portal_watch_cb callback, void *user_data,
+                                           portal_destroy_notify destroy_notify, portal_watch **watch_out);
+
+/**
+ * Stops a watch and frees it. Waits for the watch thread to stop (at most the read in progress,
+ * bounded by the call deadline); no callback starts after this returns when it is called on the
+ * queue's thread (a callback already running on another thread may still finish). Events queued
+ * and not yet delivered are skipped. May be called from the watch's own callback. NULL is a
+ * no-op; a second free is ignored.
+ */
+PORTAL_API void portal_watch_free(portal_watch *watch);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,8 +7,10 @@
 # private throwaway keyring (scripts/with-keyring.sh) and the loopback Portal API
 # (scripts/with-portal-api.sh) — shows, each step a separate process:
 #   1. first launch after install: clear, restore → signed out;
-#   2. sign-in: portal-session send-magic-link, then the emailed link goes through the desktop
-#      handler's command, portal-session handle-redirect, which persists the session;
+#   2. sign-in: the app waits with portal-session watch (issue 16: no polling); portal-session
+#      send-magic-link, then the emailed link goes through the desktop handler's command,
+#      portal-session handle-redirect, which persists the session, and the watch prints
+#      "signed-in EU" at once;
 #   3. restore_on_launch (C) and portal-session restore restore it without a network call;
 #   4. portal-session clear signs out; restore → signed out;
 #   5. a CST from the app's backend is persisted (persist_session, token on stdin);
@@ -54,12 +56,20 @@ PATH=$PWD/.build/debug:$PATH
 say "# 1. first launch after install: a clean slate, then restore"
 run $bin/restore_on_launch "$env_id"
 
-say "# 2. sign-in with a magic link"
+say "# 2. sign-in with a magic link; the app waits for it with a watch (no polling)"
+say "portal-session watch &    # the app, waiting for the sign-in another process completes"
+portal-session watch >"$bin/watch.out" 2>"$bin/watch.err" &
+watch_pid=$!
+for _ in $(seq 100); do grep -q '^watching' "$bin/watch.err" && break; sleep 0.05; done
 run portal-session send-magic-link demo@example.com
 link=$(admin GET magic-links | python3 -c 'import json,sys; print(json.load(sys.stdin)["links"][-1]["link"])')
 echo "(the email arrives; the end user clicks the link; the desktop's URL handler runs:)"
 say "portal-session handle-redirect '${link%%\?*}?token=…&authMethod=EMAIL_MAGIC_LINK'"
 portal-session handle-redirect "$link" || printf '(exit status %d)\n' "$?"
+for _ in $(seq 100); do [[ -s $bin/watch.out ]] && break; sleep 0.05; done
+echo "(the waiting app's watch printed, as soon as the handler had stored the session:)"
+cat "$bin/watch.out"
+kill -TERM "$watch_pid" && wait "$watch_pid" || true
 
 say "# 3. next launch: restore without a network call, from separate processes"
 run $bin/restore_on_launch "$env_id"

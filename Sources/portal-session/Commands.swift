@@ -105,6 +105,8 @@ func run(_ options: Options) throws(UsageError) -> Exit {
         case "status":
             try options.expectArguments(0, "no arguments")
             return try status(options)
+        case "watch":
+            return try watch(options)
         default:
             throw UsageError(message: "unknown command \(command)")
         }

@@ -35,6 +35,8 @@ commands:
   verify-totp CODE [--json] [--show-token] [--replace-user]
                                     complete a TOTP sign-in; the user JWT is read from stdin
   status [--json]                   configuration and whether a session is stored
+  watch [--json]                    print a line per sign-in, sign-out, lock or provider restart,
+                                    by any process, until SIGINT/SIGTERM
   help [COMMAND]                    this text, or a command's (with its --json output)
 
 options (or environment variables):
@@ -147,6 +149,20 @@ let commandHelp: [String: String] = [
     true/false; keys without a value are left out.
     exit: 0 a session is stored, 1 signed out, 2 keyring unavailable/locked/timed out, 64 usage.
     """,
+    "watch": """
+    usage: portal-session [--env ID] watch [--json]
+    Prints one line per change of the auth environment's stored session, made by any process,
+    until SIGINT or SIGTERM: "signed-in END_USER_ID" (a new sign-in was stored), "signed-out"
+    (cleared or invalidated), "locked" (the keyring is locked: NOT signed out; restore unlocks),
+    "resync" (the keyring provider restarted: restore to learn the state). No polling: it waits
+    for the Secret Service's signals, then reads the keyring (never unlocking). Bursts are
+    coalesced (at most one read per 100 ms), so the last line names the final state. Once the
+    watch is live, "watching ID" goes to stderr: every change after it is reported; the state at
+    that moment is not (run restore).
+    --json prints one object per line (NDJSON): {"authEnvironmentId":…,"event":"signedIn"|
+    "signedOut"|"locked"|"resync"} ("signedIn" also carries "endUserId").
+    exit: 0 stopped by SIGINT/SIGTERM, 2 no session bus, 64 usage, 74 stdout could not be written.
+    """,
 ]
 
 /// The options each command accepts besides the global ones (`--env`, `--api-host`,
@@ -161,4 +177,5 @@ let commandOptions: [String: Set<String>] = [
     "handle-redirect": ["--json", "--show-token", "--allow-unsolicited", "--replace-user"],
     "verify-totp": ["--json", "--show-token", "--replace-user"],
     "status": ["--json"],
+    "watch": ["--json"],
 ]

@@ -345,6 +345,7 @@ static void async_done(portal_status st, portal_result *r, const char *m, void *
     async_called++;
 }
 static void async_destroy(void *d) { (void)d; async_destroyed++; }
+static void watch_event(portal_watch_event e, const char *u, void *d) { (void)e; (void)u; (void)d; async_called++; }
 static void sign_in_done(portal_status st, portal_sign_in_result *r, const char *m, void *d) {
     (void)st; (void)r; (void)m; (void)d;
     async_called++;
@@ -412,8 +413,18 @@ static void test_async_arguments(void) {
                  PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_verify_totp_async(auth, "123456", NULL, q, sign_in_done, NULL, async_destroy, NULL),
                  PORTAL_ERR_INVALID_ARGUMENT);
+    /* portal_auth_watch: NULL auth, callback and watch_out, and a freed queue (issue 16). */
+    portal_watch *watch = NULL;
+    CHECK_STATUS(portal_auth_watch(NULL, q, watch_event, NULL, async_destroy, &watch), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_watch(auth, q, NULL, NULL, async_destroy, &watch), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_watch(auth, q, watch_event, NULL, async_destroy, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_watch(auth, (portal_completion_queue *)auth, watch_event, NULL, async_destroy, &watch),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(watch == NULL);
+    portal_watch_free(NULL);
+    portal_watch_free((portal_watch *)auth); /* another kind of handle: ignored */
     portal_auth_free(auth);
-    CHECK(async_destroyed == 21);
+    CHECK(async_destroyed == 25);
     /* A queue handle where another kind is expected, and the other way round. */
     CHECK_STATUS(portal_auth_restore_session_async((portal_auth *)q, q, async_done, NULL, NULL, NULL),
                  PORTAL_ERR_INVALID_ARGUMENT);

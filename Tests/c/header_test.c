@@ -136,6 +136,9 @@ static portal_status (*const p_auth_handle_redirect_async)(portal_auth *, const 
                                                           portal_completion_queue *, portal_sign_in_cb, void *,
                                                           portal_destroy_notify, uint64_t *) =
     portal_auth_handle_redirect_async;
+static portal_status (*const p_auth_watch)(portal_auth *, portal_completion_queue *, portal_watch_cb, void *,
+                                          portal_destroy_notify, portal_watch **) = portal_auth_watch;
+static void (*const p_watch_free)(portal_watch *) = portal_watch_free;
 static portal_status (*const p_auth_verify_totp_async)(portal_auth *, const char *, const char *,
                                                       portal_completion_queue *, portal_sign_in_cb, void *,
                                                       portal_destroy_notify, uint64_t *) = portal_auth_verify_totp_async;
@@ -212,6 +215,8 @@ static const struct {
     ENTRY(portal_auth_login_with_apple_async),
     ENTRY(portal_auth_handle_redirect_async),
     ENTRY(portal_auth_verify_totp_async),
+    ENTRY(portal_auth_watch),
+    ENTRY(portal_watch_free),
 };
 
 int main(void) {
@@ -243,6 +248,7 @@ int main(void) {
         (any_function)p_auth_get_methods_async, (any_function)p_auth_send_magic_link_async,
         (any_function)p_auth_login_with_google_async, (any_function)p_auth_login_with_apple_async,
         (any_function)p_auth_handle_redirect_async, (any_function)p_auth_verify_totp_async,
+        (any_function)p_auth_watch, (any_function)p_watch_free,
     };
     const size_t n = sizeof functions / sizeof functions[0];
     size_t i;

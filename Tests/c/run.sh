@@ -15,7 +15,8 @@
 #      PORTAL_ABI_TEST_STOP_AT_FIRST=1 stops at the first), invalidation_test, async_test (the
 #      non-blocking calls on a real GMainLoop and a poll() loop; gnome-keyring only),
 #      async_signin_test (the non-blocking sign-in calls against the fake Portal API),
-#      listener_lifetime_test (the listener-lifetime rule), the GLib
+#      listener_lifetime_test (the listener-lifetime rule), watch_test (portal_auth_watch across
+#      processes, issue 16: it restarts the provider), the GLib
 #      example app (examples/c/glib_app.c), wipe_test (a memory scan for a marker token after
 #      portal_string_free / session / portal release) and memscan_test (no copy of the token left
 #      after each API path, handles freed);
@@ -110,6 +111,8 @@ compile async_signin_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$r
     -o "$build/async_signin_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
 compile listener_lifetime_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/listener_lifetime_test.c" \
     -o "$build/listener_lifetime_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
+compile watch_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/watch_test.c" \
+    -o "$build/watch_test" "${link[@]}"
 compile "examples/c/glib_app" gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$repo/Include" \
     "$repo/examples/c/glib_app.c" -o "$build/glib_app" $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
 compile wipe_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/wipe_test.c" \
@@ -270,6 +273,16 @@ elif out=$(timeout 120 "$build/listener_lifetime_test" 2>&1); then
     sed 's/^/  | /' <<<"$out" | grep -v 'listener_lifetime_test:'
 else
     fail "listener_lifetime_test: $out"
+fi
+
+section "watch_test (portal_auth_watch across processes: events once, in order; filtering; lock; restart; burst; idle)"
+if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
+    fail "watch_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
+elif out=$(PORTAL_TEST_KEYRINGCTL=$kctl PORTAL_TEST_KEYRING_RESTART=$restart timeout 300 "$build/watch_test" 2>&1); then
+    pass "$(tail -n 1 <<<"$out")"
+    sed 's/^/  | /' <<<"$out" | grep -v 'watch_test:'
+else
+    fail "watch_test: $out"
 fi
 
 section "examples/c/glib_app (GLib main loop: restore on launch, validate, invalidation on the main thread)"

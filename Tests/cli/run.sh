@@ -63,7 +63,7 @@ cli=("$ps_bin" --env "$env_id" --redirect-url "$redirect")
 
 echo "== usage and help"
 expect 0 "--help" -- "$ps_bin" --help
-for sub in restore clear persist send-magic-link login-with-google login-with-apple handle-redirect verify-totp status; do
+for sub in restore clear persist send-magic-link login-with-google login-with-apple handle-redirect verify-totp status watch; do
     expect 0 "$sub --help" -- "$ps_bin" "$sub" --help
     grep -q "usage: portal-session" <<<"$out" || bad "$sub --help prints no usage"
 done
@@ -369,6 +369,50 @@ else
     done <<<"$readme_lines"
     "$ps_bin" --env "$readme_env" --redirect-url myapp://auth/callback clear >/dev/null 2>&1
 fi
+
+echo "== watch (issue 16): a line per change made by other processes, until SIGINT/SIGTERM"
+# wait_for FILE PATTERN : up to 10 s for a line matching PATTERN (ERE) in FILE.
+wait_for() {
+    local i
+    for ((i = 0; i < 200; i++)); do
+        grep -qE "$2" "$1" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+watch_out=/tmp/cli-watch-out.$$ watch_err=/tmp/cli-watch-err.$$
+"${cli[@]}" watch --json >"$watch_out" 2>"$watch_err" &
+watch_pid=$!
+if wait_for "$watch_err" "^watching $env_id\$"; then ok "watch --json: 'watching $env_id' on stderr once live"; else bad "watch never said it was watching: $(cat "$watch_err")"; fi
+printf 'tok-watch-1' | "${cli[@]}" persist --end-user-id eu-watch-1 >/dev/null
+wait_for "$watch_out" '"endUserId":"eu-watch-1"' || bad "watch: no line for the persist"
+printf 'tok-watch-other' | "$ps_bin" --env "$env_id-other" persist --end-user-id eu-other >/dev/null
+"${cli[@]}" clear >/dev/null
+wait_for "$watch_out" '"event":"signedOut"' || bad "watch: no line for the clear"
+kill -INT "$watch_pid"
+wait "$watch_pid" && got=0 || got=$?
+[[ $got == 0 ]] && ok "watch --json: SIGINT ends it with exit 0" || bad "watch --json: exit $got after SIGINT"
+expected="{\"authEnvironmentId\":\"$env_id\",\"endUserId\":\"eu-watch-1\",\"event\":\"signedIn\"}
+{\"authEnvironmentId\":\"$env_id\",\"event\":\"signedOut\"}"
+if [[ $(cat "$watch_out") == "$expected" ]]; then
+    ok "watch --json: exactly signedIn eu-watch-1, signedOut (NDJSON; the other environment gave nothing)"
+else
+    bad "watch --json printed: $(cat "$watch_out")"
+fi
+grep -q 'tok-watch' "$watch_out" "$watch_err" && bad "watch printed a token"
+"${cli[@]}" watch >"$watch_out" 2>"$watch_err" &
+watch_pid=$!
+wait_for "$watch_err" "^watching " || bad "watch (text) never said it was watching"
+printf 'tok-watch-2' | "${cli[@]}" persist --end-user-id eu-watch-2 >/dev/null
+wait_for "$watch_out" '^signed-in eu-watch-2$' || bad "watch (text): no line for the persist"
+kill -TERM "$watch_pid"
+wait "$watch_pid" && got=0 || got=$?
+[[ $got == 0 && $(cat "$watch_out") == "signed-in eu-watch-2" ]] && ok "watch: 'signed-in eu-watch-2', SIGTERM ends it with exit 0" ||
+    bad "watch (text): exit $got, printed: $(cat "$watch_out")"
+expect 64 "watch takes no arguments" -- "${cli[@]}" watch extra
+"${cli[@]}" clear >/dev/null
+"$ps_bin" --env "$env_id-other" clear >/dev/null
+rm -f "$watch_out" "$watch_err"
 
 rm -f /tmp/cli-err.$$ /tmp/cli-out.$$ /tmp/cli-pattern.$$
 printf '\ncli/run.sh: %d passed, %d failed\n' "$passed" "$failed"

@@ -27,6 +27,7 @@
 #                    harnesses, PORTAL_SESSION_BIN set to the scratch copy's portal-session
 #   c PROGRAM        Tests/c/PROGRAM.c compiled against the library and run inside the same
 #   swift-on P FILTER  the same under scripts/with-keyring.sh --provider P
+#   c-on P PROGRAM   `c PROGRAM` under scripts/with-keyring.sh --provider P
 #   provider P       Tests/providers/run.sh inside scripts/with-keyring.sh --provider P
 #   pytest NODE      python3 -m pytest Tests/python/NODE (file or file::test) with the scratch
 #                    copy's python/ package and library, inside the same two harnesses
@@ -106,7 +107,7 @@ build_for() {
     for s in "$@"; do
         case ${s%% *} in
         swift | swift-on) tests=1 ;;
-        c | fault | provider | script | pytest) lib=1 ;;
+        c | c-on | fault | provider | script | pytest) lib=1 ;;
         esac
     done
     if ((tests)); then
@@ -160,6 +161,16 @@ run_suite() {
         ;;
     fault)
         timeout --kill-after=10 "$limit" Tests/fault/run.sh "$arg" >"$log" 2>&1
+        return $?
+        ;;
+    c-on)
+        # c-on PROVIDER PROGRAM: Tests/c/PROGRAM.c, as `c`, under one provider of the matrix.
+        local provider=${arg%% *} program=${arg#* }
+        gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$scratch/Include" "$scratch/Tests/c/$program.c" \
+            -o "$cbuild/$program" -pthread -rdynamic $(pkg-config --cflags --libs glib-2.0) -L"$scratch/.build/debug" -lportal-keyring \
+            -Wl,-rpath,"$scratch/.build/debug" >"$log" 2>&1 || { echo "run.sh: cannot compile $program" >>"$log"; return 3; }
+        timeout --kill-after=10 "$limit" scripts/with-keyring.sh --provider "$provider" scripts/with-portal-api.sh \
+            "$cbuild/$program" >>"$log" 2>&1
         return $?
         ;;
     swift-on)

@@ -102,6 +102,7 @@ from .errors import (
 )
 from .portal import ListenerHandle, Portal, Response, _registration_count
 from .signin import RedirectResult, SignedIn, SignInMethods, TotpRequired
+from .watch import SessionChange, SessionWatch
 
 __all__ = [
     "ABI_VERSION",
@@ -138,4 +139,6 @@ __all__ = [
     "library_version_number",
     "status_name",
     "aio",
+    "SessionChange",
+    "SessionWatch",
 ]

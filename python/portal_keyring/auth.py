@@ -89,6 +89,28 @@ class PortalAuth(_Owner):
         with self._use() as auth:
             _lib.portal_auth_clear_persisted_session(auth)
 
+    def watch(self, callback: Any) -> Any:
+        """Watches this auth environment's stored session (issue 16): ``callback(change)`` (a
+        :class:`~portal_keyring.watch.SessionChange`) runs on the watch's own Python thread for
+        every change made by any process after this returns, in order. Blocks for the
+        subscription and a keyring read (at most the call deadline; never a prompt). Returns a
+        :class:`~portal_keyring.watch.SessionWatch`; ``close()`` it (or use ``with``).
+        :raises SessionStorageFailure: no session bus."""
+        from .watch import SessionWatch
+
+        return SessionWatch(self, callback)
+
+    def session_changes(self) -> Any:
+        """``async with auth.session_changes() as changes: async for change in changes:`` — the
+        changes of this auth environment's stored session, by any process, on the running loop
+        (issue 16): a :class:`~portal_keyring.watch.SessionChanges`. The watch starts on entering
+        the block (or at the first iteration), off the loop's thread; leaving the block,
+        ``aclose()`` or cancelling the iterating task stops it.
+        :raises SessionStorageFailure: no session bus."""
+        from .watch import SessionChanges
+
+        return SessionChanges(self)
+
     def persist_session(self, end_user_id: str, client_session_token: TokenLike) -> "Session":
         """Stores a CST that the app's own backend issued, replacing any stored session of this
         auth environment, and returns it. Blocks (keyring I/O).

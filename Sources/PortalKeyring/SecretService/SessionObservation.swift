@@ -1,0 +1,105 @@
+import CLibSecret
+
+/// What a session watch sees of one auth environment's stored session at one moment (issue 16).
+/// Read without unlocking and without a prompt; compared with the previous observation to decide
+/// which event, if any, to report.
+enum SessionObservation: Equatable, Sendable {
+    /// No item of ours, and nothing locked where one could hide.
+    case signedOut
+    /// The newest usable sign-in: its `session_generation` and end user id.
+    case signedIn(generation: String, endUserId: String)
+    /// An item of ours is locked, or the default collection is locked (it may hide one): the
+    /// state cannot be read without an unlock. Never reported as signed out.
+    case locked
+}
+
+extension LibSecretStorage {
+    /// Looks at this auth environment's items as a restore would find them, but never unlocks and
+    /// never prompts: SearchItems with `xdg:schema` and `auth_environment_id`, every match's
+    /// attributes confirmed exactly (a provider whose search over-matches — KeePassXC — must not
+    /// make another environment's or application's item count), then GetSecrets of the confirmed
+    /// unlocked items to name the end user of the newest sign-in (the end user id is only in the
+    /// secret document). The token read with it is wiped when the document is released.
+    ///
+    /// Locked (`.locked`): a confirmed item of ours is locked, a match whose attributes cannot be
+    /// read while locked, a locked item that matches without the schema (gnome-keyring loaded
+    /// locked from disk hides the schema), or a locked default collection (a locked KeePassXC
+    /// database answers searches with nothing).
+    /// - Throws: `StorageFailure` when the keyring cannot be read now (the caller keeps its last
+    ///   observation and reads again on the next signal).
+    func observe(authEnvironmentId: String) throws(StorageFailure) -> SessionObservation {
+        try ServiceConnection.shared.run(operation: "watch", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
+            let bus = SecretBus(endpoint, call)
+            let match = [("xdg:schema", Self.schemaName), (Self.authEnvironmentAttribute, authEnvironmentId)]
+            let found = try bus.search(match)
+            if !found.locked.isEmpty {
+                let (mine, unconfirmed, _) = try Self.confirm(bus, found.locked, authEnvironmentId)
+                if !mine.isEmpty || unconfirmed { return .locked }
+            }
+            let (mine, _, vanished) = try Self.confirm(bus, found.unlocked, authEnvironmentId)
+            // The search predates a change in progress (another process's persist deleted the
+            // item it found after storing a newer one): not "signed out". The change's own
+            // signal makes the caller read again.
+            if mine.isEmpty && vanished { throw .failed("a stored session item changed while the watch read it") }
+            if mine.isEmpty {
+                if try !bus.search([(Self.authEnvironmentAttribute, authEnvironmentId)]).locked.isEmpty { return .locked }
+                do throws(StorageFailure.Classified) {
+                    let collection = try bus.readAlias("default")
+                    if collection != "/", try bus.isLocked(collection: collection) { return .locked }
+                } catch {
+                    if case .gone = error.kind { return .signedOut }
+                    throw error.storageFailure
+                }
+                return .signedOut
+            }
+            let secrets: [String: SecretBytes]
+            do throws(StorageFailure.Classified) {
+                secrets = try bus.secrets(mine.map(\.itemId))
+            } catch {
+                throw error.storageFailure
+            }
+            let newestFirst = mine.sorted { ($0.persistedAt, $0.generation ?? "") > ($1.persistedAt, $1.generation ?? "") }
+            var unread = false
+            for item in newestFirst {
+                guard let secret = secrets[item.itemId] else {
+                    unread = true  // deleted or locked since the search
+                    continue
+                }
+                guard let document = secret.withUnsafeBytes({ SessionDocument.decode($0) }) else { continue }
+                if let named = document.authEnvironmentId, named != authEnvironmentId { continue }
+                return .signedIn(generation: item.generation ?? document.generation ?? "", endUserId: document.endUserId)
+            }
+            // Nothing usable (unusable or newer-version documents read as signed out, as restore
+            // does), unless an item could not be read: then the next signal decides.
+            if unread { throw .failed("a stored session item changed while the watch read it") }
+            return .signedOut
+        }
+    }
+
+    /// Which of `paths` are this auth environment's items of our schema (attributes compared
+    /// exactly), whether any could not be confirmed because it is locked, and whether any was gone
+    /// (left out).
+    private static func confirm(_ bus: SecretBus, _ paths: [String], _ authEnvironmentId: String)
+        throws(StorageFailure) -> (mine: [StoredSessionItem], unconfirmed: Bool, vanished: Bool) {
+        var mine: [StoredSessionItem] = []
+        var unconfirmed = false
+        var vanished = false
+        for path in paths {
+            do throws(StorageFailure.Classified) {
+                let attributes = try bus.attributes(path)
+                guard attributes["xdg:schema"] == schemaName,
+                      attributes[authEnvironmentAttribute] == authEnvironmentId else { continue }
+                mine.append(StoredSessionItem(
+                    itemId: path, generation: attributes[generationAttribute],
+                    persistedAt: attributes[persistedAtAttribute].flatMap { UInt64($0) } ?? 0, secret: nil))
+            } catch {
+                switch error.kind {
+                case .gone: vanished = true
+                case .locked: unconfirmed = true
+                default: throw error.storageFailure
+                }
+            }
+        }
+        return (mine, unconfirmed, vanished)
+    }
+}
