@@ -17,9 +17,29 @@ public enum OperationWorkers {
 
     private static let pool = Pool()
 
+    /// The pool's lock and condition. Held across `fork()` (a `pthread_atfork` handler), so that a
+    /// child never inherits them mid-use by a worker thread it does not have; the child gets a
+    /// fresh condition (no waiter of the parent's survives).
+    nonisolated(unsafe) fileprivate static let poolMutex: UnsafeMutablePointer<pthread_mutex_t> = {
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        pthread_atfork({ pthread_mutex_lock(OperationWorkers.poolMutex) },
+                       { pthread_mutex_unlock(OperationWorkers.poolMutex) },
+                       {
+                           pthread_cond_init(OperationWorkers.poolReady, nil)
+                           pthread_mutex_unlock(OperationWorkers.poolMutex)
+                       })
+        return mutex
+    }()
+    nonisolated(unsafe) fileprivate static let poolReady: UnsafeMutablePointer<pthread_cond_t> = {
+        let ready = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+        pthread_cond_init(ready, nil)
+        return ready
+    }()
+
     private final class Pool: @unchecked Sendable {
-        private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        private let ready = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+        private let ready = OperationWorkers.poolReady
+        private let mutex = OperationWorkers.poolMutex
         /// Guarded by `mutex`. A job's slot is emptied when a worker takes it: a finished job must
         /// not keep what it captured (a Portal, its listeners, a token) alive.
         private var jobs: [(@Sendable () -> Void)?] = []
@@ -27,13 +47,22 @@ public enum OperationWorkers {
         private var threads = 0
         private var idle = 0
 
-        init() {
-            pthread_mutex_init(mutex, nil)
-            pthread_cond_init(ready, nil)
-        }
+
+        /// The process whose threads `threads` counts. Threads do not survive `fork()`: in a child
+        /// the count (and the jobs queued for the parent's threads) are the parent's, so the first
+        /// submit there starts afresh; otherwise the child's jobs would wait forever for threads
+        /// it does not have.
+        private var owner = getpid()
 
         func submit(_ job: @escaping @Sendable () -> Void) {
             pthread_mutex_lock(mutex)
+            if owner != getpid() {
+                owner = getpid()
+                jobs.removeAll()
+                head = 0
+                threads = 0
+                idle = 0
+            }
             jobs.append(job)
             let spawn = jobs.count - head > idle && threads < OperationWorkers.maxThreads
             if spawn { threads += 1 }

@@ -8,6 +8,9 @@
  *      exist) forks; the child's restore, persist and clear fail at once with
  *      PORTAL_ERR_SESSION_STORAGE naming fork(), and delete nothing. Its grandchild too.
  *   3. The parent keeps working after its children ran.
+ *   4. A process that has used a non-blocking call (its worker threads exist) forks; the child's
+ *      non-blocking restore completes, failing at once naming fork() (it waited forever for the
+ *      parent's worker threads, which a child does not have).
  * Each child is bounded by alarm(): a hang fails the test with a message, never hangs the suite.
  *
  * Exit 0 when every check passed; prints one line per failed check.
@@ -15,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <portal_keyring.h>
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +95,47 @@ static int child_writes(const char *env) {
     return persist_ok && clear_ok ? 2 : 3;
 }
 
+/* A non-blocking restore on a pollable queue; returns its status, or -1 when no completion came
+ * within 5 s. */
+static int async_status;
+static int async_done;
+static char async_message[256];
+static void on_async(portal_status status, portal_result *result, const char *message, void *user_data) {
+    (void)user_data;
+    async_status = status;
+    async_done = 1;
+    snprintf(async_message, sizeof async_message, "%s", message);
+    portal_session_free(result->session);
+}
+static int async_restore(const char *env) {
+    portal_auth *auth = NULL;
+    portal_completion_queue *queue = NULL;
+    if (portal_auth_new(&auth, env, "forktest://cb", NULL) != PORTAL_OK) return -2;
+    portal_auth_set_keyring_timeouts(auth, 2000, 2000);
+    if (portal_completion_queue_new_pollable(&queue) != PORTAL_OK) return -2;
+    async_done = 0;
+    if (portal_auth_restore_session_async(auth, queue, on_async, NULL, NULL, NULL) != PORTAL_OK) return -2;
+    double end = now_ms() + 5000;
+    while (!async_done && now_ms() < end) {
+        struct pollfd fd = {.fd = portal_completion_queue_get_fd(queue), .events = POLLIN};
+        if (poll(&fd, 1, 100) > 0) portal_completion_queue_dispatch(queue, NULL);
+    }
+    portal_completion_queue_free(queue);
+    portal_auth_free(auth);
+    return async_done ? async_status : -1;
+}
+
+/* 2 = the child's non-blocking restore completed, failing at once naming fork(); 3 = otherwise. */
+static int child_async_restore(const char *env) {
+    double start = now_ms();
+    int st = async_restore(env);
+    double took = now_ms() - start;
+    if (st == PORTAL_ERR_SESSION_STORAGE && strstr(async_message, "fork()") && took < 1000) return 2;
+    fprintf(stderr, "  child async restore: status %d%s: %s (%.1f ms)\n", st, st == -1 ? " (NO COMPLETION in 5 s)" : "",
+            async_message, took);
+    return 3;
+}
+
 /* The grandchild of a process that used D-Bus fails the same way. */
 static int child_forks_again(const char *env) {
     return in_child(child_restore, env, 10);
@@ -139,6 +184,15 @@ int main(void) {
     /* 3. The parent still works, and nothing was deleted or replaced by the children. */
     rc = child_restore(env);
     CHECK(rc == 0, "the parent still restores eu-fork after its children ran (got %d)", rc);
+
+    /* 4. After a non-blocking call (worker threads exist), the child's non-blocking call completes. */
+    rc = async_restore(env);
+    CHECK(rc == PORTAL_OK, "the parent's non-blocking restore completes (got %d: %s)", rc, async_message);
+    rc = in_child(child_async_restore, env, 10);
+    CHECK(rc == 2, "a child's non-blocking restore completes at once, naming fork() (got %d%s)", rc,
+          rc == 124 ? ": HUNG" : "");
+    rc = async_restore(env);
+    CHECK(rc == PORTAL_OK, "the parent's non-blocking calls still complete after the fork (got %d)", rc);
 
     portal_auth *auth = NULL;
     if (portal_auth_new(&auth, env, "forktest://cb", NULL) == PORTAL_OK) {
