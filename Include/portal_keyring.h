@@ -803,10 +803,14 @@ PORTAL_API portal_status portal_on_session_invalidated_queued(portal *portal, po
 
 /**
  * Frees a portal without blocking: like portal_free() (requests aborted, every listener
- * registration cancelled before this returns, so no listener callback runs after it), but the
- * wait for aborted requests to return (up to about a second) happens on a worker thread. When it
- * is over, callback (optional) runs once on queue with PORTAL_OK: only then is it safe to exit
- * the process (see portal_free()). NULL portal: PORTAL_ERR_INVALID_ARGUMENT.
+ * registration cancelled before this returns, so no listener callback starts after it), but
+ * nothing is waited for on the calling thread: the aborted requests (up to about a second) and a
+ * listener callback already running on the library's thread are waited for on a worker thread.
+ * Such a callback finishes on its own, then its destroy_notify runs (on its thread); so a
+ * listener that waits for the caller's main loop cannot deadlock with this call made on that
+ * loop. When all of that is over, callback (optional) runs once on queue with PORTAL_OK: only
+ * then is it safe to exit the process (see portal_free()). NULL portal:
+ * PORTAL_ERR_INVALID_ARGUMENT.
  */
 PORTAL_API portal_status portal_free_async(portal *portal, portal_completion_queue *queue,
                                            portal_completion_cb callback, void *user_data,

@@ -92,13 +92,23 @@ public final class Portal: Sendable {
     }
 
     /// `close()` in two halves for the C ABI's `portal_free_async` (issue 12): this one aborts the
-    /// requests and cancels every listener registration without waiting; `waitForRequests()`
-    /// (on a worker thread) waits for the aborted requests to return.
+    /// requests and cancels every listener registration without waiting for anything, not even a
+    /// listener callback running on the delivery queue (it finishes on its own: a listener that
+    /// waits for the app's main loop must not deadlock with a free called on that loop);
+    /// `finishClose()` (on a worker thread) waits for the aborted requests and that callback.
     @_spi(PortalKeyringC)
     public func beginClose() {
         cancellation.cancel()
         closing.cancel()
-        invalidation.close()
+        invalidation.close(wait: false)
+    }
+
+    /// The second half of `beginClose()`: waits (about a second at most) until no request of this
+    /// Portal is in flight, then until a listener callback still running has returned.
+    @_spi(PortalKeyringC)
+    public func finishClose() {
+        waitForRequests()
+        invalidation.drain()
     }
 
     /// Waits (about a second at most) until no request of this Portal is in flight.

@@ -99,13 +99,16 @@ final class ListenerRegistration: @unchecked Sendable {
         pthread_mutex_unlock(&mutex)
     }
 
-    /// Prevents future delivery; waits for a delivery running on another thread; releases once.
-    func cancel() {
+    /// Prevents future delivery; releases once. `wait`: also waits for a delivery running on
+    /// another thread (the blocking `cancel()`/`close()`); without it (the non-blocking close of
+    /// `portal_free_async`) a running delivery finishes on its own and releases after it, as it
+    /// does when cancelled from inside its own callback.
+    func cancel(wait: Bool = true) {
         pthread_mutex_lock(&mutex)
         let dropped = callback
         callback = nil
-        if let thread = deliveringThread, pthread_equal(thread, pthread_self()) != 0 {
-            // Cancelled from inside its own callback: deliver() releases after the callback returns.
+        if let thread = deliveringThread, !wait || pthread_equal(thread, pthread_self()) != 0 {
+            // deliver() releases after the callback returns.
             pthread_mutex_unlock(&mutex)
             return
         }
@@ -210,22 +213,24 @@ final class InvalidationCenter: Sendable {
         }
     }
 
-    /// Cancels every registration (releasing each once), for example when the Portal is freed.
-    func cancelAll() {
+    /// Cancels every registration (releasing each once), for example when the Portal is freed;
+    /// `wait` as in `ListenerRegistration.cancel(wait:)`.
+    func cancelAll(wait: Bool = true) {
         let all = state.withLock { s -> [ListenerRegistration] in
             let all = Array(s.listeners.values)
             s.listeners.removeAll()
             return all
         }
-        all.forEach { $0.cancel() }
+        all.forEach { $0.cancel(wait: wait) }
     }
 
     /// Explicit close (listener-lifetime rule): from now on nothing invalidates (a 401 seen later
     /// deletes nothing and tells nobody; the next Portal built from the stored session detects it),
-    /// and every registration is cancelled.
-    func close() {
+    /// and every registration is cancelled. `wait: false` leaves a delivery already running to
+    /// finish on its own (`drain()` waits for it).
+    func close(wait: Bool = true) {
         state.withLock { s in if s.phase == .active { s.phase = .closed } }
-        cancelAll()
+        cancelAll(wait: wait)
     }
 
     /// The Portal's last reference is gone: after an invalidation every registration has its

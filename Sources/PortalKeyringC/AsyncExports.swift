@@ -236,7 +236,7 @@ public func portal_free_async(_ portal: OpaquePointer?, _ queue: OpaquePointer?,
         let closing = Shared(value: object)
         let callbacks = Shared(value: (callback, destroyNotify))
         OperationWorkers.submit {
-            closing.value.waitForRequests()
+            closing.value.finishClose()
             guard let target = target, let callback = callbacks.value.0 else {
                 callbacks.value.1?(data.value)
                 return

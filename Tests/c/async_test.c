@@ -577,6 +577,59 @@ static void test_listener_and_portal_calls(void) {
     portal_auth_free(auth);
 }
 
+/* portal_free_async while a plain listener runs on the library's thread (found by the third
+ * trial: it waited for the listener, 2 s, on the loop's thread; a listener waiting for the loop
+ * deadlocked with it). It must return at once; the listener finishes, then its destroy_notify,
+ * then the free's completion. */
+static int slow_started, slow_finished, slow_destroyed;
+static gint64 slow_finished_at, slow_destroyed_at;
+static void on_slow_invalidated(void *data) {
+    (void)data;
+    __atomic_store_n(&slow_started, 1, __ATOMIC_SEQ_CST);
+    usleep(1000 * 1000);
+    slow_finished_at = g_get_monotonic_time();
+    __atomic_store_n(&slow_finished, 1, __ATOMIC_SEQ_CST);
+}
+static void on_slow_destroy(void *data) {
+    (void)data;
+    slow_destroyed_at = g_get_monotonic_time();
+    __atomic_store_n(&slow_destroyed, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_free_async_with_a_listener_running(void) {
+    portal_auth *auth = new_auth(5000, 1500);
+    char token[512];
+    CHECK(admin_token("user-slow-listener", token, sizeof token) == 0);
+    portal_session *session = NULL;
+    CHECK(portal_auth_persist_session(auth, "user-slow-listener", token, &session) == PORTAL_OK);
+    portal *client = NULL;
+    CHECK(portal_new(&client, session, NULL) == PORTAL_OK);
+    uint64_t handle = 0;
+    CHECK(portal_on_session_invalidated(client, on_slow_invalidated, NULL, on_slow_destroy, &handle) == PORTAL_OK);
+    bool invalidated = false;
+    CHECK(portal_report_unauthorized(client, token, &invalidated) == PORTAL_OK && invalidated);
+    gint64 end = g_get_monotonic_time() + 5 * 1000 * 1000;
+    while (!__atomic_load_n(&slow_started, __ATOMIC_SEQ_CST) && g_get_monotonic_time() < end) usleep(1000);
+    CHECK(slow_started);
+    probe freed;
+    probe_init(&freed);
+    gap_reset();
+    gint64 before = g_get_monotonic_time();
+    CHECK(portal_free_async(client, NULL, on_done, &freed, on_destroy) == PORTAL_OK);
+    gint64 returned = g_get_monotonic_time();
+    printf("portal_free_async while a listener runs returned after %.2f ms\n", (returned - before) / 1000.0);
+    CHECK(returned - before < 200 * 1000);
+    CHECK(!__atomic_load_n(&slow_finished, __ATOMIC_SEQ_CST));
+    CHECK(run_until(&freed.destroyed, 1, 10000));
+    expect_once(&freed, PORTAL_OK, "", "portal_free_async while a listener runs");
+    CHECK(slow_finished && slow_destroyed);
+    CHECK(slow_finished_at <= slow_destroyed_at && slow_destroyed_at <= freed.at);
+    gap_report("portal_free_async while a listener runs");
+    portal_session_free(session);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    portal_auth_free(auth);
+}
+
 int main(void) {
     main_thread = pthread_self();
     kctl = getenv("PORTAL_TEST_KEYRINGCTL");
@@ -602,6 +655,7 @@ int main(void) {
     portal_auth_free(auth);
     test_listener_and_portal_calls();
     test_slow_api();
+    test_free_async_with_a_listener_running();
     test_provider_stopped();
     test_unanswered_prompt();
 
