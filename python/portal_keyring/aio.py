@@ -124,13 +124,23 @@ class LoopQueue:
         if fd < 0:  # pragma: no cover - a pollable queue always has its eventfd
             _lib.portal_completion_queue_free(pointer)
             raise OSError("portal_keyring: the completion queue has no file descriptor")
-        self.loop = loop
+        # A weak reference: `_queues` maps each loop to its queue weakly by key but strongly by
+        # value, so a strong one here would keep every loop (and its queue's two fds) alive forever.
+        self._loop = weakref.ref(loop)
         self.pointer: Any = pointer
         self.fd = fd
         #: How many completions this queue has run on the loop (for tests and diagnostics).
         self.dispatched = 0
         loop.add_reader(fd, self._dispatch)
         self._finalizer = weakref.finalize(loop, _free_queue, pointer)
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop this queue belongs to (alive while a coroutine of it is using the queue)."""
+        loop = self._loop()
+        if loop is None:  # pragma: no cover - the loop is alive while its coroutines run
+            raise RuntimeError("portal_keyring: the event loop of this queue is gone")
+        return loop
 
     def _dispatch(self) -> None:
         ran = ctypes.c_size_t(0)
@@ -140,8 +150,9 @@ class LoopQueue:
     def close(self) -> None:
         """Stops watching the fd and frees the queue; completions still pending are dropped."""
         if self._finalizer.alive:
-            if not self.loop.is_closed():
-                self.loop.remove_reader(self.fd)
+            loop = self._loop()
+            if loop is not None and not loop.is_closed():
+                loop.remove_reader(self.fd)
             self._finalizer()
 
 
