@@ -394,6 +394,16 @@ PORTAL_API portal_status portal_auth_handle_redirect_v2(portal_auth *auth, const
  * Completes a TOTP sign-in: exchanges code (digits) with the user JWT, persists the session and
  * returns it. Blocks (network, keyring).
  *
+ * Portal spends the code and user JWT when it accepts them, so the handle remembers an accepted
+ * exchange (in memory, under a SHA-256 digest of JWT and code, never the JWT; the token in wiped
+ * memory) until portal_auth_clear_persisted_session(): when the keyring write fails after the
+ * exchange (PORTAL_ERR_SESSION_STORAGE, e.g. a locked keyring whose prompt was dismissed or a
+ * provider past the call deadline), calling this again with the same code and JWT on the same
+ * handle, from any thread, retries only the write; after a successful write it returns the same
+ * session (a new portal_session handle). A call with the same code and JWT while one runs waits
+ * for it. A rejected or unanswered exchange is not remembered; another handle or process cannot
+ * retry (the end user signs in again). Thread-safe.
+ *
  * @param[out] out  optional: receives the session (portal_session_free()).
  * @return PORTAL_OK, PORTAL_ERR_INVALID_USER_JWT, PORTAL_ERR_AUTHENTICATION_FAILED (wrong code),
  *         PORTAL_ERR_RATE_LIMITED, PORTAL_ERR_MALFORMED_RESPONSE, PORTAL_ERR_NETWORK,
@@ -909,7 +919,10 @@ PORTAL_API portal_status portal_auth_handle_redirect_async(portal_auth *auth, co
 /**
  * portal_auth_verify_totp() without blocking. code and user_jwt are checked and copied before
  * this returns. result->session: the persisted session. Errors as the blocking call, plus
- * PORTAL_ERR_CANCELLED.
+ * PORTAL_ERR_CANCELLED. A cancel after Portal accepted the code does not abort the keyring write
+ * (the call deadline still bounds it): the worker persists the session when the keyring allows,
+ * else keeps the exchange, and portal_auth_verify_totp() or this function with the same code and
+ * JWT on the same handle returns the session without a second exchange.
  */
 PORTAL_API portal_status portal_auth_verify_totp_async(portal_auth *auth, const char *code, const char *user_jwt,
                                                        portal_completion_queue *queue, portal_sign_in_cb callback,

@@ -2,14 +2,19 @@
 import Glibc
 #endif
 
-/// Remembers exchanged redirect grants (single-use on the server) so a repeat delivery neither
-/// exchanges twice nor loses a sign-in whose keyring write failed. Thread-safe; `forgetAll()`
-/// waits for exchanges in flight.
+/// Remembers exchanged redirect grants and accepted TOTP codes (single-use on the server) so a
+/// repeat delivery or retry neither exchanges twice nor loses a sign-in whose keyring write
+/// failed. In memory only; a TOTP exchange is filed under `TotpExchangeKey` (a digest, never the
+/// user JWT) and its token is `SecretBytes`, wiped when the entry is forgotten. Thread-safe;
+/// `forgetAll()` waits for exchanges in flight.
 final class GrantLedger: @unchecked Sendable {
     enum Start { case exchange, cached(RedirectResult), persistOnly(PortalAuth.Exchange) }
     private enum Entry { case inFlight, done(RedirectResult), unpersisted(PortalAuth.Exchange) }
+    enum TotpStart { case exchange, cached(PortalSession), persistOnly(endUserId: String, token: SecretBytes) }
+    private enum TotpEntry { case inFlight, done(PortalSession), unpersisted(endUserId: String, token: SecretBytes) }
 
     private var entries: [String: Entry] = [:]
+    private var totps: [TotpExchangeKey: TotpEntry] = [:]
     private var mutex = pthread_mutex_t()
     private var changed = pthread_cond_t()
 
@@ -47,13 +52,50 @@ final class GrantLedger: @unchecked Sendable {
     func exchangedButNotPersisted(_ grant: String, _ exchange: PortalAuth.Exchange) { set(grant, .unpersisted(exchange)) }
     func abandon(_ grant: String) { set(grant, nil) }
 
-    /// Forgets every grant, after waiting for exchanges in flight to settle.
+    /// Claims the TOTP exchange `key`: waits while another thread verifies the same code with
+    /// the same user JWT, then says what to do.
+    func beginTotp(_ key: TotpExchangeKey) -> TotpStart {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        while true {
+            switch totps[key] {
+            case .inFlight?:
+                pthread_cond_wait(&changed, &mutex)
+            case .done(let session)?:
+                return .cached(session)
+            case .unpersisted(let endUserId, let token)?:
+                totps[key] = .inFlight
+                return .persistOnly(endUserId: endUserId, token: token)
+            case nil:
+                totps[key] = .inFlight
+                return .exchange
+            }
+        }
+    }
+
+    func finishTotp(_ key: TotpExchangeKey, _ session: PortalSession) { setTotp(key, .done(session)) }
+    func totpExchangedButNotPersisted(_ key: TotpExchangeKey, endUserId: String, token: SecretBytes) {
+        setTotp(key, .unpersisted(endUserId: endUserId, token: token))
+    }
+    func abandonTotp(_ key: TotpExchangeKey) { setTotp(key, nil) }
+
+    /// Forgets every grant and TOTP exchange (their tokens are wiped once no caller holds them),
+    /// after waiting for exchanges in flight to settle.
     func forgetAll() {
         pthread_mutex_lock(&mutex)
-        while entries.values.contains(where: { if case .inFlight = $0 { return true } else { return false } }) {
+        while entries.values.contains(where: { if case .inFlight = $0 { return true } else { return false } })
+            || totps.values.contains(where: { if case .inFlight = $0 { return true } else { return false } }) {
             pthread_cond_wait(&changed, &mutex)
         }
         entries.removeAll()
+        totps.removeAll()
+        pthread_mutex_unlock(&mutex)
+    }
+
+    private func setTotp(_ key: TotpExchangeKey, _ entry: TotpEntry?) {
+        pthread_mutex_lock(&mutex)
+        totps[key] = entry
+        pthread_cond_broadcast(&changed)
         pthread_mutex_unlock(&mutex)
     }
 

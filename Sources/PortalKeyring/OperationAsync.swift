@@ -120,7 +120,10 @@ extension PortalAuth {
         try await OperationRunner.run { () throws(PortalAuthError) in try self.handleRedirect(url: url, options: options) }
     }
 
-    /// `verifyTotp(code:userJwt:)` without blocking: the persisted session.
+    /// `verifyTotp(code:userJwt:)` without blocking: the persisted session. On `.cancelled` after
+    /// Portal accepted the code, the worker still persists the session when the keyring allows;
+    /// verifying the same code and JWT again on this object returns it (or retries the write)
+    /// without a second exchange.
     public func verifyTotp(code: String, userJwt: String) async throws(PortalAuthError) -> PortalSession {
         try await OperationRunner.run { () throws(PortalAuthError) in try self.verifyTotp(code: code, userJwt: userJwt) }
     }

@@ -178,6 +178,17 @@ extension PortalAuth {
     /// the JWT names an end user other than the stored one, it throws `differentEndUser` before
     /// the code is sent (the code stays unused); `.replaceDifferentEndUser` in `options`
     /// confirms. (C and Python: sign out first, then verify the same code again.)
+    ///
+    /// An accepted code is exchanged once per instance, like a redirect grant: this instance
+    /// remembers the exchange (in memory, filed under a SHA-256 digest of user JWT and code, never
+    /// the JWT; the token in wiped memory) until `clearPersistedSession()`. When Portal accepted
+    /// the code but the keyring write failed (`sessionStorageFailure`, or `differentEndUser` from
+    /// the check at write time), calling this again with the same code and JWT, from any thread,
+    /// retries only the write; after a successful write it returns the same session. A call
+    /// with the same code and JWT while one is running waits for it. Once the code is accepted,
+    /// cancelling the operation (`async`, C `_async`) no longer stops the keyring write (bounded
+    /// by the keyring deadline): the session is persisted when the keyring allows, else kept
+    /// for the retry. A rejected or unanswered exchange is not remembered.
     @discardableResult
     public func verifyTotp(code: String, userJwt: String,
                            options: RedirectOptions = []) throws(PortalAuthError) -> PortalSession {
@@ -186,26 +197,65 @@ extension PortalAuth {
         }
         let jwt = SecretBytes.copyingUTF8(of: userJwt)
         try Self.checkToken(jwt, name: "userJwt")
-        // Before the code is spent: the JWT's end user against the stored one (this also reads
-        // the keyring first, so a locked keyring fails with the code still unused).
+        let key = TotpExchangeKey(userJwt: jwt, code: code)
+        switch grants.beginTotp(key) {
+        case .cached(let session):
+            return session
+        case .persistOnly(let endUserId, let token):
+            return try finishTotp(key, endUserId, token, options)
+        case .exchange:
+            break
+        }
+        let endUserId: String, token: SecretBytes
+        do throws(PortalAuthError) {
+            try checkBeforeSpendingTheCode(userJwt, options)
+            struct Body: Encodable { let code: String }
+            var exchange = try decodeExchange(try api("POST", "/api/v3/auth/totps/validations", body: Body(code: code),
+                                                      bearer: jwt, unauthorized: .invalidUserJwt), requireUser: false)
+            if exchange.endUserId == nil { exchange.endUserId = Self.endUserId(fromJWT: userJwt) }
+            guard let named = exchange.endUserId else { throw .malformedResponse(field: "endUserId") }
+            guard let bytes = exchange.clientSessionToken else { throw .malformedResponse(field: "clientSessionToken") }
+            (endUserId, token) = (named, bytes)
+        } catch {
+            grants.abandonTotp(key)
+            throw error
+        }
+        return try finishTotp(key, endUserId, token, options)
+    }
+
+    // MARK: - Exchange plumbing
+
+    /// Before a TOTP code is spent: the JWT's end user against the stored one (this also reads
+    /// the keyring first, so a locked keyring fails with the code still unused).
+    private func checkBeforeSpendingTheCode(_ userJwt: String, _ options: RedirectOptions) throws(PortalAuthError) {
         if let named = Self.endUserId(fromJWT: userJwt) {
             try checkSameEndUser(named, options)
         } else {
             _ = try restoreSession()
         }
-        struct Body: Encodable { let code: String }
-        var exchange = try decodeExchange(try api("POST", "/api/v3/auth/totps/validations", body: Body(code: code),
-                                                  bearer: jwt, unauthorized: .invalidUserJwt), requireUser: false)
-        if exchange.endUserId == nil { exchange.endUserId = Self.endUserId(fromJWT: userJwt) }
-        guard let endUserId = exchange.endUserId else { throw .malformedResponse(field: "endUserId") }
-        guard let token = exchange.clientSessionToken else { throw .malformedResponse(field: "clientSessionToken") }
-        return try pendingSignIn.withCompletionLock { () throws(PortalAuthError) -> PortalSession in
-            try checkSameEndUser(endUserId, options)
-            return try persist(endUserId: endUserId, token: token)
-        }
     }
 
-    // MARK: - Exchange plumbing
+    /// Persists an accepted TOTP exchange and records the outcome in the ledger: the session, or
+    /// the exchange itself when the write failed (so a retry writes without a second exchange).
+    private func finishTotp(_ key: TotpExchangeKey, _ endUserId: String, _ token: SecretBytes,
+                            _ options: RedirectOptions) throws(PortalAuthError) -> PortalSession {
+        do throws(PortalAuthError) {
+            // The code is spent: the write runs under an operation token of its own, so that
+            // cancelling the caller's operation no longer aborts it (the keyring deadline still
+            // bounds it) and the worker persists when it can.
+            let session = try OperationToken().run { () throws(PortalAuthError) -> PortalSession in
+                try pendingSignIn.withCompletionLock { () throws(PortalAuthError) -> PortalSession in
+                    try checkSameEndUser(endUserId, options)
+                    return try persist(endUserId: endUserId, token: token)
+                }
+            }
+            grants.finishTotp(key, session)
+            return session
+        } catch {
+            grants.totpExchangedButNotPersisted(key, endUserId: endUserId, token: token)
+            throw error
+        }
+    }
 
     struct Exchange: @unchecked Sendable {
         var endUserId: String?

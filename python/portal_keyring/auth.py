@@ -225,7 +225,11 @@ class PortalAuth(_Owner):
 
     def verify_totp(self, code: str, user_jwt: TokenLike) -> "Session":
         """Completes a TOTP sign-in with the end user's code and the :class:`TotpRequired`
-        user JWT; persists the session and returns it. Blocks (network, keyring).
+        user JWT; persists the session and returns it. Blocks (network, keyring). When Portal
+        accepted the code but the keyring write failed (:class:`SessionStorageFailure`), calling
+        this again with the same code and JWT on this handle stores the remembered session
+        without a second exchange (Portal spent the code); forgotten by
+        :meth:`clear_persisted_session`.
         :raises InvalidUserJwt, AuthenticationFailed (wrong code), RateLimited, NetworkError,
             SessionStorageFailure, InvalidArgument:"""
         digits = _text_arg(code, "code")
@@ -278,7 +282,9 @@ class PortalAuth(_Owner):
 
     async def verify_totp_async(self, code: str, user_jwt: TokenLike) -> "Session":
         """:meth:`verify_totp` as a coroutine: the code and the user JWT are checked and copied
-        (the JWT copy wiped) before the first ``await`` suspends. Same result and errors."""
+        (the JWT copy wiped) before the first ``await`` suspends. Same result and errors. A task
+        cancelled after Portal accepted the code does not stop the keyring write: the session is
+        persisted when the keyring allows, and verifying the same code again returns it."""
         digits = _text_arg(code, "code")
         with _secret_arg(user_jwt, "user_jwt") as jwt, self._use() as auth:
             operation = aio.start_sign_in(_lib.portal_auth_verify_totp_async, _read_session, auth, digits, jwt)

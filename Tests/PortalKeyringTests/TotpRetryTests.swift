@@ -1,0 +1,179 @@
+import Testing
+import Dispatch
+import FoundationEssentials
+import Synchronization
+@testable import PortalKeyring
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real keyring (`LibSecretStorage`) with a fault seam in front of the sign-in's write: the
+/// next `failures` writes fail as a locked keyring with its prompt dismissed would, and with a
+/// gate, the first write announces itself (`entered`) and waits for `open()`.
+private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
+    let inner: LibSecretStorage
+    private let failures: Mutex<Int>
+    private let gated: Mutex<Bool>
+    let entered = DispatchSemaphore(value: 0)
+    private let gate = DispatchSemaphore(value: 0)
+    let written = DispatchSemaphore(value: 0)
+
+    init(timeouts: KeyringTimeouts, failures: Int = 0, gated: Bool = false) {
+        inner = LibSecretStorage(timeouts: timeouts)
+        self.failures = Mutex(failures)
+        self.gated = Mutex(gated)
+    }
+
+    func open() { gate.signal() }
+
+    func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem] {
+        try inner.items(authEnvironmentId: authEnvironmentId, withSecrets: withSecrets)
+    }
+    func store(authEnvironmentId: String, generation: String, persistedAt: UInt64, label: String,
+               secret: SecretBytes) throws(StorageFailure) {
+        try replace(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
+                    label: label, secret: secret)
+    }
+    func replace(authEnvironmentId: String, generation: String, persistedAt: UInt64, label: String,
+                 secret: SecretBytes) throws(StorageFailure) {
+        let fail = failures.withLock { n -> Bool in
+            guard n > 0 else { return false }
+            n -= 1
+            return true
+        }
+        if fail { throw .locked("the unlock prompt was dismissed (test fault)") }
+        if gated.withLock({ g in defer { g = false }; return g }) {
+            entered.signal()
+            gate.wait()
+        }
+        defer { written.signal() }
+        try inner.replace(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
+                          label: label, secret: secret)
+    }
+    func delete(itemId: String) throws(StorageFailure) { try inner.delete(itemId: itemId) }
+    func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int {
+        try inner.deleteAll(authEnvironmentId: authEnvironmentId, generation: generation)
+    }
+}
+
+/// A TOTP sign-in is not lost once Portal accepted the code (issue 14 item 3): the exchange is
+/// remembered, so a retry of the same verify persists without a second exchange (the server
+/// spent the code and the user JWT). Real keyring, loopback Portal API.
+@Suite(.serialized) struct TotpRetryTests {
+    private static let route = "/api/v3/auth/totps/validations"
+    private struct Envelope<T: Decodable>: Decodable { let data: T }
+
+    /// An auth over `storage` with a sign-in pending, at the TOTP step for `user`: (auth, JWT, code).
+    private func atTotpStep(_ user: String, _ storage: FaultyWriteStorage) throws -> (PortalAuth, String, String) {
+        _ = try KeyringControl.environment()
+        let auth = try PortalAuth(authEnvironmentId: "totp-retry-\(PortalAuth.newGeneration().prefix(12))",
+                                  redirectUrl: redirect, apiHost: try FakePortalAPI.host(), storage: storage,
+                                  keyringTimeouts: storage.inner.timeouts)
+        try auth.pendingSignIn.record()
+        guard case .totpRequired(let jwt, _) = try auth.handleRedirect(url: try grant("magic_link", user: user, totp: true)) else {
+            throw PortalAuthError.authenticationFailed(message: "expected totpRequired")
+        }
+        struct Code: Decodable { let code: String }
+        let code = try JSONDecoder().decode(Envelope<Code>.self,
+                                            from: Data(try FakePortalAPI.admin("GET", "totp?endUserId=\(user)").utf8)).data.code
+        return (auth, jwt, code)
+    }
+
+    private static let timeouts = KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000)
+
+    /// The keyring write fails after Portal accepted the code; a retry of the same verify from
+    /// another thread persists the remembered session, and Portal saw exactly one verification.
+    /// Kills: csrf/totp-exchange-forgotten.
+    @Test func storageFailureThenRetryPersistsWithoutASecondExchange() throws {
+        let storage = FaultyWriteStorage(timeouts: Self.timeouts, failures: 1)
+        let (a, jwt, code) = try atTotpStep("eu-totp-retry", storage)
+        let before = try FakePortalAPI.requests(Self.route).total
+        #expect {
+            try a.verifyTotp(code: code, userJwt: jwt)
+        } throws: { error in
+            if case PortalAuthError.sessionStorageFailure = error { return true } else { return false }
+        }
+        #expect(try a.restoreSession() == nil)
+        #expect(try FakePortalAPI.requests(Self.route).total == before + 1)
+        // Another code with the same JWT is not the remembered exchange: it goes to Portal.
+        #expect(throws: PortalAuthError.self) { try a.verifyTotp(code: code == "000000" ? "111111" : "000000", userJwt: jwt) }
+        #expect(try FakePortalAPI.requests(Self.route).total == before + 2)
+
+        let retried = Mutex<Result<PortalSession, PortalAuthError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let result: Result<PortalSession, PortalAuthError>
+            do throws(PortalAuthError) { result = .success(try a.verifyTotp(code: code, userJwt: jwt)) } catch { result = .failure(error) }
+            retried.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        let session = try #require(try retried.withLock { $0 }?.get())
+        #expect(session.endUserId == "eu-totp-retry")
+        #expect(try FakePortalAPI.requests(Self.route).total == before + 2) // no second exchange
+        #expect(try a.restoreSession()?.getToken() == session.getToken())
+        // Once persisted, the same verify returns the same session, still without an exchange.
+        #expect(try a.verifyTotp(code: code, userJwt: jwt).getToken() == session.getToken())
+        #expect(try FakePortalAPI.requests(Self.route).total == before + 2)
+        try a.clearPersistedSession()
+    }
+
+    /// `clearPersistedSession()` forgets a remembered TOTP exchange: the same verify afterwards
+    /// goes to Portal again (which refuses the spent JWT).
+    @Test func clearForgetsTheRememberedExchange() throws {
+        let storage = FaultyWriteStorage(timeouts: Self.timeouts, failures: 1)
+        let (a, jwt, code) = try atTotpStep("eu-totp-forget", storage)
+        #expect(throws: PortalAuthError.self) { try a.verifyTotp(code: code, userJwt: jwt) }
+        try a.clearPersistedSession()
+        let before = try FakePortalAPI.requests(Self.route).total
+        #expect(throws: PortalAuthError.invalidUserJwt) { try a.verifyTotp(code: code, userJwt: jwt) }
+        #expect(try FakePortalAPI.requests(Self.route).total == before + 1)
+        #expect(try a.restoreSession() == nil)
+    }
+
+    /// An `async` verify cancelled after Portal answered (while the keyring write runs): the
+    /// caller gets `.cancelled`, the worker still persists the session, and a retry of the same
+    /// verify returns it without a second exchange.
+    @Test func cancelAfterTheExchangeStillPersists() async throws {
+        let storage = FaultyWriteStorage(timeouts: Self.timeouts, gated: true)
+        let (a, jwt, code) = try atTotpStep("eu-totp-cancel", storage)
+        let before = try FakePortalAPI.requests(Self.route).total
+        let task = Task { try await a.verifyTotp(code: code, userJwt: jwt) }
+        // Portal answered; the write has begun.
+        #expect(await Self.wait(for: storage.entered), "the keyring write never began")
+        task.cancel()
+        await #expect(throws: PortalAuthError.cancelled) { try await task.value }
+        storage.open()
+        #expect(await Self.wait(for: storage.written), "the worker never finished the write")
+        #expect(try await a.restoreSession()?.endUserId == "eu-totp-cancel") // the worker persisted
+        let session = try await a.verifyTotp(code: code, userJwt: jwt)
+        #expect(session.endUserId == "eu-totp-cancel")
+        #expect(try FakePortalAPI.requests(Self.route).total == before + 1)
+        #expect(try await a.restoreSession()?.getToken() == session.getToken())
+        try await a.clearPersistedSession()
+    }
+
+    /// Waits off the cooperative pool for `semaphore`, at most 30 s; whether it was signalled.
+    private static func wait(for semaphore: DispatchSemaphore) async -> Bool {
+        await withCheckedContinuation { (resumed: CheckedContinuation<Bool, Never>) in
+            DispatchQueue.global().async { resumed.resume(returning: semaphore.wait(timeout: .now() + 30) == .success) }
+        }
+    }
+
+    /// The ledger key is SHA-256 (FIPS 180-4 test vectors), so distinct (JWT, code) pairs differ.
+    @Test func ledgerKeyIsSHA256() {
+        func hex(_ text: String) -> String {
+            var stream = SHA256Stream()
+            Array(text.utf8).withUnsafeBytes { stream.update($0) }
+            return stream.finish().map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        }
+        #expect(hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
+            == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        let jwt = SecretBytes.copyingUTF8(of: "a.b.c")
+        #expect(TotpExchangeKey(userJwt: jwt, code: "123456") == TotpExchangeKey(userJwt: jwt, code: "123456"))
+        #expect(TotpExchangeKey(userJwt: jwt, code: "123456") != TotpExchangeKey(userJwt: jwt, code: "123457"))
+        #expect(TotpExchangeKey(userJwt: jwt, code: "123456").digest.count == 32)
+    }
+}
