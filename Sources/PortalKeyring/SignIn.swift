@@ -197,7 +197,10 @@ extension PortalAuth {
         }
         let jwt = SecretBytes.copyingUTF8(of: userJwt)
         try Self.checkToken(jwt, name: "userJwt")
-        let key = TotpExchangeKey(userJwt: jwt, code: code)
+        // Without libgcrypt no keyring write could succeed: refuse before the code is spent.
+        guard let key = TotpExchangeKey(userJwt: jwt, code: code) else {
+            throw .sessionStorageFailure(message: "no encrypted transfer session: libgcrypt is not usable")
+        }
         switch grants.beginTotp(key) {
         case .cached(let session):
             return session

@@ -1,88 +1,29 @@
+import CLibSecret
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// What the sign-in ledger (`GrantLedger`) files a TOTP exchange under: the SHA-256 digest of the
-/// user JWT, a zero byte and the code. The user JWT is a bearer credential, so the ledger never
-/// keeps it, only this digest (32 bytes). Equal for equal (user JWT, code) pairs; immutable and
-/// thread-safe.
+/// user JWT, a zero byte and the code, computed by libgcrypt (already loaded for the transfer
+/// session). The user JWT is a bearer credential, so the ledger never keeps it, only this digest
+/// (32 bytes). Equal for equal (user JWT, code) pairs; immutable and thread-safe.
 struct TotpExchangeKey: Hashable, Sendable {
     /// The 32-byte SHA-256 digest.
     let digest: [UInt8]
 
-    init(userJwt: SecretBytes, code: String) {
-        var hasher = SHA256Stream()
-        userJwt.withUnsafeBytes { hasher.update($0) }
-        [UInt8(0)].withUnsafeBytes { hasher.update($0) }
+    /// nil when libgcrypt cannot be used (then no keyring write could succeed either: the
+    /// transfer session needs it).
+    init?(userJwt: SecretBytes, code: String) {
+        var handle: gcry_md_hd_t?
+        guard TransferSession.Crypto.ready, gcry_md_open(&handle, Int32(GCRY_MD_SHA256.rawValue), 0) == 0,
+              let handle else { return nil }
+        defer { gcry_md_close(handle) }
+        userJwt.withUnsafeBytes { if $0.count > 0 { gcry_md_write(handle, $0.baseAddress, $0.count) } }
+        var zero: UInt8 = 0
+        gcry_md_write(handle, &zero, 1)
         var code = code
-        code.withUTF8 { hasher.update(UnsafeRawBufferPointer($0)) }
-        digest = hasher.finish()
+        code.withUTF8 { if $0.count > 0 { gcry_md_write(handle, $0.baseAddress, $0.count) } }
+        guard let result = gcry_md_read(handle, Int32(GCRY_MD_SHA256.rawValue)) else { return nil }
+        digest = Array(UnsafeBufferPointer(start: result, count: 32))
     }
-}
-
-/// SHA-256 (FIPS 180-4) over bytes given in pieces. Its block buffer, which holds fragments of
-/// the (secret) input, is wiped by `finish()`. Not thread-safe (one digest).
-struct SHA256Stream {
-    private var state: [UInt32] = [0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a,
-                                   0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19]
-    private var block = [UInt8](repeating: 0, count: 64)
-    private var filled = 0
-    private var length: UInt64 = 0
-
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
-        for byte in bytes { append(byte) }
-        length &+= UInt64(bytes.count)
-    }
-
-    /// The digest (32 bytes); the stream is spent afterwards.
-    mutating func finish() -> [UInt8] {
-        let bits = length &* 8
-        append(0x80)
-        while filled != 56 { append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
-        block.withUnsafeMutableBytes { SecretBytes.wipe($0.baseAddress, $0.count) }
-        return state.flatMap { word in [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: word >> UInt32($0)) } }
-    }
-
-    private mutating func append(_ byte: UInt8) {
-        block[filled] = byte
-        filled += 1
-        if filled == 64 {
-            compress()
-            filled = 0
-        }
-    }
-
-    private mutating func compress() {
-        var w = [UInt32](repeating: 0, count: 64)
-        for i in 0..<16 {
-            w[i] = UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16 | UInt32(block[4 * i + 2]) << 8 | UInt32(block[4 * i + 3])
-        }
-        for i in 16..<64 {
-            let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
-            let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
-            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-        }
-        var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
-        for i in 0..<64 {
-            let t1 = h &+ (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) &+ ((e & f) ^ (~e & g)) &+ Self.k[i] &+ w[i]
-            let t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) &+ ((a & b) ^ (a & c) ^ (b & c))
-            (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-        }
-        for (i, v) in [a, b, c, d, e, f, g, h].enumerated() { state[i] &+= v }
-        w.withUnsafeMutableBytes { SecretBytes.wipe($0.baseAddress, $0.count) }
-    }
-
-    private func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { x >> n | x << (32 - n) }
-
-    private static let k: [UInt32] = [
-        0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
-        0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
-        0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc, 0x2de9_2c6f, 0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da,
-        0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7, 0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967,
-        0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
-        0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
-        0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
-        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
-    ]
 }

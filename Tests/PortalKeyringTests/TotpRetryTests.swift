@@ -160,20 +160,18 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
         }
     }
 
-    /// The ledger key is SHA-256 (FIPS 180-4 test vectors), so distinct (JWT, code) pairs differ.
-    @Test func ledgerKeyIsSHA256() {
-        func hex(_ text: String) -> String {
-            var stream = SHA256Stream()
-            Array(text.utf8).withUnsafeBytes { stream.update($0) }
-            return stream.finish().map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    /// The ledger key is the SHA-256 digest (libgcrypt) of the JWT, a zero byte and the code, so
+    /// distinct (JWT, code) pairs differ and the JWT itself is never kept.
+    @Test func ledgerKeyIsSHA256() throws {
+        func hex(_ bytes: [UInt8]) -> String {
+            bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
         }
-        #expect(hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
-            == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
         let jwt = SecretBytes.copyingUTF8(of: "a.b.c")
-        #expect(TotpExchangeKey(userJwt: jwt, code: "123456") == TotpExchangeKey(userJwt: jwt, code: "123456"))
-        #expect(TotpExchangeKey(userJwt: jwt, code: "123456") != TotpExchangeKey(userJwt: jwt, code: "123457"))
-        #expect(TotpExchangeKey(userJwt: jwt, code: "123456").digest.count == 32)
+        let key = try #require(TotpExchangeKey(userJwt: jwt, code: "123456"))
+        // SHA-256("a.b.c\0123456"), from `printf 'a.b.c\000123456' | sha256sum`.
+        #expect(hex(key.digest) == "a37e2cbc8c60f2f0af01b534aea0f33fd7fa4787f40f81a85f753d905f165b42")
+        #expect(key == TotpExchangeKey(userJwt: jwt, code: "123456"))
+        #expect(key != TotpExchangeKey(userJwt: jwt, code: "123457"))
+        #expect(key != TotpExchangeKey(userJwt: SecretBytes.copyingUTF8(of: "a.b.d"), code: "123456"))
     }
 }
