@@ -322,7 +322,26 @@ int main(int argc, char **argv) {
     if (restart) {
         char *rargv[] = {(char *)restart, "--unlocked", NULL};
         CHECK(run_quiet(rargv) == 0);
-        expect(PORTAL_WATCH_RESYNC, NULL, "provider restart");
+        /* A provider shutting down may first close (lock) its collection, as kwalletd5 did on a
+         * loaded machine: LOCKED events before the RESYNC are the old provider's last state, not
+         * a wrong answer. They are skipped (a SIGNED_OUT is not), then the RESYNC is required. */
+        int at = nevents;
+        double until = now_ms() + 10000;
+        for (;;) {
+            pump(until, at + 1);
+            if (nevents > at && events[at].kind == PORTAL_WATCH_LOCKED) {
+                printf("provider restart: a LOCKED from the provider shutting down, skipped\n");
+                at++;
+                continue;
+            }
+            break;
+        }
+        checks++;
+        if (!(nevents > at && events[at].kind == PORTAL_WATCH_RESYNC)) {
+            failures++;
+            fprintf(stderr, "provider restart: expected resync, got %s\n",
+                    nevents > at ? kind_name(events[at].kind) : "nothing in 10 s");
+        }
         pump(now_ms() + 300, nevents + 1); /* the new provider's own signals change nothing */
         CHECK(run_act("persist", env, "u4") == 0);
         expect(PORTAL_WATCH_SIGNED_IN, "u4", "events resume after the restart");
