@@ -70,19 +70,19 @@ for p in "${providers[@]}"; do
     ((api)) && wrap+=("$here/with-portal-api.sh")
     start=$SECONDS
     crashed=""
-    for attempt in 1 2; do
+    for attempt in 1 2 3; do
         # TERM on expiry (with-keyring.sh then tears its daemons down), KILL 10 s
         # later if that was not enough.
         timeout -k 10 "$limit" "${wrap[@]}" "$@" </dev/null 2>&1 | tee "$log" | sed -u "s/^/[$p] /"
         rc=${PIPESTATUS[0]}
         # KeePassXC 2.7.4 segfaults now and then after a few hundred item creations and deletions
         # over its life (also without this library: docs/providers.md). Such a run says nothing
-        # about our code: it runs once more on a fresh provider, and the table says so. A crash
-        # our calls caused every time would crash the second run too.
-        if ((rc != 0 && attempt == 1)) && [[ $p == keepassxc* ]] &&
+        # about our code: it runs again on a fresh provider (at most 3 runs), and the table says
+        # so. A crash our calls caused every time would crash every run.
+        if ((rc != 0 && attempt < 3)) && [[ $p == keepassxc* ]] &&
             grep -aqE 'PROVIDER CRASHED|Segmentation fault.*keepassxc' "$log"; then
-            mv "$log" "$log.crashed"
-            crashed=" after a KeePassXC crash (first run: $log.crashed)"
+            mv "$log" "$log.crashed$attempt"
+            crashed=" after $attempt KeePassXC crash(es) (logs: $log.crashed*)"
             echo "test-matrix: provider $p crashed during the run (KeePassXC 2.7.4 fault); running it once more" >&2
             continue
         fi
