@@ -460,15 +460,23 @@ static int admin_token(const char *user, char *out, size_t size) {
     return pclose(p) == 0 && out[0] ? 0 : -1;
 }
 
+/* A signed-in end user: a token from the fake Portal API, persisted, and a portal for it. */
+static portal *signed_in_portal(portal_auth *auth, const char *user, char *token, size_t token_size,
+                                portal_session **session) {
+    CHECK(admin_token(user, token, token_size) == 0);
+    *session = NULL;
+    CHECK(portal_auth_persist_session(auth, user, token, session) == PORTAL_OK);
+    portal *client = NULL;
+    CHECK(portal_new(&client, *session, NULL) == PORTAL_OK);
+    return client;
+}
+
 /* (c) a slow Portal API: request, cancel of a request, portal_free_async with one in flight. */
 static void test_slow_api(void) {
     portal_auth *auth = new_auth(5000, 1500);
     char token[512];
-    CHECK(admin_token("user-slow", token, sizeof token) == 0);
     portal_session *session = NULL;
-    CHECK(portal_auth_persist_session(auth, "user-slow", token, &session) == PORTAL_OK);
-    portal *client = NULL;
-    CHECK(portal_new(&client, session, NULL) == PORTAL_OK);
+    portal *client = signed_in_portal(auth, "user-slow", token, sizeof token, &session);
     usleep(300000); /* the validation request is done */
     CHECK(admin_fault("{\"route\":\"/api/v3/clients/me\",\"delayMs\":1500,\"count\":1}") == 0);
 
@@ -539,11 +547,8 @@ static void on_listener_destroy(void *data) {
 static void test_listener_and_portal_calls(void) {
     portal_auth *auth = new_auth(5000, 1500);
     char token[512];
-    CHECK(admin_token("user-listen", token, sizeof token) == 0);
     portal_session *session = NULL;
-    CHECK(portal_auth_persist_session(auth, "user-listen", token, &session) == PORTAL_OK);
-    portal *client = NULL;
-    CHECK(portal_new(&client, session, NULL) == PORTAL_OK);
+    portal *client = signed_in_portal(auth, "user-listen", token, sizeof token, &session);
     uint64_t handle = 0;
     CHECK(portal_on_session_invalidated_queued(client, NULL, on_invalidated, NULL, on_listener_destroy, &handle) ==
           PORTAL_OK);
@@ -599,11 +604,8 @@ static void on_slow_destroy(void *data) {
 static void test_free_async_with_a_listener_running(void) {
     portal_auth *auth = new_auth(5000, 1500);
     char token[512];
-    CHECK(admin_token("user-slow-listener", token, sizeof token) == 0);
     portal_session *session = NULL;
-    CHECK(portal_auth_persist_session(auth, "user-slow-listener", token, &session) == PORTAL_OK);
-    portal *client = NULL;
-    CHECK(portal_new(&client, session, NULL) == PORTAL_OK);
+    portal *client = signed_in_portal(auth, "user-slow-listener", token, sizeof token, &session);
     uint64_t handle = 0;
     CHECK(portal_on_session_invalidated(client, on_slow_invalidated, NULL, on_slow_destroy, &handle) == PORTAL_OK);
     bool invalidated = false;
