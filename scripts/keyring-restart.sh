@@ -79,6 +79,12 @@ if [[ -n $old ]]; then
                 --method org.freedesktop.Secret.Service.Lock "['$coll']" >/dev/null || true
         fi
     fi
+    if [[ $provider == keepassxc* && -x ${PORTAL_TEST_KEYRINGCTL:-} ]] && alive "$old"; then
+        # KeePassXC 2.7.4 drops a write answered while it was saving (it marks the database clean
+        # after the save), and quits without saving it: let it save everything first
+        # (keyringctl settle, docs/providers.md).
+        "$PORTAL_TEST_KEYRINGCTL" settle || true
+    fi
     stop_pid "$old"
 fi
 # The bus name must be free before the new daemon asks for it.

@@ -126,7 +126,7 @@ public final class PortalAuth: Sendable {
             candidates = candidates.compactMap { needsAttributes($0) ? byId[$0.item.itemId].map($0.with) : $0 }
         }
         for candidate in candidates.sorted(by: { $0.rank > $1.rank }) {
-            if let document = candidate.document {
+            if let document = candidate.usableDocument {
                 return PortalSession(authEnvironmentId: authEnvironmentId, endUserId: document.endUserId,
                                      apiHost: apiHost, token: document.token, generation: candidate.generation,
                                      itemId: candidate.item.itemId, storage: storage)
@@ -157,6 +157,18 @@ public final class PortalAuth: Sendable {
             document = item.secret.flatMap { secret in secret.withUnsafeBytes { SessionDocument.decode($0) } }
             newerVersion = document == nil
                 && (item.secret.map { secret in secret.withUnsafeBytes { SessionDocument.isNewerVersion($0) } } ?? false)
+        }
+
+        /// The document, unless it names another sign-in than its item's `session_generation`
+        /// attribute (when both are known). Such an item is damaged: the provider serves one
+        /// sign-in's secret under another's attributes (seen on KeePassXC 2.7.4 after an outside
+        /// lock and unlock: the newest item's attributes with an older sign-in's document). Its
+        /// document may be another end user's, so it is never restored; it is unusable, and
+        /// removed like any unusable item of ours.
+        var usableDocument: SessionDocument.Decoded? {
+            guard let document else { return nil }
+            if let read, let stored = document.generation, read.generation != stored { return nil }
+            return document
         }
 
         /// Whether the document names an auth environment other than `id` (version 2 only).

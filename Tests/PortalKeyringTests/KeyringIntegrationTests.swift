@@ -86,14 +86,12 @@ enum KeyringControl {
     }
     /// Unlocks the default collection; returns once its Locked property says so.
     ///
-    /// KeePassXC 2.7.4: a restore right after that still read as signed out once in a full Swift
-    /// run on this branch (`lockedCollectionThrowsAndDeletesNothing`, after the window between
-    /// the library's search and its Locked read was closed — `Tests/providers/unlock_race_test.c`);
-    /// it did not reproduce in 5 isolated runs. The tests give KeePassXC a second again; the
-    /// library's answer in that window is the open problem of issue 11 (closing note).
+    /// (KeePassXC 2.7.4: a restore right after that read as signed out, or read an older
+    /// session, now and then under load. KeePassXC had lost writes it answered during an
+    /// autosave, and the lock reloaded the file without them; `keyringctl lock` and
+    /// `keyring-restart.sh` now let it save first: docs/providers.md.)
     static func unlock() throws {
         #expect(try run(["unlock"]).status == 0)
-        if provider.hasPrefix("keepassxc") { usleep(1_000_000) }
     }
 }
 
@@ -224,6 +222,35 @@ private extension String {
         #expect(try auth(id).restoreSession() == nil)
         #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
         try KeyringControl.run(["delete-all", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)"])
+    }
+
+    /// An item whose document names another sign-in than its `session_generation` attribute is
+    /// damaged (KeePassXC 2.7.4 served the newest item's attributes with an older end user's
+    /// document after an outside lock and unlock; docs/providers.md). Its document is never
+    /// restored — it may be another end user's —, the item is removed as unusable, and an intact
+    /// older sign-in is restored instead.
+    @Test func itemWhoseDocumentNamesAnotherSignInIsNotRestored() throws {
+        let id = unique
+        func store(user: String, documentGeneration: String, attribute: String, at: UInt64) throws {
+            let document = SessionDocument.encode(authEnvironmentId: id, endUserId: user,
+                                                  token: SecretBytes.copyingUTF8(of: "token-of-\(user)"),
+                                                  generation: documentGeneration, persistedAt: at)
+            let stored = try KeyringControl.run(["store", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)",
+                                                 "session_generation=\(attribute)", "persisted_at=\(at)"],
+                                                input: document.withUnsafeBytes { Array($0) })
+            #expect(stored.status == 0)
+        }
+        try store(user: "intact", documentGeneration: "0c", attribute: "0c", at: 1)
+        try store(user: "older-user", documentGeneration: "0a", attribute: "0b", at: 2)
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 2)
+        let session = try #require(try auth(id).restoreSession())
+        #expect(session.endUserId == "intact")
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
+        // Alone, the damaged item reads as signed out and is removed.
+        try auth(id).clearPersistedSession()
+        try store(user: "older-user", documentGeneration: "0d", attribute: "0e", at: 3)
+        #expect(try auth(id).restoreSession() == nil)
+        #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 0)
     }
 
     /// After the provider restarts under this process, no secret goes to the new instance under the

@@ -36,7 +36,24 @@
  *
  * Subcommands (exit 0 = success/true, 1 = not found/false, 2 = error, with a
  * message on stderr):
- *   lock                      lock the default collection
+ *   lock                      lock the default collection (KeePassXC: after
+ *                             `settle`, so that no write is lost)
+ *   settle                    KeePassXC only (elsewhere nothing): make sure
+ *                             every write it has answered reaches the
+ *                             database file before it is locked or stopped.
+ *                             KeePassXC 2.7.4 saves on a worker thread while
+ *                             it keeps answering D-Bus, then marks the
+ *                             database clean: a write answered during a save
+ *                             is never saved unless another follows, and a
+ *                             lock or a quit after it reloads the file
+ *                             without it (docs/providers.md). settle waits
+ *                             until the database's directory has been quiet
+ *                             for 1 s (no save running), then renames a
+ *                             scratch item of the schema
+ *                             io.portalhq.PortalKeyring.TestSettle (created
+ *                             the first time): a write that is saved, with
+ *                             everything before it, by the next autosave or
+ *                             by the lock's own save.
  *   unlock                    unlock it without a dialog (password from
  *                             $PORTAL_TEST_KEYRING_PASSWORD)
  *   is-locked                 0 if the default collection is locked, 1 if not
@@ -82,6 +99,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SECRETS_NAME "org.freedesktop.secrets"
@@ -555,6 +574,110 @@ cmp_strptr(const void *a, const void *b)
 
 /* ------------------------------------------------------------ subcommands */
 
+#define SETTLE_SCHEMA "io.portalhq.PortalKeyring.TestSettle"
+
+/* The newest modification time (ns) of the database file's directory and its entries. A
+ * KeePassXC save writes a temporary file there and renames it over the database. */
+static long long
+newest_mtime_ns(const char *dir)
+{
+    long long newest = 0;
+    struct stat st;
+    if (stat(dir, &st) == 0)
+        newest = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    GDir *d = g_dir_open(dir, 0, NULL);
+    if (!d)
+        return newest;
+    const char *name;
+    while ((name = g_dir_read_name(d)) != NULL) {
+        char *path = g_build_filename(dir, name, NULL);
+        if (stat(path, &st) == 0) {
+            long long t = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+            if (t > newest)
+                newest = t;
+        }
+        g_free(path);
+    }
+    g_dir_close(d);
+    return newest;
+}
+
+/* See `settle` in the header comment. Best effort: a failure is reported on stderr and the
+ * caller goes on (the lock or stop that follows is what the caller asked for). */
+static void
+keepassxc_settle(void)
+{
+    const char *db = g_getenv("PORTAL_TEST_KEEPASSXC_DB");
+    if (!db || !*db) {
+        fprintf(stderr, "keyringctl: settle: PORTAL_TEST_KEEPASSXC_DB is not set; not settled\n");
+        return;
+    }
+    char *dir = g_path_get_dirname(db);
+    /* Quiet for 1 s, waiting at most 15 s (a save under load takes well under that). */
+    long long seen = newest_mtime_ns(dir);
+    gint64 quiet_since = g_get_monotonic_time(), give_up = quiet_since + 15 * G_USEC_PER_SEC;
+    while (g_get_monotonic_time() - quiet_since < G_USEC_PER_SEC && g_get_monotonic_time() < give_up) {
+        g_usleep(50 * 1000);
+        long long now = newest_mtime_ns(dir);
+        if (now != seen) {
+            seen = now;
+            quiet_since = g_get_monotonic_time();
+        }
+    }
+    g_free(dir);
+    char *coll = default_collection();
+    if (collection_locked(coll))
+        return; /* nothing can be written, nothing is pending */
+    GHashTable *attrs = g_hash_table_new(g_str_hash, g_str_equal);
+    g_hash_table_insert(attrs, (gpointer) "xdg:schema", (gpointer)SETTLE_SCHEMA);
+    guint nu = 0, nl = 0;
+    char **found = search(attrs, &nu, &nl);
+    char *label = g_strdup_printf("keyringctl settle %" G_GINT64_FORMAT, g_get_real_time());
+    if (nu > 0) {
+        GError *err = NULL;
+        GVariant *r = g_dbus_connection_call_sync(
+            bus, SECRETS_NAME, found[0], IFACE_PROPS, "Set",
+            g_variant_new("(ssv)", IFACE_ITEM, "Label", g_variant_new_string(label)), NULL,
+            G_DBUS_CALL_FLAGS_NO_AUTO_START, call_timeout_ms, NULL, &err);
+        if (r)
+            g_variant_unref(r);
+        else {
+            fprintf(stderr, "keyringctl: settle: renaming %s: %s\n", found[0], err->message);
+            g_error_free(err);
+        }
+    } else {
+        char *session = open_plain_session();
+        GVariantBuilder props;
+        g_variant_builder_init(&props, G_VARIANT_TYPE("a{sv}"));
+        g_variant_builder_add(&props, "{sv}", IFACE_ITEM ".Label", g_variant_new_string(label));
+        g_variant_builder_add(&props, "{sv}", IFACE_ITEM ".Attributes", attrs_variant(attrs));
+        GVariant *r = call(coll, IFACE_COLLECTION, "CreateItem",
+                           g_variant_new("(@a{sv}@(oayays)b)", g_variant_builder_end(&props),
+                                         secret_struct(session, "settle", 6, "application/octet-stream"), FALSE),
+                           "(oo)", "Collection.CreateItem (settle)");
+        char *prompt = NULL;
+        g_variant_get_child(r, 1, "o", &prompt);
+        g_variant_unref(r);
+        GVariant *res = run_prompt(prompt, "Collection.CreateItem (settle)");
+        if (res)
+            g_variant_unref(res);
+        g_free(prompt);
+        g_free(session);
+    }
+    g_free(label);
+    g_strfreev(found);
+    g_hash_table_unref(attrs);
+    g_free(coll);
+}
+
+static int
+cmd_settle(void)
+{
+    if (is_keepassxc())
+        keepassxc_settle();
+    return 0;
+}
+
 static int
 cmd_lock(void)
 {
@@ -562,6 +685,7 @@ cmd_lock(void)
     if (collection_locked(coll))
         return 0; /* KWallet answers InvalidArgs to Service.Lock of a locked wallet */
     if (is_keepassxc()) {
+        keepassxc_settle();
         g_variant_unref(call_keepassxc("lockAllDatabases", NULL));
         /* Observed with 2.7.4 headless: once a prompt has opened an unlock
          * dialog (a write into the locked database), lockAllDatabases and
@@ -903,7 +1027,7 @@ static void G_GNUC_NORETURN
 usage(void)
 {
     fprintf(stderr,
-            "usage: keyringctl lock | unlock | is-locked\n"
+            "usage: keyringctl lock | unlock | is-locked | settle\n"
             "       keyringctl store --schema NAME [--content-type T] [--label L] [--replace] K=V... < secret\n"
             "       keyringctl count|get|content-type|attrs|delete-all [--schema NAME] K=V...\n"
             "       keyringctl unlock-prompt [--wait MS]\n"
@@ -931,7 +1055,7 @@ main(int argc, char **argv)
     gboolean is_store = strcmp(cmd, "store") == 0;
     gboolean takes_attrs = is_store || strcmp(cmd, "count") == 0 || strcmp(cmd, "get") == 0 || strcmp(cmd, "content-type") == 0 ||
                            strcmp(cmd, "attrs") == 0 || strcmp(cmd, "delete-all") == 0;
-    gboolean no_args = strcmp(cmd, "lock") == 0 || strcmp(cmd, "unlock") == 0 ||
+    gboolean no_args = strcmp(cmd, "lock") == 0 || strcmp(cmd, "unlock") == 0 || strcmp(cmd, "settle") == 0 ||
                        strcmp(cmd, "is-locked") == 0 || strcmp(cmd, "stuck-prompter") == 0;
     gboolean probe = strcmp(cmd, "unlock-prompt") == 0;
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || (!takes_attrs && !no_args && !probe))
@@ -941,12 +1065,15 @@ main(int argc, char **argv)
     if (!no_args)
         parse_args(argc - 2, argv + 2, &a, is_store, takes_attrs);
 
-    arm_watchdog(a.wait_ms ? a.wait_ms : (probe ? 10000u : 0u));
+    gboolean settles = strcmp(cmd, "lock") == 0 || strcmp(cmd, "settle") == 0; /* up to 16 s more */
+    arm_watchdog(a.wait_ms ? a.wait_ms : (probe ? 10000u : settles ? 16000u : 0u));
     connect_bus();
 
     int rc;
     if (strcmp(cmd, "lock") == 0)
         rc = cmd_lock();
+    else if (strcmp(cmd, "settle") == 0)
+        rc = cmd_settle();
     else if (strcmp(cmd, "unlock") == 0)
         rc = cmd_unlock();
     else if (strcmp(cmd, "is-locked") == 0)

@@ -25,11 +25,9 @@ import Glibc
 ///
 /// | operation | calls |
 /// |---|---|
-/// | restore | SearchItems, GetSecrets (one call for all matches) |
-/// | … with ≥ 2 matches lacking `g`/`t` in their documents, or one usable document without `g` (stored by an earlier version) | + SearchItems, Get(Attributes) per match (`items(withSecrets: false)`) |
+/// | restore | SearchItems, GetSecrets (one call for all matches), Get(Attributes) per match |
 /// | … with a locked match | + Unlock and the prompt (`Prompts`), SearchItems |
 /// | … with nothing found | + SearchItems without `xdg:schema`, ReadAlias, Get(Locked), SearchItems again (`locate`) |
-/// | … with a version-1 document (0.1.0) or an unusable one | + SearchItems, Get(Attributes) per match |
 /// | persist, nothing older stored | ReadAlias, CreateItem, SearchItems |
 /// | persist, replacing k older sign-ins | + Get(Attributes) and Delete per other item |
 /// | clear / invalidate | SearchItems, Get(Attributes) and Delete per match |
@@ -74,10 +72,9 @@ struct LibSecretStorage: SessionStorage {
         }
     }
 
-    /// One search (unlocking what is locked) plus one GetSecrets for every match. Returns nil when
-    /// an item vanished in between and the caller should search again (never on `lastAttempt`).
-    /// The attributes are not read: the document names its auth environment and carries the
-    /// generation and timestamp (`PortalAuth.restoreSession()` reads them when it must).
+    /// One search (unlocking what is locked), one GetSecrets for every match, then each match's
+    /// attributes (`withAttributes`). Returns nil when an item vanished or was locked in between
+    /// and the caller should search again (never on `lastAttempt`).
     private func readSecrets(_ bus: SecretBus, _ authEnvironmentId: String,
                              lastAttempt: Bool) throws(StorageFailure) -> [StoredSessionItem]? {
         let paths = try locate(bus, authEnvironmentId)
@@ -90,16 +87,17 @@ struct LibSecretStorage: SessionStorage {
             if case .gone = error.kind, !lastAttempt { return nil }
             throw error.storageFailure
         }
-        let result = paths.compactMap { path in
+        let read = paths.compactMap { path in
             secrets[path].map {
                 StoredSessionItem(itemId: path, generation: nil, persistedAt: 0, secret: $0, attributesRead: false)
             }
         }
+        guard let result = try withAttributes(bus, read, authEnvironmentId, lastAttempt: lastAttempt) else { return nil }
         // KWallet 5.103 serves an item of a wallet closed after our search with an EMPTY secret
         // (not skipped): read as a document, that is "unusable", and the item would be deleted.
         // An empty secret is only believed when the item needed no unlock to be found again.
         let empty = result.filter { $0.secret?.count == 0 }.map(\.itemId)
-        if result.count == paths.count && empty.isEmpty { return result }
+        if read.count == paths.count && empty.isEmpty { return result }
         // GetSecrets silently skips items it cannot serve: deleted or locked meanwhile (another
         // thread or process). Search again, which unlocks what is locked or throws `.locked`.
         // Items that are gone were deleted: the rest is a consistent answer. Items still there
@@ -115,6 +113,39 @@ struct LibSecretStorage: SessionStorage {
         return nil
     }
 
+    /// `items` (just read with their secrets) with their attributes, read after the secrets: an
+    /// item is returned only when its attributes confirm `xdg:schema` and `auth_environment_id`,
+    /// so what is restored, ranked and deleted is judged by the attributes every other operation
+    /// (invalidation, persist's cleanup, the watch) goes by, and a document that does not match
+    /// its item's `session_generation` is seen as such (`PortalAuth.restoreSession()`).
+    /// KeePassXC 2.7.4 was seen serving, after an outside lock and unlock under load, an item with
+    /// the newest sign-in's attributes and an older sign-in's secret (docs/providers.md).
+    /// Items deleted meanwhile are left out. Returns nil when an item was locked meanwhile and
+    /// the caller should search again (which unlocks it); on `lastAttempt` that is `.locked`.
+    private func withAttributes(_ bus: SecretBus, _ items: [StoredSessionItem], _ authEnvironmentId: String,
+                                lastAttempt: Bool) throws(StorageFailure) -> [StoredSessionItem]? {
+        var result: [StoredSessionItem] = []
+        for item in items {
+            do throws(StorageFailure.Classified) {
+                let attributes = try bus.attributes(item.itemId)
+                guard Self.isOurs(attributes, authEnvironmentId) else { continue }
+                result.append(StoredSessionItem(
+                    itemId: item.itemId,
+                    generation: attributes[Self.generationAttribute],
+                    persistedAt: attributes[Self.persistedAtAttribute].flatMap { UInt64($0) } ?? 0,
+                    secret: item.secret))
+            } catch {
+                switch error.kind {
+                case .gone: continue
+                case .locked where !lastAttempt: return nil
+                case .locked: throw .locked("a stored session item was locked again while it was read")
+                default: throw error.storageFailure
+                }
+            }
+        }
+        return result
+    }
+
     /// The attributes of the items at `paths` whose `xdg:schema` and `auth_environment_id` (and
     /// `session_generation`, when given) are ours: a provider whose search over-matches must not
     /// make us read or delete another environment's or another application's item. Items deleted
@@ -126,8 +157,7 @@ struct LibSecretStorage: SessionStorage {
         for path in paths {
             do throws(StorageFailure.Classified) {
                 let attributes = try bus.attributes(path)
-                guard attributes["xdg:schema"] == Self.schemaName,
-                      attributes[Self.authEnvironmentAttribute] == authEnvironmentId,
+                guard Self.isOurs(attributes, authEnvironmentId),
                       generation == nil || attributes[Self.generationAttribute] == generation else { continue }
                 result.append(StoredSessionItem(
                     itemId: path,
@@ -299,6 +329,13 @@ struct LibSecretStorage: SessionStorage {
     /// (what `SECRET_SCHEMA_NONE` means: other schemas' look-alike items never match).
     private static func match(_ authEnvironmentId: String) -> [(String, String)] {
         [("xdg:schema", schemaName), (authEnvironmentAttribute, authEnvironmentId)]
+    }
+
+    /// Whether an item's attributes make it this schema's item of `authEnvironmentId`: both
+    /// compared for equality, whatever the provider's search matched (KeePassXC's also returns
+    /// values that are ours plus a line end: docs/providers.md "Searches that over-match").
+    private static func isOurs(_ attributes: [String: String], _ authEnvironmentId: String) -> Bool {
+        attributes["xdg:schema"] == schemaName && attributes[authEnvironmentAttribute] == authEnvironmentId
     }
 
     /// Item.Delete, running the provider's prompt when it returns one. True when deleted, false
