@@ -81,8 +81,9 @@ struct LibSecretStorage: SessionStorage {
         if paths.isEmpty { return [] }
         FaultInjectionSeam.beforeGetSecrets(bus.call.cancellable)
         let secrets: [String: SecretBytes]
+        let attributes: [String: Result<[String: String], StorageFailure.Classified>]
         do throws(StorageFailure.Classified) {
-            secrets = try bus.secrets(paths)
+            (secrets, attributes) = try bus.secretsAndAttributes(paths)
         } catch {
             if case .gone = error.kind, !lastAttempt { return nil }
             throw error.storageFailure
@@ -92,7 +93,7 @@ struct LibSecretStorage: SessionStorage {
                 StoredSessionItem(itemId: path, generation: nil, persistedAt: 0, secret: $0, attributesRead: false)
             }
         }
-        guard let result = try withAttributes(bus, read, authEnvironmentId, lastAttempt: lastAttempt) else { return nil }
+        guard let result = try withAttributes(read, attributes, authEnvironmentId, lastAttempt: lastAttempt) else { return nil }
         // KWallet 5.103 serves an item of a wallet closed after our search with an EMPTY secret
         // (not skipped): read as a document, that is "unusable", and the item would be deleted.
         // An empty secret is only believed when the item needed no unlock to be found again.
@@ -113,7 +114,8 @@ struct LibSecretStorage: SessionStorage {
         return nil
     }
 
-    /// `items` (just read with their secrets) with their attributes, read after the secrets: an
+    /// `items` (just read with their secrets) with their attributes (read right after the
+    /// secrets, in the same round trip: `SecretBus.secretsAndAttributes`): an
     /// item is returned only when its attributes confirm `xdg:schema` and `auth_environment_id`,
     /// so what is restored, ranked and deleted is judged by the attributes every other operation
     /// (invalidation, persist's cleanup, the watch) goes by, and a document that does not match
@@ -122,12 +124,15 @@ struct LibSecretStorage: SessionStorage {
     /// the newest sign-in's attributes and an older sign-in's secret (docs/providers.md).
     /// Items deleted meanwhile are left out. Returns nil when an item was locked meanwhile and
     /// the caller should search again (which unlocks it); on `lastAttempt` that is `.locked`.
-    private func withAttributes(_ bus: SecretBus, _ items: [StoredSessionItem], _ authEnvironmentId: String,
+    private func withAttributes(_ items: [StoredSessionItem],
+                                _ read: [String: Result<[String: String], StorageFailure.Classified>],
+                                _ authEnvironmentId: String,
                                 lastAttempt: Bool) throws(StorageFailure) -> [StoredSessionItem]? {
         var result: [StoredSessionItem] = []
         for item in items {
             do throws(StorageFailure.Classified) {
-                let attributes = try bus.attributes(item.itemId)
+                guard let answer = read[item.itemId] else { continue }
+                let attributes = try answer.get()
                 guard Self.isOurs(attributes, authEnvironmentId) else { continue }
                 result.append(StoredSessionItem(
                     itemId: item.itemId,

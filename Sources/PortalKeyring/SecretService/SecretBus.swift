@@ -54,6 +54,11 @@ struct SecretBus {
                                Variant.tuple([Variant.objectPaths(paths), g_variant_new_object_path(endpoint.session.path)]),
                                "(a{o(oayays)})", "could not load secrets")
         defer { g_variant_unref(reply) }
+        return try decodeSecrets(reply)
+    }
+
+    /// The secrets of a GetSecrets reply, decrypted into wiped memory.
+    private func decodeSecrets(_ reply: OpaquePointer) throws(StorageFailure.Classified) -> [String: SecretBytes] {
         let dictionary = g_variant_get_child_value(reply, 0)!
         defer { g_variant_unref(dictionary) }
         var result: [String: SecretBytes] = [:]
@@ -70,11 +75,53 @@ struct SecretBus {
         return result
     }
 
+    /// Service.GetSecrets for `paths` (as `secrets`), and each item's attributes (as
+    /// `attributes(_:)`), asked in one go: all the calls are sent before any answer is waited
+    /// for, GetSecrets first. The provider answers one connection's calls in order, so the
+    /// attributes are read after the secrets, and a restore waits one round trip for both
+    /// instead of two (each round trip is about a tenth of a warm restore on gnome-keyring).
+    /// Throws what GetSecrets failed with; an item whose attributes could not be read has the
+    /// classified error in its place.
+    func secretsAndAttributes(_ paths: [String]) throws(StorageFailure.Classified)
+        -> (secrets: [String: SecretBytes], attributes: [String: Result<[String: String], StorageFailure.Classified>]) {
+        var requests = [Request(path: Self.servicePath, interface: Self.serviceInterface, method: "GetSecrets",
+                                parameters: Variant.tuple([Variant.objectPaths(paths),
+                                                           g_variant_new_object_path(endpoint.session.path)]),
+                                replyType: "(a{o(oayays)})")]
+        for path in paths { requests.append(Self.propertyRequest(path, Self.itemInterface, "Attributes")) }
+        var outcomes = Self.sendAll(connection, destination: name, requests, call.cancellable)
+        defer { for index in outcomes.indices { if let reply = outcomes[index].reply { g_variant_unref(reply) } } }
+        var attributes: [String: Result<[String: String], StorageFailure.Classified>] = [:]
+        for (index, path) in paths.enumerated() {
+            let outcome = outcomes[index + 1]
+            outcomes[index + 1].error = nil
+            attributes[path] = Result { () throws(StorageFailure.Classified) in
+                guard let reply = outcome.reply else {
+                    throw StorageFailure.classify(outcome.error, "could not read the item's attributes")
+                }
+                let dictionary = try Self.unboxProperty(reply, "Attributes", type: "a{ss}")
+                defer { g_variant_unref(dictionary) }
+                return Self.stringDictionary(dictionary)
+            }
+        }
+        guard let reply = outcomes[0].reply else {
+            let error = outcomes[0].error
+            outcomes[0].error = nil
+            throw StorageFailure.classify(error, "could not load secrets")
+        }
+        return (try decodeSecrets(reply), attributes)
+    }
+
     /// Properties.Get(Item.Attributes) of the item at `path`.
     func attributes(_ path: String) throws(StorageFailure.Classified) -> [String: String] {
         let dictionary = try property(path, Self.itemInterface, "Attributes", type: "a{ss}",
                                       "could not read the item's attributes")
         defer { g_variant_unref(dictionary) }
+        return Self.stringDictionary(dictionary)
+    }
+
+    /// The entries of an `a{ss}` value.
+    private static func stringDictionary(_ dictionary: OpaquePointer) -> [String: String] {
         var result: [String: String] = [:]
         for index in 0..<g_variant_n_children(dictionary) {
             let entry = g_variant_get_child_value(dictionary, index)!
@@ -130,10 +177,22 @@ struct SecretBus {
     /// caller unrefs the value.
     private func property(_ path: String, _ interface: String, _ name: String, type: String,
                           _ fallback: String) throws(StorageFailure.Classified) -> OpaquePointer {
-        let reply = try invoke(path, "org.freedesktop.DBus.Properties", "Get",
-                               Variant.tuple([g_variant_new_string(interface), g_variant_new_string(name)]),
-                               "(v)", fallback)
+        let request = Self.propertyRequest(path, interface, name)
+        let reply = try invoke(path, request.interface, request.method, request.parameters, request.replyType, fallback)
         defer { g_variant_unref(reply) }
+        return try Self.unboxProperty(reply, name, type: type)
+    }
+
+    /// Properties.Get of `interface`.`name` at `path`.
+    private static func propertyRequest(_ path: String, _ interface: String, _ name: String) -> Request {
+        Request(path: path, interface: "org.freedesktop.DBus.Properties", method: "Get",
+                parameters: Variant.tuple([g_variant_new_string(interface), g_variant_new_string(name)]),
+                replyType: "(v)")
+    }
+
+    /// The value inside a Properties.Get reply; its type must be `type`. The caller unrefs it.
+    private static func unboxProperty(_ reply: OpaquePointer, _ name: String,
+                                      type: String) throws(StorageFailure.Classified) -> OpaquePointer {
         let boxed = g_variant_get_child_value(reply, 0)!
         defer { g_variant_unref(boxed) }
         let value = g_variant_get_variant(boxed)!
@@ -187,6 +246,15 @@ struct SecretBus {
         return reply
     }
 
+    /// One method call for `sendAll`. `parameters` is consumed by the send.
+    struct Request {
+        let path: String
+        let interface: String
+        let method: String
+        let parameters: OpaquePointer?
+        let replyType: StaticString
+    }
+
     /// What `send` delivered: the reply, or the error (the caller frees whichever it gets).
     struct Outcome {
         var done = false
@@ -204,22 +272,37 @@ struct SecretBus {
     static func send(_ connection: OpaquePointer, destination: String, _ path: String, _ interface: String,
                      _ method: String, _ parameters: OpaquePointer?, _ replyType: StaticString,
                      _ cancellable: UnsafeMutablePointer<GCancellable>?) -> Outcome {
+        sendAll(connection, destination: destination,
+                [Request(path: path, interface: interface, method: method, parameters: parameters, replyType: replyType)],
+                cancellable)[0]
+    }
+
+    /// `requests` sent one after the other without waiting, then every answer waited for under
+    /// `cancellable` (as `send`). The outcomes are in the order of `requests`.
+    static func sendAll(_ connection: OpaquePointer, destination: String, _ requests: [Request],
+                        _ cancellable: UnsafeMutablePointer<GCancellable>?) -> [Outcome] {
         let context = CallContext.current
-        var outcome = Outcome()
-        withUnsafeMutablePointer(to: &outcome) { outcome in
-            g_main_context_push_thread_default(context)
-            defer { g_main_context_pop_thread_default(context) }
-            g_dbus_connection_call(connection, destination, path, interface, method, parameters, Variant.type(replyType),
+        let outcomes = UnsafeMutablePointer<Outcome>.allocate(capacity: requests.count)
+        outcomes.initialize(repeating: Outcome(), count: requests.count)
+        defer {
+            outcomes.deinitialize(count: requests.count)
+            outcomes.deallocate()
+        }
+        g_main_context_push_thread_default(context)
+        for (index, request) in requests.enumerated() {
+            g_dbus_connection_call(connection, destination, request.path, request.interface, request.method,
+                                   request.parameters, Variant.type(request.replyType),
                                    G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable, { source, result, data in
                 guard let outcome = data?.assumingMemoryBound(to: Outcome.self) else { return }
                 var error: UnsafeMutablePointer<GError>?
                 outcome.pointee.reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
                 outcome.pointee.error = error
                 outcome.pointee.done = true
-            }, outcome)
-            while !outcome.pointee.done { g_main_context_iteration(context, 1) }
+            }, outcomes + index)
         }
-        return outcome
+        while !(0..<requests.count).allSatisfy({ outcomes[$0].done }) { g_main_context_iteration(context, 1) }
+        g_main_context_pop_thread_default(context)
+        return Array(UnsafeBufferPointer(start: outcomes, count: requests.count))
     }
 }
 
