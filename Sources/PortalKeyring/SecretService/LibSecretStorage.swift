@@ -336,10 +336,11 @@ struct LibSecretStorage: SessionStorage {
         [("xdg:schema", schemaName), (authEnvironmentAttribute, authEnvironmentId)]
     }
 
-    /// Whether an item's attributes make it this schema's item of `authEnvironmentId`: both
-    /// compared for equality, whatever the provider's search matched (KeePassXC's also returns
+    /// Whether an item's attributes make it this schema's item of `authEnvironmentId` (restore,
+    /// clear, persist's cleanup and the watch all ask this): both compared for equality,
+    /// whatever the provider's search matched (KeePassXC's also returns
     /// values that are ours plus a line end: docs/providers.md "Searches that over-match").
-    private static func isOurs(_ attributes: [String: String], _ authEnvironmentId: String) -> Bool {
+    static func isOurs(_ attributes: [String: String], _ authEnvironmentId: String) -> Bool {
         attributes["xdg:schema"] == schemaName && attributes[authEnvironmentAttribute] == authEnvironmentId
     }
 

@@ -67,6 +67,9 @@ extension LibSecretStorage {
                 }
                 guard let document = secret.withUnsafeBytes({ SessionDocument.decode($0) }) else { continue }
                 if let named = document.authEnvironmentId, named != authEnvironmentId { continue }
+                // A damaged item (its document names another sign-in: docs/providers.md, KeePassXC
+                // lost writes) is not restored, so it is no sign-in to announce either.
+                if let stored = document.generation, let generation = item.generation, stored != generation { continue }
                 return .signedIn(generation: item.generation ?? document.generation ?? "", endUserId: document.endUserId)
             }
             // Nothing usable (unusable or newer-version documents read as signed out, as restore
@@ -87,8 +90,7 @@ extension LibSecretStorage {
         for path in paths {
             do throws(StorageFailure.Classified) {
                 let attributes = try bus.attributes(path)
-                guard attributes["xdg:schema"] == schemaName,
-                      attributes[authEnvironmentAttribute] == authEnvironmentId else { continue }
+                guard isOurs(attributes, authEnvironmentId) else { continue }
                 mine.append(StoredSessionItem(
                     itemId: path, generation: attributes[generationAttribute],
                     persistedAt: attributes[persistedAtAttribute].flatMap { UInt64($0) } ?? 0, secret: nil))
