@@ -58,6 +58,26 @@ import Glibc
         #expect(await events.next() == nil)
     }
 
+    /// A damaged item (its document names another sign-in than its `session_generation`;
+    /// docs/providers.md) is not restored, so the watch announces no sign-in for it either: the
+    /// first event is the intact sign-in stored after it.
+    @Test func aDamagedItemIsNoSignIn() async throws {
+        let auth = try newAuth("damaged")
+        let id = auth.authEnvironmentId
+        let changes = try await auth.sessionChanges
+        var events = changes.makeAsyncIterator()
+        let document = SessionDocument.encode(authEnvironmentId: id, endUserId: "older-user",
+                                              token: SecretBytes.copyingUTF8(of: "older-token"), generation: "0a", persistedAt: 1)
+        #expect(try KeyringControl.run(["store", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)",
+                                        "session_generation=0b", "persisted_at=1"],
+                                       input: document.withUnsafeBytes { Array($0) }).status == 0)
+        let writer = try PortalAuth(authEnvironmentId: id, redirectUrl: "app://cb")
+        _ = try await writer.persistSession(endUserId: "eu-intact", clientSessionToken: "tok-intact")
+        #expect(await events.next() == .signedIn(endUserId: "eu-intact"))
+        try await writer.clearPersistedSession()
+        changes.cancel()
+    }
+
     @Test func cancellingTheIteratingTaskStopsTheWatch() async throws {
         let auth = try newAuth("cancel")
         let before = watchThreads()
