@@ -410,6 +410,13 @@ if [[ $provider == keepassxc* ]]; then
             "$provider" "$current" "$how" >&2
         tail -n 20 "$dir/log/keepassxc.log" >&2 2>/dev/null || true
         ((rc == 0)) && rc=3
+    elif ! kp_name_owned org.freedesktop.secrets; then
+        # Alive but off the bus (seen once in a Swift matrix run, after a restart: later calls
+        # failed with NameHasNoOwner): as good as crashed for every call after that.
+        printf 'with-keyring: PROVIDER CRASHED: %s (pid %s) is running but no longer owns org.freedesktop.secrets; its log:\n' \
+            "$provider" "$current" >&2
+        tail -n 20 "$dir/log/keepassxc.log" >&2 2>/dev/null || true
+        ((rc == 0)) && rc=3
     fi
 fi
 exit "$rc"
