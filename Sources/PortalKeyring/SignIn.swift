@@ -190,13 +190,20 @@ extension PortalAuth {
     /// by the keyring deadline): the session is persisted when the keyring allows, else kept
     /// for the retry. A rejected or unanswered exchange is not remembered.
     @discardableResult
-    public func verifyTotp(code: String, userJwt: String,
-                           options: RedirectOptions = []) throws(PortalAuthError) -> PortalSession {
-        guard !code.isEmpty, code.utf8.count <= 16, code.allSatisfy({ $0.isNumber }) else {
+    /// What `verifyTotp` checks before anything else: `code` is 1–16 ASCII digits, `userJwt`
+    /// is a token (`checkToken`). The non-blocking C call checks the same before it returns.
+    @_spi(PortalKeyringC)
+    public static func checkTotpArguments(code: String, userJwt: String) throws(PortalAuthError) {
+        guard !code.isEmpty, code.utf8.count <= 16, code.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
             throw .invalidArgument(name: "code")
         }
+        try checkToken(SecretBytes.copyingUTF8(of: userJwt), name: "userJwt")
+    }
+
+    public func verifyTotp(code: String, userJwt: String,
+                           options: RedirectOptions = []) throws(PortalAuthError) -> PortalSession {
+        try Self.checkTotpArguments(code: code, userJwt: userJwt)
         let jwt = SecretBytes.copyingUTF8(of: userJwt)
-        try Self.checkToken(jwt, name: "userJwt")
         // Without libgcrypt no keyring write could succeed: refuse before the code is spent.
         guard let key = TotpExchangeKey(userJwt: jwt, code: code) else {
             throw .sessionStorageFailure(message: "no encrypted transfer session: libgcrypt is not usable")

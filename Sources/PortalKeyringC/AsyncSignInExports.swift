@@ -113,6 +113,9 @@ public func portal_auth_verify_totp_async(_ auth: OpaquePointer?, _ code: Unsafe
         let auth = try sharedAuth(auth)
         let code = try stringArgument(code, "code", maxBytes: 16)
         let jwt = try stringArgument(userJwt, "user_jwt", maxBytes: PortalAuth.maxTokenBytes)
+        try core(names: ["code": "code", "userJwt": "user_jwt"]) { () throws(PortalAuthError) in
+            try PortalAuth.checkTotpArguments(code: code, userJwt: jwt)
+        }
         return { () throws(CFailure) in
             let session = try core(names: ["code": "code", "userJwt": "user_jwt"]) { () throws(PortalAuthError) in
                 try auth.value.verifyTotp(code: code, userJwt: jwt)

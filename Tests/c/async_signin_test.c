@@ -339,11 +339,22 @@ static void test_argument_checks(portal_auth *auth) {
           PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(portal_auth_verify_totp_async(auth, "123456", NULL, NULL, on_done, &p, on_destroy, NULL) ==
           PORTAL_ERR_INVALID_ARGUMENT);
+    /* The code and the JWT are checked before the call returns, as the header says: not digits,
+     * a non-ASCII digit, too long, a blank JWT. */
+    const char *bad_codes[] = {"12a456", "\xd9\xa3\xd9\xa3", "12345678901234567", ""};
+    for (size_t i = 0; i < sizeof bad_codes / sizeof *bad_codes; i++) {
+        CHECK(portal_auth_verify_totp_async(auth, bad_codes[i], "jwt", NULL, on_done, &p, on_destroy, NULL) ==
+              PORTAL_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(portal_last_error_message(), "code") != NULL);
+    }
+    CHECK(portal_auth_verify_totp_async(auth, "123456", "  ", NULL, on_done, &p, on_destroy, NULL) ==
+          PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(portal_last_error_message(), "user_jwt") != NULL);
     CHECK(portal_auth_send_magic_link_async(NULL, "a@example.com", NULL, on_done, &p, on_destroy, NULL) ==
           PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(portal_auth_login_with_google_async(NULL, NULL, on_done, &p, on_destroy, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(portal_auth_login_with_apple_async(NULL, NULL, on_done, &p, on_destroy, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
-    CHECK(p.destroyed == 7 && p.calls == 0);
+    CHECK(p.destroyed == 12 && p.calls == 0);
 }
 
 int main(void) {
