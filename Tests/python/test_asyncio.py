@@ -222,6 +222,43 @@ def test_request_report_unauthorized_clear_session_and_loop_listener(pk: Any, au
     assert keyring.count(env_id) == 0
 
 
+def test_async_def_listener_runs_as_a_task_on_its_loop(pk: Any, auth: Any, api: PortalApi) -> None:
+    token = api.issue("async-def-listener")
+    auth.persist_session("async-def-listener", token).close()
+
+    async def main() -> Tuple[List[int], int]:
+        ran: List[int] = []
+
+        async def listener() -> None:
+            await asyncio.sleep(0)  # a real coroutine: it only runs when something awaits it
+            ran.append(threading.get_ident())
+
+        session = await auth.restore_session_async()
+        assert session is not None
+        with session, pk.Portal(session) as portal:
+            with pytest.raises(TypeError, match="loop="):
+                portal.on_session_invalidated(listener)
+            portal.on_session_invalidated(listener, loop=asyncio.get_running_loop())
+            api.revoke(token)
+            assert await portal.report_unauthorized_async(token)
+            for _ in range(500):
+                if ran:
+                    break
+                await asyncio.sleep(PERIOD)
+        return ran, threading.get_ident()
+
+    ran, loop_thread = run(main())
+    assert ran == [loop_thread]
+
+
+def test_async_def_watch_callback_is_refused(pk: Any, auth: Any) -> None:
+    async def callback(change: Any) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="session_changes"):
+        auth.watch(callback)
+
+
 def test_many_operations_in_flight_each_complete_once(pk: Any, auth: Any) -> None:
     auth.persist_session("many", "many-token").close()
 

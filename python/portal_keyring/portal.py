@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import ctypes
+import inspect
 import itertools
 import json as _json
 import threading
@@ -132,6 +133,22 @@ class Response:
 _live_portals: "weakref.WeakSet[Portal]" = weakref.WeakSet()
 
 
+
+# Tasks started for async listeners, held until done (the loop keeps only weak references).
+_listener_tasks: "set[asyncio.Future[Any]]" = set()
+
+
+def _as_task(coroutine_function: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+    """A plain callback, run on ``loop``'s thread, that starts ``coroutine_function()`` as a task
+    on ``loop``; an exception it raises goes to the loop's exception handler."""
+
+    def start() -> None:
+        task = asyncio.ensure_future(coroutine_function(), loop=loop)
+        _listener_tasks.add(task)
+        task.add_done_callback(_listener_tasks.discard)
+
+    return start
+
 class Portal(_Owner):
     """The Portal client for one credential (``portal``).
 
@@ -215,10 +232,15 @@ class Portal(_Owner):
             on that loop's thread (``portal_on_session_invalidated_queued`` on the loop's
             completion queue); then register from the loop's thread (or before it runs), and
             note that a delivery already handed to the loop still runs after
-            :meth:`ListenerHandle.cancel`.
+            :meth:`ListenerHandle.cancel`. An ``async def`` callback needs ``loop``: it runs as
+            a task on that loop (without ``loop``, :class:`TypeError`: nothing would await it).
         """
         if not callable(callback):
             raise TypeError("callback must be callable")
+        if inspect.iscoroutinefunction(callback):
+            if loop is None:
+                raise TypeError("callback is an async function: pass loop= so that it runs as a task on that loop")
+            callback = _as_task(callback, loop)
         out = ctypes.c_uint64()
         queue = aio.loop_queue(loop) if loop is not None else None
         with self._use() as pointer:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import inspect
 import itertools
 import os
 import select
@@ -163,6 +164,9 @@ class SessionWatch:
     def __init__(self, auth: Any, callback: Callable[[SessionChange], None]) -> None:
         if not callable(callback):
             raise TypeError("callback must be callable")
+        if inspect.iscoroutinefunction(callback):
+            raise TypeError("callback is an async function, which the watch's thread cannot await: "
+                            "use `async for change in auth.session_changes()` on the loop instead")
         self._callback = callback
         pointer = aio._QueueP()
         _lib.portal_completion_queue_new_pollable(ctypes.byref(pointer))
