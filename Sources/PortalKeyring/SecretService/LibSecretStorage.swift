@@ -156,7 +156,7 @@ struct LibSecretStorage: SessionStorage {
     /// make us read or delete another environment's or another application's item. Items deleted
     /// meanwhile are left out, and so are items whose attributes cannot be read while locked
     /// (they cannot be confirmed).
-    private func confirmedAttributes(_ bus: SecretBus, _ paths: [String], _ authEnvironmentId: String,
+    func confirmedAttributes(_ bus: SecretBus, _ paths: [String], _ authEnvironmentId: String,
                                      generation: String? = nil) throws(StorageFailure) -> [StoredSessionItem] {
         var result: [StoredSessionItem] = []
         for path in paths {
@@ -177,134 +177,6 @@ struct LibSecretStorage: SessionStorage {
             }
         }
         return result
-    }
-
-    func store(authEnvironmentId: String, generation: String, persistedAt: UInt64,
-               label: String, secret: SecretBytes) throws(StorageFailure) {
-        try ServiceConnection.shared.run(operation: "persist", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
-            let bus = SecretBus(endpoint, call)
-            _ = try createItem(bus, authEnvironmentId: authEnvironmentId, generation: generation,
-                               persistedAt: persistedAt, label: label, secret: secret)
-        }
-    }
-
-    /// One operation under one deadline: CreateItem, then (best effort, never throwing) the
-    /// removal of older sign-ins. The search runs after the new item exists, so a sign-in that
-    /// another process stores concurrently is seen by at least one of the two persists and the
-    /// older of the two is removed; the newer one is never touched (`isOlder` compares
-    /// `persisted_at`, then `session_generation`, read from each other item's attributes, which
-    /// also confirm that the item is ours). When the search finds only the new item, that is the
-    /// whole cleanup: one round trip.
-    func replace(authEnvironmentId: String, generation: String, persistedAt: UInt64,
-                 label: String, secret: SecretBytes) throws(StorageFailure) {
-        try ServiceConnection.shared.run(operation: "persist", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
-            let bus = SecretBus(endpoint, call)
-            let ours = try createItem(bus, authEnvironmentId: authEnvironmentId, generation: generation,
-                                      persistedAt: persistedAt, label: label, secret: secret)
-            // Stored. From here on nothing throws: a failed removal is left to the next persist or
-            // clear (restore ranks the leftover below ours), and the call reports success.
-            guard let found = try? bus.search(Self.match(authEnvironmentId)) else { return }
-            // Locked items are left alone: this persist is not worth an unlock prompt.
-            let others = found.unlocked.filter { $0 != ours }
-            if others.isEmpty { return }
-            guard let confirmed = try? confirmedAttributes(bus, others, authEnvironmentId) else { return }
-            for other in confirmed where other.isOlder(than: persistedAt, generation) {
-                _ = try? delete(bus, other.itemId)
-            }
-        }
-    }
-
-    /// CreateItem in the default collection. Returns the new item's path.
-    ///
-    /// The collection is resolved with ReadAlias first, on every persist, although CreateItem
-    /// would accept the alias path: a write must not be the first message of an operation. When
-    /// the provider is stopped, a queued CreateItem outlives the deadline and stores the item
-    /// after the call has reported failure; the read times out instead, and nothing is sent.
-    /// No collection behind the alias is `.noDefaultCollection` (never a prompt to create one).
-    ///
-    /// A locked collection (an `IsLocked` error — KWallet —, or a prompt while the collection's
-    /// `Locked` property is true — gnome-keyring) is unlocked through `Prompts` and the call
-    /// repeated once. A prompt for an unlocked collection (KeePassXC asks for every item) is run;
-    /// dismissed, it is `.refused`.
-    private func createItem(_ bus: SecretBus, authEnvironmentId: String, generation: String, persistedAt: UInt64,
-                            label: String, secret: SecretBytes) throws(StorageFailure) -> String {
-        let attributes = Self.match(authEnvironmentId) + [
-            (Self.generationAttribute, generation),
-            (Self.persistedAtAttribute, String(persistedAt)),
-        ]
-        var collection = try resolveDefaultCollection(bus)
-        var unlocked = false
-        var resolvedAgain = false
-        while true {
-            let created: (item: String, prompt: String)
-            FaultInjectionSeam.beforeCreateItem(bus.call.cancellable)
-            do throws(StorageFailure.Classified) {
-                created = try bus.createItem(in: collection, label: label, attributes: attributes, secret: secret)
-            } catch {
-                switch error.kind {
-                case .locked where !unlocked:
-                    try unlock([collection], bus, what: "the default collection")
-                    unlocked = true
-                    continue
-                case .gone where !resolvedAgain:
-                    // The collection went away meanwhile: resolve the alias once more.
-                    collection = try resolveDefaultCollection(bus)
-                    resolvedAgain = true
-                    continue
-                default:
-                    throw error.storageFailure
-                }
-            }
-            if created.item != "/" { return created.item }
-            if created.prompt == "/" { throw .failed("the provider stored no item and returned no prompt") }
-            if !unlocked, (try? bus.isLocked(collection: collection)) == true {
-                // gnome-keyring: the prompt would unlock the collection; unlock it the way every
-                // other unlock goes (one prompt at a time, never dismissed), then ask once more.
-                try unlock([collection], bus, what: "the default collection")
-                unlocked = true
-                continue
-            }
-            let resultPath = try runPrompt(created.prompt, bus, refused: "the keyring refused to store the item")
-            if let resultPath, resultPath != "/" { return resultPath }
-            // The prompt named no item: find ours by its generation (unique).
-            let found = try bus.search(Self.match(authEnvironmentId) + [(Self.generationAttribute, generation)])
-            guard let path = found.unlocked.first ?? found.locked.first else {
-                throw .failed("the provider's prompt completed but the stored item cannot be found")
-            }
-            return path
-        }
-    }
-
-    /// The path of the collection the `default` alias names (ReadAlias).
-    private func resolveDefaultCollection(_ bus: SecretBus) throws(StorageFailure) -> String {
-        let path: String
-        do throws(StorageFailure.Classified) {
-            path = try bus.readAlias("default")
-        } catch {
-            throw error.storageFailure
-        }
-        if path == "/" { throw .noDefaultCollection }
-        return path
-    }
-
-    func delete(itemId: String) throws(StorageFailure) {
-        try ServiceConnection.shared.run(operation: "delete", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
-            let bus = SecretBus(endpoint, call)
-            _ = try delete(bus, itemId)
-        }
-    }
-
-    @discardableResult
-    func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int {
-        try ServiceConnection.shared.run(operation: "clear", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
-            let bus = SecretBus(endpoint, call)
-            let paths = try locate(bus, authEnvironmentId, generation: generation)
-            var deleted = 0
-            for item in try confirmedAttributes(bus, paths, authEnvironmentId, generation: generation) {
-                if try delete(bus, item.itemId) { deleted += 1 }
-            }
-            return deleted
-        }
     }
 
     /// What `portal-session status` shows about the keyring, as (name, value) pairs: the provider
@@ -332,7 +204,7 @@ struct LibSecretStorage: SessionStorage {
 
     /// The search attributes for this schema's items of one auth environment: `xdg:schema` first
     /// (what `SECRET_SCHEMA_NONE` means: other schemas' look-alike items never match).
-    private static func match(_ authEnvironmentId: String) -> [(String, String)] {
+    static func match(_ authEnvironmentId: String) -> [(String, String)] {
         [("xdg:schema", schemaName), (authEnvironmentAttribute, authEnvironmentId)]
     }
 
@@ -342,39 +214,6 @@ struct LibSecretStorage: SessionStorage {
     /// values that are ours plus a line end: docs/providers.md "Searches that over-match").
     static func isOurs(_ attributes: [String: String], _ authEnvironmentId: String) -> Bool {
         attributes["xdg:schema"] == schemaName && attributes[authEnvironmentAttribute] == authEnvironmentId
-    }
-
-    /// Item.Delete, running the provider's prompt when it returns one. True when deleted, false
-    /// when the item was already gone. A dismissed prompt is `.refused`.
-    private func delete(_ bus: SecretBus, _ path: String) throws(StorageFailure) -> Bool {
-        let prompt: String?
-        do throws(StorageFailure.Classified) {
-            prompt = try bus.deleteItem(path)
-        } catch {
-            throw error.storageFailure
-        }
-        guard let prompt else { return false }
-        if prompt != "/" { _ = try runPrompt(prompt, bus, refused: "the keyring refused to delete the item", item: path) }
-        return true
-    }
-
-    /// Runs a prompt the provider returned for CreateItem or Item.Delete, under the prompt
-    /// deadline (the call deadline paused meanwhile). Returns the object path its result names.
-    /// For a delete prompt, `item` is the item: the prompt is not run when another thread's
-    /// prompt deleted it meanwhile (`Prompts.run`).
-    private func runPrompt(_ path: String, _ bus: SecretBus, refused: String,
-                           item: String? = nil) throws(StorageFailure) -> String? {
-        let milliseconds = timeouts.promptMilliseconds
-        let (outcome, resultPath) = try bus.call.paused { () throws(StorageFailure) -> (Prompts.Outcome, String?) in
-            try Prompts.shared.run(path, connection: bus.connection, busName: bus.name, milliseconds: milliseconds,
-                                   unlessGone: item)
-        }
-        switch outcome {
-        case .unlocked: return resultPath
-        case .dismissed: throw .refused("\(refused): its confirmation prompt was dismissed or could not be shown")
-        case .timedOut:
-            throw .refused("\(refused): its confirmation prompt was not answered within \(milliseconds) ms")
-        }
     }
 
     /// The unlocked paths of this auth environment's items (restricted to one generation when
@@ -399,7 +238,7 @@ struct LibSecretStorage: SessionStorage {
     /// costs one round trip on the "nothing found" path only.
     ///
     /// `unlocked` is set when an unlock was needed (and succeeded) to find the items.
-    private func locate(_ bus: SecretBus, _ authEnvironmentId: String, generation: String? = nil,
+    func locate(_ bus: SecretBus, _ authEnvironmentId: String, generation: String? = nil,
                         unlocked: UnsafeMutablePointer<Bool>? = nil) throws(StorageFailure) -> [String] {
         var match = Self.match(authEnvironmentId)
         if let generation { match.append((Self.generationAttribute, generation)) }
@@ -449,7 +288,7 @@ struct LibSecretStorage: SessionStorage {
     /// `Prompts`, under the prompt deadline; the call deadline is paused meanwhile, so a
     /// prompt answered in time does not make the rest of the operation time out. Throws
     /// `.locked` when the prompt is dismissed, cannot be shown or is not answered in time.
-    private func unlock(_ paths: [String], _ bus: SecretBus, what: String) throws(StorageFailure) {
+    func unlock(_ paths: [String], _ bus: SecretBus, what: String) throws(StorageFailure) {
         if paths.isEmpty { return }
         let milliseconds = timeouts.promptMilliseconds
         let outcome = try bus.call.paused { () throws(StorageFailure) -> Prompts.Outcome in
