@@ -200,8 +200,10 @@ typedef struct portal_session portal_session;
  * @param[out] out               receives the new handle; free it with portal_auth_free().
  * @param auth_environment_id    the auth environment id; not blank, at most 2048 bytes.
  * @param redirect_url           the app's sign-in redirect URL: absolute, "scheme://…" (e.g.
- *                               "myapp://auth"), at most 8192 bytes, no whitespace or control
- *                               characters.
+ *                               "myapp://auth"), or a private-use "scheme:/path" without an
+ *                               authority (RFC 8252 §7.1, e.g. "com.example.app:/oauth2redirect");
+ *                               at most 8192 bytes, no whitespace or control characters; not a
+ *                               javascript:, vbscript: or data: URL.
  * @param api_host               the Portal API host (optionally "host:port"), or NULL for
  *                               "api.portalhq.io".
  * @return PORTAL_OK, or PORTAL_ERR_INVALID_ARGUMENT naming the first bad argument (checked in the

@@ -54,8 +54,9 @@ struct CFailure: Error {
     static let expected = [
         "apiHost": "expected a host name or IP address with an optional :port (api.portalhq.io, "
             + "127.0.0.1:8080), without a scheme or path",
-        "redirectUrl": "expected an absolute URL scheme://… (myapp://auth), at most "
-            + "\(PortalAuth.maxRedirectURLBytes) bytes, without whitespace or control characters",
+        "redirectUrl": "expected an absolute URL scheme://… (myapp://auth) or scheme:/path "
+            + "(com.example.app:/oauth2redirect), at most \(PortalAuth.maxRedirectURLBytes) bytes, "
+            + "without whitespace or control characters",
     ]
 
     static func invalidArgument(_ name: String, _ problem: String) -> CFailure {

@@ -42,7 +42,7 @@ commands:
 options (or environment variables):
   --env ID             auth environment id (PORTAL_AUTH_ENVIRONMENT_ID)
   --api-host HOST      Portal API host, host[:port] (PORTAL_API_HOST; default api.portalhq.io)
-  --redirect-url URL   the app's sign-in redirect URL, scheme://… (PORTAL_REDIRECT_URL)
+  --redirect-url URL   the app's sign-in redirect URL, scheme://… or scheme:/path (PORTAL_REDIRECT_URL)
   --timeout-ms N       deadline for the keyring calls of one operation, ms (default 5000)
   --prompt-timeout-ms N
                        deadline for an unlock prompt, ms (default 30000; not counted in

@@ -185,8 +185,8 @@ func usageMessage(for error: PortalAuthError, sources: [String: String] = [:]) -
     switch name {
     case "authEnvironmentId": return "invalid \(sources[name] ?? "--env"): \(limit)"
     case "redirectUrl":
-        return "invalid \(sources[name] ?? "--redirect-url"): an absolute URL scheme://… (myapp://auth), "
-            + "at most \(PortalAuth.maxRedirectURLBytes) bytes, no whitespace or control characters"
+        return "invalid \(sources[name] ?? "--redirect-url"): an absolute URL scheme://… (myapp://auth) "
+            + "or scheme:/path (com.example.app:/oauth2redirect), at most \(PortalAuth.maxRedirectURLBytes) bytes, no whitespace or control characters"
     case "apiHost":
         return "invalid \(sources[name] ?? "--api-host"): a host name or IP address, optionally :port — no scheme or path"
     case "endUserId": return "invalid --end-user-id: \(limit)"

@@ -588,13 +588,22 @@ static void test_auth_new_arguments(void) {
     /* The first bad argument is named: auth_environment_id, redirect_url, api_host. */
     check_auth_new_rejects(NULL, NULL, "", "auth_environment_id", "NULL before other bad ones");
     check_auth_new_rejects(id, "", "", "redirect_url", "empty before a bad host");
-    /* Redirect URLs are absolute scheme://… URLs without whitespace or controls, <= 8192 bytes;
-     * the message says what is expected (issue 15). */
-    const char *bad_urls[] = {"not a url", "noscheme", "myapp:/one-slash", "://x", "1app://x", "my app://x",
-                              "myapp://a b", "myapp://a\tb", "myapp://a\x7f", "myapp://a\xc2\x85" "b"};
+    /* Redirect URLs are absolute scheme://… URLs, or private-use scheme:/path ones (RFC 8252
+     * §7.1), without whitespace or controls, not javascript:/vbscript:/data:, <= 8192 bytes; the
+     * message says what is expected (issue 15). */
+    const char *bad_urls[] = {"not a url", "noscheme", "myapp:no-slash", "://x", ":/x", "1app://x", "my app://x",
+                              "myapp://a b", "myapp://a\tb", "myapp://a\x7f", "myapp://a\xc2\x85" "b",
+                              "myapp:/a b", "javascript:alert(1)", "javascript:/alert(1)", "DATA:/x"};
     for (size_t i = 0; i < sizeof bad_urls / sizeof bad_urls[0]; i++) {
         check_auth_new_rejects(id, bad_urls[i], NULL, "redirect_url", bad_urls[i]);
         CHECK_ERROR_MENTIONS("scheme://");
+        CHECK_ERROR_MENTIONS("scheme:/path");
+    }
+    const char *private_use[] = {"myapp:/one-slash", "com.example.app:/oauth2redirect"};
+    for (size_t i = 0; i < sizeof private_use / sizeof private_use[0]; i++) {
+        portal_auth *accepted = NULL;
+        CHECK_OK(portal_auth_new(&accepted, id, private_use[i], NULL));
+        portal_auth_free(accepted);
     }
     char *long_url = malloc(8194);
     CHECK(long_url != NULL);

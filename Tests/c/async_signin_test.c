@@ -346,6 +346,27 @@ static void test_argument_checks(portal_auth *auth) {
     CHECK(p.destroyed == 7 && p.calls == 0);
 }
 
+/* A private-use-scheme redirect URL without an authority (RFC 8252 §7.1) completes a sign-in. */
+static void test_private_use_redirect(void) {
+    const char *base = "com.example.app:/oauth2redirect";
+    portal_auth *auth = NULL;
+    CHECK(portal_auth_new(&auth, env_id, base, getenv("PORTAL_TEST_API_HOST")) == PORTAL_OK);
+    if (!auth) return;
+    char url[2048], json[256];
+    snprintf(json, sizeof json, "{\"kind\":\"magic_link\",\"endUserId\":\"user-private-use\",\"redirectUrl\":\"%s\"}", base);
+    CHECK(admin("POST", "/_admin/grants", json, "d[\"data\"][\"redirectUrl\"]", url, sizeof url) == 0);
+    CHECK(strncmp(url, "com.example.app:/oauth2redirect?token=", 38) == 0);
+    portal_redirect_kind kind = PORTAL_REDIRECT_NOT_HANDLED;
+    portal_session *session = NULL;
+    CHECK(portal_auth_handle_redirect_v2(auth, url, PORTAL_REDIRECT_ALLOW_UNSOLICITED, &kind, &session, NULL, NULL) ==
+          PORTAL_OK);
+    CHECK(kind == PORTAL_REDIRECT_AUTHENTICATED);
+    CHECK(session && strcmp(portal_session_get_end_user_id(session), "user-private-use") == 0);
+    portal_session_free(session);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    portal_auth_free(auth);
+}
+
 int main(void) {
     api_url = getenv("PORTAL_TEST_API_URL");
     if (!api_url || !getenv("PORTAL_TEST_API_HOST")) {
@@ -365,6 +386,7 @@ int main(void) {
     test_cancel_mid_request(auth);
     test_many_in_flight(auth);
     portal_auth_free(auth);
+    test_private_use_redirect();
 
     g_source_destroy(timer);
     g_source_unref(timer);

@@ -149,7 +149,7 @@ expect 64 "a bad --api-host is named as such" -- "$ps_bin" --env "$env_id" --api
 grep -q "invalid --api-host" <<<"$err" && ok "the message names --api-host" || bad "--api-host=: $err"
 expect 64 "--redirect-url not-a-url" -- "$ps_bin" --env "$env_id" --redirect-url "not a url" status
 grep -q "invalid --redirect-url: an absolute URL scheme://" <<<"$err" && ok "the message says what a redirect URL is" || bad "--redirect-url: $err"
-expect 64 "a bad PORTAL_REDIRECT_URL" -- env PORTAL_REDIRECT_URL=myapp:/x "$ps_bin" --env "$env_id" status
+expect 64 "a bad PORTAL_REDIRECT_URL" -- env PORTAL_REDIRECT_URL=myapp:x "$ps_bin" --env "$env_id" status
 grep -q "invalid PORTAL_REDIRECT_URL" <<<"$err" && ok "the message names PORTAL_REDIRECT_URL" || bad "PORTAL_REDIRECT_URL: $err"
 expect 74 "restore --json > /dev/full: a write error is reported" -- sh -c '"$@" >/dev/full' sh "${cli[@]}" restore --json
 grep -q "could not write to stdout" <<<"$err" && ok "the message says stdout could not be written" || bad "/dev/full: $err"
@@ -413,6 +413,20 @@ expect 64 "watch takes no arguments" -- "${cli[@]}" watch extra
 "${cli[@]}" clear >/dev/null
 "$ps_bin" --env "$env_id-other" clear >/dev/null
 rm -f "$watch_out" "$watch_err"
+
+echo "== private-use redirect URLs (issue 15)"
+private=com.example.app:/oauth2redirect
+pcli=("$ps_bin" --env "cli-private-$$" --redirect-url "$private")
+expect 1 "status with --redirect-url $private (signed out: exit 1)" -- "${pcli[@]}" status
+expect 64 "a javascript: redirect URL is refused" -- "$ps_bin" --env "$env_id" --redirect-url "javascript:/alert(1)" status
+grep -q "scheme:/path" <<<"$err" && ok "the message names both forms" || bad "javascript: $err"
+"${pcli[@]}" login-with-google >/dev/null || bad "login-with-google with a private-use redirect URL"
+purl=$(field "$(admin POST grants "{\"kind\":\"magic_link\",\"endUserId\":\"eu-private\",\"redirectUrl\":\"$private\"}")" redirectUrl)
+[[ $purl == "$private?token="* ]] && ok "the grant redirects to $private" || bad "grant URL: $purl"
+expect 1 "the same path under an authority is another URL" -- "${pcli[@]}" handle-redirect "${purl/:\//://}"
+expect 0 "handle-redirect of the private-use redirect (scheme in upper case)" -- "${pcli[@]}" handle-redirect "COM.EXAMPLE.APP${purl#com.example.app}"
+[[ $out == eu-private ]] && ok "signed in eu-private" || bad "handle-redirect printed '$out'"
+"${pcli[@]}" clear >/dev/null
 
 rm -f /tmp/cli-err.$$ /tmp/cli-out.$$ /tmp/cli-pattern.$$
 printf '\ncli/run.sh: %d passed, %d failed\n' "$passed" "$failed"

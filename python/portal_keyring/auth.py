@@ -40,7 +40,8 @@ class PortalAuth(_Owner):
     """Client auth for one Portal auth environment (``portal_auth``). Does no I/O on creation.
 
     :param auth_environment_id: the auth environment id (not blank, at most 2048 bytes).
-    :param redirect_url: the app's sign-in redirect URL (an absolute URL scheme://…, at most 8192 bytes).
+    :param redirect_url: the app's sign-in redirect URL (an absolute URL scheme://… or a
+        private-use scheme:/path such as ``com.example.app:/oauth2redirect``, at most 8192 bytes).
     :param api_host: the Portal API host (``"host"`` or ``"host:port"``); ``None`` for
         ``api.portalhq.io``.
     :raises InvalidArgument: naming the first bad argument.
