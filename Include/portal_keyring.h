@@ -127,7 +127,9 @@ typedef enum portal_status {
     PORTAL_ERR_NETWORK = 5,
     /** An internal error (for example out of memory). */
     PORTAL_ERR_INTERNAL = 6,
-    /** The Portal API answered HTTP 429 (too many requests); try again later. */
+    /** The Portal API answered HTTP 429 (too many requests); try again later. The message is
+     * "rate limited by the Portal API; retry after N s" with N the whole seconds its Retry-After
+     * header asked for (delta-seconds, or an HTTP-date converted), or "…; retry later" without one. */
     PORTAL_ERR_RATE_LIMITED = 7,
     /** The Portal API's response lacked a required field; the message names it. */
     PORTAL_ERR_MALFORMED_RESPONSE = 8,

@@ -85,7 +85,8 @@ struct CFailure: Error {
         case .networkFailure(let message):
             self.init(status: PORTAL_ERR_NETWORK, message: message)
         case .rateLimited:
-            self.init(status: PORTAL_ERR_RATE_LIMITED, message: "the Portal API is rate limiting requests (HTTP 429)")
+            // "rate limited by the Portal API; retry after N s" (N from Retry-After), or "; retry later".
+            self.init(status: PORTAL_ERR_RATE_LIMITED, message: "\(error)")
         case .malformedResponse(let field):
             self.init(status: PORTAL_ERR_MALFORMED_RESPONSE, message: "the Portal API response lacks \(field)")
         case .invalidGrant:

@@ -414,7 +414,7 @@ expect 64 "watch takes no arguments" -- "${cli[@]}" watch extra
 "$ps_bin" --env "$env_id-other" clear >/dev/null
 rm -f "$watch_out" "$watch_err"
 
-echo "== private-use redirect URLs (issue 15)"
+echo "== private-use redirect URLs and Retry-After (issue 15)"
 private=com.example.app:/oauth2redirect
 pcli=("$ps_bin" --env "cli-private-$$" --redirect-url "$private")
 expect 1 "status with --redirect-url $private (signed out: exit 1)" -- "${pcli[@]}" status
@@ -427,6 +427,9 @@ expect 1 "the same path under an authority is another URL" -- "${pcli[@]}" handl
 expect 0 "handle-redirect of the private-use redirect (scheme in upper case)" -- "${pcli[@]}" handle-redirect "COM.EXAMPLE.APP${purl#com.example.app}"
 [[ $out == eu-private ]] && ok "signed in eu-private" || bad "handle-redirect printed '$out'"
 "${pcli[@]}" clear >/dev/null
+admin POST faults '{"route":"/api/v3/auth/magic-links","status":429,"count":1,"retryAfterSeconds":42}' >/dev/null
+expect 3 "send-magic-link answered 429" -- "${pcli[@]}" send-magic-link someone@example.com
+[[ $err == *"rate limited by the Portal API; retry after 42 s"* ]] && ok "the message gives the wait: $err" || bad "429: $err"
 
 rm -f /tmp/cli-err.$$ /tmp/cli-out.$$ /tmp/cli-pattern.$$
 printf '\ncli/run.sh: %d passed, %d failed\n' "$passed" "$failed"

@@ -178,3 +178,16 @@ def test_private_use_redirect_url_signs_in(pk: Any, env_id: str, api: PortalApi)
         with pytest.raises(pk.InvalidArgument, match="redirect_url.*scheme:/path"):
             pk.PortalAuth(env_id, bad, api.host)
 
+
+def test_rate_limited_carries_retry_after(pk: Any, auth: Any, api: PortalApi) -> None:
+    """A 429's Retry-After is in the message and in ``RateLimited.retry_after`` (issue 15)."""
+    api.admin("faults", {"route": "/api/v3/auth/magic-links", "status": 429, "count": 1, "retryAfterSeconds": 42})
+    with pytest.raises(pk.RateLimited) as caught:
+        auth.send_magic_link(new_email("rate-limited"))
+    assert caught.value.retry_after == 42
+    assert caught.value.message == "rate limited by the Portal API; retry after 42 s"
+    api.admin("faults", {"route": "/api/v3/auth/magic-links", "status": 429, "count": 1,
+                         "retryAfterSeconds": "Wed, 21 Oct 2015 07:28:00 GMT"})
+    with pytest.raises(pk.RateLimited) as caught:
+        auth.send_magic_link(new_email("rate-limited"))
+    assert caught.value.retry_after is None  # a date already passed: no wait known
