@@ -255,12 +255,16 @@ PORTAL_API portal_status portal_auth_clear_persisted_session(portal_auth *auth);
  * auth environment. The new item is written first and older ones removed afterwards, so a
  * failure leaves the previously stored session intact. Blocks (keyring I/O).
  *
- * Tokens: any UTF-8 text of 1 … 65536 bytes that is not all whitespace round-trips byte-exact
- * (newlines, quotes, control characters, non-ASCII included). A C string ends at its first NUL, so
- * "a\0b" is the token "a". Invalid UTF-8 ("client_session_token: not valid UTF-8") and longer
- * tokens ("longer than 65536 bytes") give PORTAL_ERR_INVALID_ARGUMENT — never truncation. A stored
- * document whose token could not be handed out whole (an escaped NUL, invalid UTF-8, over 64 KiB)
- * is unusable: restore deletes it and reports signed out.
+ * Tokens: UTF-8 text of 1 … 65536 bytes without whitespace or control characters round-trips
+ * byte-exact (quotes, backslashes, non-ASCII included). A token with a space, tab, CR, LF, any
+ * other Unicode whitespace or a control character anywhere — a pasted token with a trailing
+ * newline — gives PORTAL_ERR_INVALID_ARGUMENT naming client_session_token (refused, not trimmed);
+ * only persisting checks this: a session stored by an earlier version is restored whatever its
+ * token holds. A C string ends at its first NUL, so "a\0b" is the token "a". Invalid UTF-8
+ * ("client_session_token: not valid UTF-8") and longer tokens ("longer than 65536 bytes") give
+ * PORTAL_ERR_INVALID_ARGUMENT — never truncation. A stored document whose token could not be
+ * handed out whole (an escaped NUL, invalid UTF-8, over 64 KiB) is unusable: restore deletes it
+ * and reports signed out.
  *
  * @param end_user_id           the Portal end user id; not blank, at most 2048 bytes.
  * @param client_session_token  the CST (borrowed; the library keeps its own wiped-on-release copy).

@@ -208,13 +208,19 @@ public final class PortalAuth: Sendable {
     ///
     /// - Parameters:
     ///   - endUserId: the Portal end user id; not blank, at most `maxIdentifierBytes`.
-    ///   - clientSessionToken: the CST; not blank, no NUL character, at most `maxTokenBytes`.
-    ///     Stored byte-exact.
+    ///   - clientSessionToken: the CST: 1 … `maxTokenBytes` bytes of UTF-8 with no whitespace
+    ///     or control character anywhere (a token pasted with a space, tab, CR or LF is refused,
+    ///     not trimmed: it would go out as a broken bearer). Stored byte-exact. Only persist
+    ///     checks this: a session stored by an earlier version is restored whatever its token holds.
     /// - Throws: `invalidArgument(name:)` for a bad argument; `sessionStorageFailure(message:)`
     ///   when the item cannot be stored (the previous session, if any, is left intact).
     @discardableResult
     public func persistSession(endUserId: String, clientSessionToken: String) throws(PortalAuthError) -> PortalSession {
         try Self.check(endUserId, name: "endUserId")
+        // Checked on the caller's string, before the wiped copy is made (no other copy).
+        if clientSessionToken.unicodeScalars.contains(where: Self.isWhitespaceOrControl) {
+            throw .invalidArgument(name: "clientSessionToken")
+        }
         let token = SecretBytes.copyingUTF8(of: clientSessionToken)
         try Self.checkToken(token, name: "clientSessionToken")
         return try persist(endUserId: endUserId, token: token)

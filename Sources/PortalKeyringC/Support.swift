@@ -57,6 +57,8 @@ struct CFailure: Error {
         "redirectUrl": "expected an absolute URL scheme://… (myapp://auth) or scheme:/path "
             + "(com.example.app:/oauth2redirect), at most \(PortalAuth.maxRedirectURLBytes) bytes, "
             + "without whitespace or control characters",
+        "clientSessionToken": "expected 1 … \(PortalAuth.maxTokenBytes) bytes of UTF-8 without whitespace or "
+            + "control characters (spaces, tabs, CR, LF)",
     ]
 
     static func invalidArgument(_ name: String, _ problem: String) -> CFailure {

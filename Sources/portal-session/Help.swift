@@ -88,7 +88,8 @@ let commandHelp: [String: String] = [
     usage: portal-session [--env ID] persist --end-user-id ID [--json]  < token
     Stores a session whose Client Session Token your backend issued. The token is read from
     stdin (one trailing line end, LF or CRLF, is removed); it is never accepted as an argument,
-    and stdin must not be a terminal (pipe the token in).
+    and stdin must not be a terminal (pipe the token in). A token with any other whitespace or
+    control character (a space, a tab, a second line end) is refused (exit 64), not trimmed.
     --json prints {"authEnvironmentId":…,"endUserId":…,"status":"stored"}.
     exit: 0 stored, 2 keyring failure (the previous session is intact; after a deadline, the
     provider may still complete the store: restore tells which session is current), 64 usage or

@@ -116,8 +116,11 @@ class PortalAuth(_Owner):
         """Stores a CST that the app's own backend issued, replacing any stored session of this
         auth environment, and returns it. Blocks (keyring I/O).
 
-        The token (1 … 65536 bytes of UTF-8, not all whitespace) round-trips byte-exact; a NUL
-        byte, invalid UTF-8 or a longer token raise :class:`InvalidArgument` (never truncated).
+        The token (1 … 65536 bytes of UTF-8 without whitespace or control characters) round-trips
+        byte-exact; whitespace or a control character anywhere (a trailing newline included), a
+        NUL byte, invalid UTF-8 or a longer token raise :class:`InvalidArgument` naming
+        ``client_session_token`` (never trimmed or truncated). Sessions stored by earlier
+        versions are restored whatever their token holds.
         :raises SessionStorageFailure: the previously stored session is then intact.
         """
         user = _text_arg(end_user_id, "end_user_id")
