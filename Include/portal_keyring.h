@@ -127,7 +127,9 @@ typedef enum portal_status {
     PORTAL_ERR_NETWORK = 5,
     /** An internal error (for example out of memory). */
     PORTAL_ERR_INTERNAL = 6,
-    /** The Portal API answered HTTP 429 (too many requests); try again later. */
+    /** The Portal API answered HTTP 429 (too many requests); try again later. The message is
+     * "rate limited by the Portal API; retry after N s" with N the whole seconds its Retry-After
+     * header asked for (delta-seconds, or an HTTP-date converted), or "…; retry later" without one. */
     PORTAL_ERR_RATE_LIMITED = 7,
     /** The Portal API's response lacked a required field; the message names it. */
     PORTAL_ERR_MALFORMED_RESPONSE = 8,
@@ -200,8 +202,10 @@ typedef struct portal_session portal_session;
  * @param[out] out               receives the new handle; free it with portal_auth_free().
  * @param auth_environment_id    the auth environment id; not blank, at most 2048 bytes.
  * @param redirect_url           the app's sign-in redirect URL: absolute, "scheme://…" (e.g.
- *                               "myapp://auth"), at most 8192 bytes, no whitespace or control
- *                               characters.
+ *                               "myapp://auth"), or a private-use "scheme:/path" without an
+ *                               authority (RFC 8252 §7.1, e.g. "com.example.app:/oauth2redirect");
+ *                               at most 8192 bytes, no whitespace or control characters; not a
+ *                               javascript:, vbscript: or data: URL.
  * @param api_host               the Portal API host (optionally "host:port"), or NULL for
  *                               "api.portalhq.io".
  * @return PORTAL_OK, or PORTAL_ERR_INVALID_ARGUMENT naming the first bad argument (checked in the
@@ -251,12 +255,16 @@ PORTAL_API portal_status portal_auth_clear_persisted_session(portal_auth *auth);
  * auth environment. The new item is written first and older ones removed afterwards, so a
  * failure leaves the previously stored session intact. Blocks (keyring I/O).
  *
- * Tokens: any UTF-8 text of 1 … 65536 bytes that is not all whitespace round-trips byte-exact
- * (newlines, quotes, control characters, non-ASCII included). A C string ends at its first NUL, so
- * "a\0b" is the token "a". Invalid UTF-8 ("client_session_token: not valid UTF-8") and longer
- * tokens ("longer than 65536 bytes") give PORTAL_ERR_INVALID_ARGUMENT — never truncation. A stored
- * document whose token could not be handed out whole (an escaped NUL, invalid UTF-8, over 64 KiB)
- * is unusable: restore deletes it and reports signed out.
+ * Tokens: UTF-8 text of 1 … 65536 bytes without whitespace or control characters round-trips
+ * byte-exact (quotes, backslashes, non-ASCII included). A token with a space, tab, CR, LF, any
+ * other Unicode whitespace or a control character anywhere — a pasted token with a trailing
+ * newline — gives PORTAL_ERR_INVALID_ARGUMENT naming client_session_token (refused, not trimmed);
+ * only persisting checks this: a session stored by an earlier version is restored whatever its
+ * token holds. A C string ends at its first NUL, so "a\0b" is the token "a". Invalid UTF-8
+ * ("client_session_token: not valid UTF-8") and longer tokens ("longer than 65536 bytes") give
+ * PORTAL_ERR_INVALID_ARGUMENT — never truncation. A stored document whose token could not be
+ * handed out whole (an escaped NUL, invalid UTF-8, over 64 KiB) is unusable: restore deletes it
+ * and reports signed out.
  *
  * @param end_user_id           the Portal end user id; not blank, at most 2048 bytes.
  * @param client_session_token  the CST (borrowed; the library keeps its own wiped-on-release copy).

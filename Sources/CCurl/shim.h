@@ -20,6 +20,9 @@ static inline CURLcode portal_curl_setopt_xferinfo(void *fn, CURL *c,
 static inline CURLcode portal_curl_getinfo_long(void *fn, CURL *c, CURLINFO i, long *v) {
     return ((portal_curl_variadic_fn)fn)(c, (int)i, v);
 }
+static inline CURLcode portal_curl_getinfo_off(void *fn, CURL *c, CURLINFO i, curl_off_t *v) {
+    return ((portal_curl_variadic_fn)fn)(c, (int)i, v);
+}
 /* The usable size of a malloc'd block (glibc's <malloc.h>, which the Swift Glibc module does not
  * export): the wiping allocator given to curl_global_init_mem wipes that many bytes. */
 #include <malloc.h>

@@ -66,10 +66,14 @@ public struct PortalResponse: Sendable {
     public var body: [UInt8] { bodyBytes.withUnsafeBytes { Array($0) } }
     /// The library's copy of the body (wiped on release).
     let bodyBytes: SecretBytes
+    /// The response's `Retry-After`, in whole seconds from now (libcurl's CURLINFO_RETRY_AFTER:
+    /// delta-seconds, or an HTTP-date converted); nil when absent, unparsable, 0 or in the past.
+    let retryAfterSeconds: Int?
 
-    init(status: Int, bodyBytes: SecretBytes) {
+    init(status: Int, bodyBytes: SecretBytes, retryAfterSeconds: Int? = nil) {
         self.status = status
         self.bodyBytes = bodyBytes
+        self.retryAfterSeconds = retryAfterSeconds
     }
 
     /// The body's length in bytes.
@@ -292,7 +296,11 @@ struct HTTPClient: Sendable {
         }
         var status = 0
         portal_curl_getinfo_long(curl.getinfo, easy, CURLINFO_RESPONSE_CODE, &status)
-        return PortalResponse(status: status, bodyBytes: sink.bytes.freeze())
+        // Retry-After (libcurl >= 7.66; an older one leaves it 0: no wait known).
+        var retryAfter: curl_off_t = 0
+        let retryRead = portal_curl_getinfo_off(curl.getinfo, easy, CURLINFO_RETRY_AFTER, &retryAfter) == CURLE_OK
+        return PortalResponse(status: status, bodyBytes: sink.bytes.freeze(),
+                              retryAfterSeconds: retryRead && retryAfter > 0 ? Int(retryAfter) : nil)
     }
 }
 

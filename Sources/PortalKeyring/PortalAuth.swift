@@ -32,8 +32,10 @@ public final class PortalAuth: Sendable {
     /// - Parameters:
     ///   - authEnvironmentId: the auth environment's id from the Portal dashboard; not blank.
     ///   - redirectUrl: where sign-in redirects land: an absolute URL `scheme://…` (the app's URL
-    ///     scheme, e.g. `myapp://auth`), at most `maxRedirectURLBytes` (8192) bytes of UTF-8, no
-    ///     whitespace or control characters.
+    ///     scheme, e.g. `myapp://auth`) or a private-use `scheme:/path` without an authority
+    ///     (RFC 8252 §7.1, e.g. `com.example.app:/oauth2redirect`); at most `maxRedirectURLBytes`
+    ///     (8192) bytes of UTF-8, no whitespace or control characters; not `javascript:`,
+    ///     `vbscript:` or `data:`.
     ///   - apiHost: the Portal API host name (optionally with `:port`), default `api.portalhq.io`.
     ///   - keyringTimeouts: deadlines for keyring calls, default `KeyringTimeouts.default`.
     /// - Throws: `PortalAuthError.invalidArgument(name:)` naming the first bad argument, checked
@@ -218,13 +220,19 @@ public final class PortalAuth: Sendable {
     ///
     /// - Parameters:
     ///   - endUserId: the Portal end user id; not blank, at most `maxIdentifierBytes`.
-    ///   - clientSessionToken: the CST; not blank, no NUL character, at most `maxTokenBytes`.
-    ///     Stored byte-exact.
+    ///   - clientSessionToken: the CST: 1 … `maxTokenBytes` bytes of UTF-8 with no whitespace
+    ///     or control character anywhere (a token pasted with a space, tab, CR or LF is refused,
+    ///     not trimmed: it would go out as a broken bearer). Stored byte-exact. Only persist
+    ///     checks this: a session stored by an earlier version is restored whatever its token holds.
     /// - Throws: `invalidArgument(name:)` for a bad argument; `sessionStorageFailure(message:)`
     ///   when the item cannot be stored (the previous session, if any, is left intact).
     @discardableResult
     public func persistSession(endUserId: String, clientSessionToken: String) throws(PortalAuthError) -> PortalSession {
         try Self.check(endUserId, name: "endUserId")
+        // Checked on the caller's string, before the wiped copy is made (no other copy).
+        if clientSessionToken.unicodeScalars.contains(where: Self.isWhitespaceOrControl) {
+            throw .invalidArgument(name: "clientSessionToken")
+        }
         let token = SecretBytes.copyingUTF8(of: clientSessionToken)
         try Self.checkToken(token, name: "clientSessionToken")
         return try persist(endUserId: endUserId, token: token)
@@ -256,22 +264,30 @@ public final class PortalAuth: Sendable {
         }
     }
 
-    /// A redirect URL is `scheme://rest`: the scheme a letter then letters, digits, `+`, `-`, `.`
-    /// (RFC 3986); no whitespace or control characters anywhere (a URL with them would not reach
-    /// the app's handler unchanged); at most `maxRedirectURLBytes` bytes, like the redirects it receives.
+    /// A redirect URL is `scheme://rest` or, for a private-use scheme without an authority
+    /// (RFC 8252 §7.1), `scheme:/path` (`com.example.app:/oauth2redirect`): the scheme a letter
+    /// then letters, digits, `+`, `-`, `.` (RFC 3986), then `:/`; not a script or inline-data
+    /// scheme (`javascript`, `vbscript`, `data`, any case); no whitespace or control characters
+    /// anywhere (a URL with them would not reach the app's handler unchanged); at most
+    /// `maxRedirectURLBytes` bytes, like the redirects it receives.
     static func checkRedirectURL(_ url: String, name: String = "redirectUrl") throws(PortalAuthError) {
         let bytes = Array(url.utf8)
         guard bytes.count <= maxRedirectURLBytes else { throw .invalidArgument(name: name) }
-        // The scheme: ASCII letter, then letters, digits, "+", "-", "."; then "://".
+        // The scheme: ASCII letter, then letters, digits, "+", "-", "."; then ":/" (":/path" or "://authority").
         var end = 0
         while end < bytes.count, Self.isSchemeByte(bytes[end], first: end == 0) { end += 1 }
-        guard end > 0, bytes.count >= end + 3, bytes[end] == 0x3A, bytes[end + 1] == 0x2F, bytes[end + 2] == 0x2F else {
+        guard end > 0, bytes.count >= end + 2, bytes[end] == 0x3A, bytes[end + 1] == 0x2F else {
             throw .invalidArgument(name: name)
         }
-        for scalar in url.unicodeScalars {
-            let category = scalar.properties.generalCategory
-            if scalar.properties.isWhitespace || category == .control { throw .invalidArgument(name: name) }
-        }
+        let scheme = String(decoding: bytes[..<end], as: UTF8.self).lowercased()
+        if ["javascript", "vbscript", "data"].contains(scheme) { throw .invalidArgument(name: name) }
+        if url.unicodeScalars.contains(where: isWhitespaceOrControl) { throw .invalidArgument(name: name) }
+    }
+
+    /// Unicode whitespace (space, tab, CR, LF, U+0085, U+00A0, U+2028, …) or a control character
+    /// (C0, DEL, C1).
+    static func isWhitespaceOrControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.isWhitespace || scalar.properties.generalCategory == .control
     }
 
     private static func isSchemeByte(_ byte: UInt8, first: Bool) -> Bool {

@@ -25,8 +25,10 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// request the library refused to send (a bearer over plain HTTP to a non-loopback host).
     case networkFailure(message: String)
 
-    /// The Portal API answered HTTP 429: too many requests; try again later.
-    case rateLimited
+    /// The Portal API answered HTTP 429: too many requests; try again later. `retryAfterSeconds`
+    /// is the wait its `Retry-After` header asked for, in whole seconds (delta-seconds, or an
+    /// HTTP-date converted to seconds from now); nil when it sent none (or 0, or a date passed).
+    case rateLimited(retryAfterSeconds: Int?)
 
     /// The Portal API's response lacked a required field (named here).
     case malformedResponse(field: String)
@@ -72,7 +74,8 @@ extension PortalAuthError: CustomStringConvertible {
         case .sessionInvalidated: return "session invalidated"
         case .unauthorized: return "unauthorized"
         case .networkFailure(let message): return "network failure: \(message)"
-        case .rateLimited: return "rate limited"
+        case .rateLimited(let seconds):
+            return "rate limited by the Portal API" + (seconds.map { "; retry after \($0) s" } ?? "; retry later")
         case .malformedResponse(let field): return "malformed response: missing \(field)"
         case .invalidGrant: return "invalid grant"
         case .invalidUserJwt: return "invalid user JWT"

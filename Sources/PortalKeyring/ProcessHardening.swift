@@ -19,7 +19,8 @@ public enum ProcessHardening {
     }
 
     /// Overwrites with NUL bytes the query and fragment (from the first `?` or `#`) of every
-    /// command-line argument that contains `://`, in the process's own argv memory: that is
+    /// command-line argument that contains `:/` (`myapp://auth?…`, and private-use redirect URLs
+    /// like `com.example.app:/cb?…`, RFC 8252 §7.1), in the process's own argv memory: that is
     /// what `/proc/PID/cmdline` (world-readable) and `ps` show, and a redirect URL's query holds
     /// its single-use grant. Call it after the arguments were copied (`CommandLine.arguments`
     /// or `unsafeArgv` read). The window before the call remains (docs/security.md). Returns
@@ -28,7 +29,7 @@ public enum ProcessHardening {
     public static func scrubURLQueriesFromArgv() -> Int {
         var scrubbed = 0
         for index in 1..<Int(CommandLine.argc) {
-            guard let argument = CommandLine.unsafeArgv[index], strstr(argument, "://") != nil else { continue }
+            guard let argument = CommandLine.unsafeArgv[index], strstr(argument, ":/") != nil else { continue }
             let length = strlen(argument)
             guard let start = strpbrk(argument, "?#") else { continue }
             let offset = argument.distance(to: start)

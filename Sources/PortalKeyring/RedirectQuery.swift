@@ -1,6 +1,8 @@
 /// The query of a redirect URL, when the URL is this app's redirect URL (same scheme, host and
 /// path; scheme and host compared case-insensitively, RFC 3986 §6.2.2.1, since browsers and URL
-/// handlers may change their case; the path and query case-sensitively).
+/// handlers may change their case; the path and query case-sensitively). A private-use redirect
+/// URL without an authority (`com.example.app:/oauth2redirect`, RFC 8252 §7.1) has no host: its
+/// scheme is compared case-insensitively and its path case-sensitively.
 struct RedirectQuery {
     private var items: [String: String] = [:]
 

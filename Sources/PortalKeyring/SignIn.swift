@@ -372,7 +372,7 @@ extension PortalAuth {
             guard let data = envelope.data else { throw .malformedResponse(field: "data") }
             return data
         case 429:
-            throw .rateLimited
+            throw .rateLimited(retryAfterSeconds: response.retryAfterSeconds)
         case 401:
             throw unauthorized
         default:

@@ -54,8 +54,11 @@ struct CFailure: Error {
     static let expected = [
         "apiHost": "expected a host name or IP address with an optional :port (api.portalhq.io, "
             + "127.0.0.1:8080), without a scheme or path",
-        "redirectUrl": "expected an absolute URL scheme://… (myapp://auth), at most "
-            + "\(PortalAuth.maxRedirectURLBytes) bytes, without whitespace or control characters",
+        "redirectUrl": "expected an absolute URL scheme://… (myapp://auth) or scheme:/path "
+            + "(com.example.app:/oauth2redirect), at most \(PortalAuth.maxRedirectURLBytes) bytes, "
+            + "without whitespace or control characters",
+        "clientSessionToken": "expected 1 … \(PortalAuth.maxTokenBytes) bytes of UTF-8 without whitespace or "
+            + "control characters (spaces, tabs, CR, LF)",
     ]
 
     static func invalidArgument(_ name: String, _ problem: String) -> CFailure {
@@ -84,7 +87,8 @@ struct CFailure: Error {
         case .networkFailure(let message):
             self.init(status: PORTAL_ERR_NETWORK, message: message)
         case .rateLimited:
-            self.init(status: PORTAL_ERR_RATE_LIMITED, message: "the Portal API is rate limiting requests (HTTP 429)")
+            // "rate limited by the Portal API; retry after N s" (N from Retry-After), or "; retry later".
+            self.init(status: PORTAL_ERR_RATE_LIMITED, message: "\(error)")
         case .malformedResponse(let field):
             self.init(status: PORTAL_ERR_MALFORMED_RESPONSE, message: "the Portal API response lacks \(field)")
         case .invalidGrant:

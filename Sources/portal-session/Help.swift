@@ -42,7 +42,7 @@ commands:
 options (or environment variables):
   --env ID             auth environment id (PORTAL_AUTH_ENVIRONMENT_ID)
   --api-host HOST      Portal API host, host[:port] (PORTAL_API_HOST; default api.portalhq.io)
-  --redirect-url URL   the app's sign-in redirect URL, scheme://… (PORTAL_REDIRECT_URL)
+  --redirect-url URL   the app's sign-in redirect URL, scheme://… or scheme:/path (PORTAL_REDIRECT_URL)
   --timeout-ms N       deadline for the keyring calls of one operation, ms (default 5000)
   --prompt-timeout-ms N
                        deadline for an unlock prompt, ms (default 30000; not counted in
@@ -88,7 +88,8 @@ let commandHelp: [String: String] = [
     usage: portal-session [--env ID] persist --end-user-id ID [--json]  < token
     Stores a session whose Client Session Token your backend issued. The token is read from
     stdin (one trailing line end, LF or CRLF, is removed); it is never accepted as an argument,
-    and stdin must not be a terminal (pipe the token in).
+    and stdin must not be a terminal (pipe the token in). A token with any other whitespace or
+    control character (a space, a tab, a second line end) is refused (exit 64), not trimmed.
     --json prints {"authEnvironmentId":…,"endUserId":…,"status":"stored"}.
     exit: 0 stored, 2 keyring failure (the previous session is intact; after a deadline, the
     provider may still complete the store: restore tells which session is current), 64 usage or

@@ -185,12 +185,14 @@ func usageMessage(for error: PortalAuthError, sources: [String: String] = [:]) -
     switch name {
     case "authEnvironmentId": return "invalid \(sources[name] ?? "--env"): \(limit)"
     case "redirectUrl":
-        return "invalid \(sources[name] ?? "--redirect-url"): an absolute URL scheme://… (myapp://auth), "
-            + "at most \(PortalAuth.maxRedirectURLBytes) bytes, no whitespace or control characters"
+        return "invalid \(sources[name] ?? "--redirect-url"): an absolute URL scheme://… (myapp://auth) "
+            + "or scheme:/path (com.example.app:/oauth2redirect), at most \(PortalAuth.maxRedirectURLBytes) bytes, no whitespace or control characters"
     case "apiHost":
         return "invalid \(sources[name] ?? "--api-host"): a host name or IP address, optionally :port — no scheme or path"
     case "endUserId": return "invalid --end-user-id: \(limit)"
-    case "clientSessionToken": return "invalid token on stdin: 1 … \(PortalAuth.maxTokenBytes) bytes of UTF-8, not blank, no NUL"
+    case "clientSessionToken":
+        return "invalid token on stdin: 1 … \(PortalAuth.maxTokenBytes) bytes of UTF-8 without whitespace or control "
+            + "characters (one trailing newline is ignored)"
     case "userJwt": return "invalid user JWT on stdin: not blank, no NUL, at most \(PortalAuth.maxTokenBytes) bytes"
     case "code": return "invalid TOTP code: digits only"
     case "email": return "invalid email address"

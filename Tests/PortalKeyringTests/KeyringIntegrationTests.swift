@@ -159,18 +159,24 @@ private extension String {
                          String(repeating: "y", count: PortalAuth.maxTokenBytes), "a\\b", "tab\there", "cr\r\nlf\n",
                          "\\n\\t\\\\", "x", #"{"v":1,"clientSessionToken":"t","endUserId":"u"}"#, "=+/-_ base64 look"]
 
+    /// Stores `token` as versions before issue 15 did (persist refuses whitespace and control
+    /// characters now; restore must still read what was stored then).
+    private func storeAsEarlierVersion(_ auth: PortalAuth, endUserId: String = "u", token: String) throws {
+        _ = try auth.persist(endUserId: endUserId, token: SecretBytes.copyingUTF8(of: token))
+    }
+
     @Test(arguments: tokens.indices)
     func tokensRoundTripByteExact(_ index: Int) throws {
         let token = Self.tokens[index]
         let id = unique
-        try auth(id).persistSession(endUserId: "u", clientSessionToken: token)
+        try storeAsEarlierVersion(auth(id), token: token)
         #expect(try auth(id).restoreSession()?.getToken() == token)
         try auth(id).clearPersistedSession()
     }
 
     @Test func storedDocumentIsVersion2WithoutEscapesOrLineEnds() throws {
         let id = unique
-        try auth(id).persistSession(endUserId: "u\\1", clientSessionToken: "a\\b\tc\nd")
+        try storeAsEarlierVersion(auth(id), endUserId: "u\\1", token: "a\\b\tc\nd")
         let stored = try KeyringControl.run(["get", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)"])
         #expect(stored.output.hasPrefix("portal-keyring-session/2 e="))
         let forbidden: Set<Character> = ["\\", "\t", "\n", "\r", "\r\n"]
@@ -408,7 +414,7 @@ private extension String {
     func restartedProviderWithoutUserUnlockKeepsTokensByteExact(_ index: Int) throws {
         let token = Self.tokens[index]
         let id = unique
-        try auth(id).persistSession(endUserId: "u", clientSessionToken: token)
+        try storeAsEarlierVersion(auth(id), token: token)
         try KeyringControl.restart("--locked")
         #expect(try auth(id).restoreSession()?.getToken() == token)
         try auth(id).clearPersistedSession()

@@ -144,7 +144,8 @@ func grant(_ kind: String, user: String, totp: Bool = false, provider: String? =
         let route = "/api/v3/auth/magic-links/validations"
         try FakePortalAPI.admin("POST", "faults", #"{"route":"\#(route)","status":429,"count":1}"#)
         let url = try grant("magic_link", user: "eu-fail")
-        #expect(throws: PortalAuthError.rateLimited) { try a.handleRedirect(url: url) }
+        // An injected 429 carries the fake API's default `Retry-After: 1`.
+        #expect(throws: PortalAuthError.rateLimited(retryAfterSeconds: 1)) { try a.handleRedirect(url: url) }
         try FakePortalAPI.admin("POST", "faults",
                                 #"{"route":"\#(route)","status":200,"count":1,"body":{"data":{"endUserId":"eu-fail","clientId":"c"}}}"#)
         #expect(throws: PortalAuthError.malformedResponse(field: "clientSessionToken")) { try a.handleRedirect(url: url) }

@@ -357,6 +357,46 @@ static void test_argument_checks(portal_auth *auth) {
     CHECK(p.destroyed == 12 && p.calls == 0);
 }
 
+/* A 429 with Retry-After: the wait is in the message, blocking and non-blocking (issue 15). */
+static void test_rate_limited(portal_auth *auth) {
+    CHECK(fault("{\"route\":\"/api/v3/auth/magic-links\",\"status\":429,\"count\":1,\"retryAfterSeconds\":42}") == 0);
+    CHECK(portal_auth_send_magic_link(auth, "rate.limited@example.com") == PORTAL_ERR_RATE_LIMITED);
+    const char *message = portal_last_error_message();
+    if (strcmp(message, "rate limited by the Portal API; retry after 42 s") != 0)
+        fprintf(stderr, "rate limited (blocking): message '%s'\n", message);
+    CHECK(strcmp(message, "rate limited by the Portal API; retry after 42 s") == 0);
+    CHECK(fault("{\"route\":\"/api/v3/auth/magic-links\",\"status\":429,\"count\":1,\"retryAfterSeconds\":7}") == 0);
+    probe send;
+    probe_init(&send);
+    CHECK(portal_auth_send_magic_link_async(auth, "rate.limited@example.com", NULL, on_done, &send, on_destroy, NULL) ==
+          PORTAL_OK);
+    CHECK(run_until(&send.destroyed, 1, 15000));
+    expect_once(&send, PORTAL_ERR_RATE_LIMITED, "rate limited by the Portal API; retry after 7 s", "send_magic_link_async (429)");
+    probe_clear(&send);
+    printf("429 with Retry-After: 42 -> \"%s\"\n", "rate limited by the Portal API; retry after 42 s");
+}
+
+/* A private-use-scheme redirect URL without an authority (RFC 8252 §7.1) completes a sign-in. */
+static void test_private_use_redirect(void) {
+    const char *base = "com.example.app:/oauth2redirect";
+    portal_auth *auth = NULL;
+    CHECK(portal_auth_new(&auth, env_id, base, getenv("PORTAL_TEST_API_HOST")) == PORTAL_OK);
+    if (!auth) return;
+    char url[2048], json[256];
+    snprintf(json, sizeof json, "{\"kind\":\"magic_link\",\"endUserId\":\"user-private-use\",\"redirectUrl\":\"%s\"}", base);
+    CHECK(admin("POST", "/_admin/grants", json, "d[\"data\"][\"redirectUrl\"]", url, sizeof url) == 0);
+    CHECK(strncmp(url, "com.example.app:/oauth2redirect?token=", 38) == 0);
+    portal_redirect_kind kind = PORTAL_REDIRECT_NOT_HANDLED;
+    portal_session *session = NULL;
+    CHECK(portal_auth_handle_redirect_v2(auth, url, PORTAL_REDIRECT_ALLOW_UNSOLICITED, &kind, &session, NULL, NULL) ==
+          PORTAL_OK);
+    CHECK(kind == PORTAL_REDIRECT_AUTHENTICATED);
+    CHECK(session && strcmp(portal_session_get_end_user_id(session), "user-private-use") == 0);
+    portal_session_free(session);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    portal_auth_free(auth);
+}
+
 int main(void) {
     api_url = getenv("PORTAL_TEST_API_URL");
     if (!api_url || !getenv("PORTAL_TEST_API_HOST")) {
@@ -375,7 +415,9 @@ int main(void) {
     test_totp(auth);
     test_cancel_mid_request(auth);
     test_many_in_flight(auth);
+    test_rate_limited(auth);
     portal_auth_free(auth);
+    test_private_use_redirect();
 
     g_source_destroy(timer);
     g_source_unref(timer);

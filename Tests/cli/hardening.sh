@@ -5,7 +5,8 @@
 #
 #  1. argv: a handle-redirect blocked in the grant exchange (the fake Portal API delays
 #     /api/v3/auth/* by 4 s) is looked at from outside: its /proc/PID/cmdline, what ps and any
-#     local user see, must not contain the grant, while the URL's scheme and path remain.
+#     local user see, must not contain the grant, while the URL's scheme and path remain; also
+#     for a private-use redirect URL without an authority (com.example.app:/cb, RFC 8252 §7.1).
 #  2. core dumps: the same blocked handler, with `ulimit -c unlimited` and the kernel's
 #     core_pattern writing a file in the working directory, is killed with SIGSEGV: no core file
 #     may appear (the process is non-dumpable). Control: a `sleep` killed the same way in the
@@ -128,6 +129,27 @@ else
     bad "the handler's grant exchange never reached the fake Portal API"
     kill "$handler" 2>/dev/null
 fi
+
+echo "== argv: a private-use redirect's grant (scheme:/path, no authority) leaves /proc/PID/cmdline"
+redirect="com.example.app:/oauth2redirect"
+cli=("$ps_bin" --env "$env_id" --api-host "$PORTAL_TEST_API_HOST" --redirect-url "$redirect")
+start_blocked_handler
+if wait_for_connection "$handler"; then
+    cmdline=$(tr '\0' ' ' <"/proc/$handler/cmdline")
+    if [[ -z $grant_token ]]; then
+        bad "the fake Portal API returned no grant token"
+    elif [[ $cmdline == *"$grant_token"* ]]; then
+        bad "/proc/$handler/cmdline of a handle-redirect of $redirect shows the grant: $cmdline"
+    elif [[ $cmdline == *"handle-redirect $redirect"* ]]; then
+        ok "no grant in the cmdline of a blocked handle-redirect of $redirect ($cmdline)"
+    else
+        bad "cmdline lost more than the query: $cmdline"
+    fi
+else
+    bad "the private-use handler's grant exchange never reached the fake Portal API"
+fi
+kill "$handler" 2>/dev/null
+wait "$handler" 2>/dev/null
 
 printf '\ncli/hardening.sh: %d passed, %d failed\n' "$passed" "$failed"
 ((failed == 0))

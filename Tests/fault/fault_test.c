@@ -316,16 +316,36 @@ static void test_tokens(void) {
     const char *env = "fault-tokens";
     portal_auth *auth = new_auth(env);
     struct { const char *name; const char *bytes; } exact[] = {
-        {"newlines and CR", "line1\nline2\r\nline3\n"},
-        {"tabs, quotes, backslashes", "\t\"q\"\\\\/\\u0000"},
-        {"control characters", "\x01\x02\x1f\x7f-ctl"},
-        {"non-ASCII", "\xc3\xa9\xe6\xbc\xa2\xf0\x9f\x94\x91 \xe2\x80\xa8 \xef\xbb\xbf"},
-        {"leading/trailing spaces", "  padded token  "},
+        {"quotes, backslashes", "\"q\"\\\\/\\u0000"},
+        {"non-ASCII", "\xc3\xa9\xe6\xbc\xa2\xf0\x9f\x94\x91\xef\xbb\xbf"},
     };
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
         portal_status st = portal_auth_persist_session(auth, "user-10", exact[i].bytes, NULL);
         CHECK(st == PORTAL_OK, "%s: persisted", exact[i].name);
         expect_restore(auth, "user-10", exact[i].bytes, strlen(exact[i].bytes), exact[i].name);
+    }
+    /* Whitespace or control characters: refused at persist (issue 15), the stored token intact. */
+    struct { const char *name; const char *bytes; } spaced[] = {
+        {"newlines and CR", "line1\nline2\r\nline3\n"}, {"a tab", "\ttab"},
+        {"control characters", "\x01\x02\x1f\x7f-ctl"}, {"leading/trailing spaces", "  padded token  "},
+        {"U+2028", "a\xe2\x80\xa8" "b"},
+    };
+    for (size_t i = 0; i < sizeof spaced / sizeof spaced[0]; i++) {
+        portal_status st = portal_auth_persist_session(auth, "user-10", spaced[i].bytes, NULL);
+        CHECK(st == PORTAL_ERR_INVALID_ARGUMENT && strstr(portal_last_error_message(), "client_session_token"),
+              "%s: PORTAL_ERR_INVALID_ARGUMENT naming client_session_token (\"%s\")", spaced[i].name,
+              portal_last_error_message());
+        expect_restore(auth, "user-10", exact[1].bytes, strlen(exact[1].bytes), "the stored token is intact");
+    }
+    /* ... but an earlier version's item holding them is restored byte-exact (only persist checks). */
+    struct { const char *doc; const char *bytes; } earlier[] = {
+        {"{\"clientSessionToken\":\"line1\\nline2\\r\\nline3\\n\",\"endUserId\":\"user-10\",\"v\":1}", "line1\nline2\r\nline3\n"},
+        {"{\"clientSessionToken\":\"\\u0001\\t  padded token  \",\"endUserId\":\"user-10\",\"v\":1}", "\x01\t  padded token  "},
+    };
+    for (size_t i = 0; i < sizeof earlier / sizeof earlier[0]; i++) {
+        portal_auth_clear_persisted_session(auth);
+        CHECK(store_raw(SCHEMA, env, earlier[i].doc, strlen(earlier[i].doc)) == 0, "store an earlier version's item");
+        expect_restore(auth, "user-10", earlier[i].bytes, strlen(earlier[i].bytes), "an earlier version's token");
     }
     char *big = malloc(65537 + 1);
     for (size_t i = 0; i < 65537; i++) big[i] = (char)('!' + i % 90);

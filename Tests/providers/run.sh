@@ -8,7 +8,7 @@
 #   - status names the provider and an encrypted transfer algorithm, and a capture of the bus
 #     (dbus-monitor) during persist and restore never holds the token, its base64url form or the
 #     stored document: the token never crosses the bus in clear;
-#   - tokens with backslashes, tabs, JSON and base64 look-alikes round-trip byte-exact, also
+#   - tokens with backslashes, escape-like text (\t, \n), JSON and base64 look-alikes round-trip byte-exact, also
 #     after the provider reloads its keyring from disk (gnome-keyring's passwordless key file);
 #   - locked ≠ absent: with the keyring locked, restore and clear exit 2 "keyring locked" (never
 #     1 "signed out" / "cleared"), for a stored session and for none, and nothing is deleted; after
@@ -277,7 +277,8 @@ fi
 ps 0 "clear" -- clear
 
 echo "== [$provider] tokens round-trip byte-exact"
-tokens=('a\b' $'tab\there' '\n\t\\' '{"v":1,"clientSessionToken":"t","endUserId":"u"}' '=+/-_ base64 look' 'x'
+# (A real tab or space is refused at persist since issue 15; the escape-like text stays.)
+tokens=('a\b' 'tab\there' '\n\t\\' '{"v":1,"clientSessionToken":"t","endUserId":"u"}' '=+/-_base64look' 'x'
     "$(head -c 48000 /dev/zero | tr '\0' 'k')")
 for i in "${!tokens[@]}"; do
     printf '%s' "${tokens[$i]}" >"$tmp/token.$i"

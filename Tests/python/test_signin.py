@@ -154,3 +154,40 @@ def test_a_wrong_api_host_says_what_is_expected(pk: Any, env_id: str, host: str)
     assert "expected a host name or host:port" in caught.value.message and repr(host) in caught.value.message
     with pytest.raises(ValueError):
         pk.Portal.with_api_key("key", host)
+
+
+def test_private_use_redirect_url_signs_in(pk: Any, env_id: str, api: PortalApi) -> None:
+    """RFC 8252 §7.1 redirect URLs (a scheme, one slash, no authority) are accepted and matched
+    with the scheme case-insensitive and the path case-sensitive (issue 15)."""
+    private = "com.example.app:/oauth2redirect"
+    with pk.PortalAuth(env_id, private, api.host) as auth:
+        email = new_email("private-use")
+        user = end_user_of(api, email)
+        auth.send_magic_link(email)  # records the pending sign-in
+        link = [e for e in api.admin("magic-links")["links"] if e["email"] == email.lower()][-1]["link"]
+        assert link.startswith(private + "?token="), link
+        query = link[len(private):]
+        assert auth.handle_redirect("com.example.app:/OAUTH2REDIRECT" + query) is None
+        assert auth.handle_redirect("com.example.app://oauth2redirect" + query) is None
+        result = auth.handle_redirect("COM.Example.APP:/oauth2redirect" + query)
+        assert isinstance(result, pk.SignedIn)
+        with result.session as session:
+            assert session.end_user_id == user["endUserId"]
+        auth.clear_persisted_session()
+    for bad in ("com.example.app:oauth2redirect", "javascript:/alert(1)", "myapp:/a b"):
+        with pytest.raises(pk.InvalidArgument, match="redirect_url.*scheme:/path"):
+            pk.PortalAuth(env_id, bad, api.host)
+
+
+def test_rate_limited_carries_retry_after(pk: Any, auth: Any, api: PortalApi) -> None:
+    """A 429's Retry-After is in the message and in ``RateLimited.retry_after`` (issue 15)."""
+    api.admin("faults", {"route": "/api/v3/auth/magic-links", "status": 429, "count": 1, "retryAfterSeconds": 42})
+    with pytest.raises(pk.RateLimited) as caught:
+        auth.send_magic_link(new_email("rate-limited"))
+    assert caught.value.retry_after == 42
+    assert caught.value.message == "rate limited by the Portal API; retry after 42 s"
+    api.admin("faults", {"route": "/api/v3/auth/magic-links", "status": 429, "count": 1,
+                         "retryAfterSeconds": "Wed, 21 Oct 2015 07:28:00 GMT"})
+    with pytest.raises(pk.RateLimited) as caught:
+        auth.send_magic_link(new_email("rate-limited"))
+    assert caught.value.retry_after is None  # a date already passed: no wait known

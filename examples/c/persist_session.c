@@ -4,7 +4,8 @@
  *   printf '%s' "$TOKEN" | persist_session AUTH_ENVIRONMENT_ID END_USER_ID
  *
  * The token is read from standard input (one trailing newline is stripped), never from the
- * command line, where any user could read it in /proc. Any process of the same user that
+ * command line, where any user could read it in /proc. A token with other whitespace or control
+ * characters is refused (PORTAL_ERR_INVALID_ARGUMENT), not trimmed. Any process of the same user that
  * restores this auth environment (see restore_on_launch.c) then sees the session.
  * Exit status: 0 stored, 2 error. The token is never printed.
  */

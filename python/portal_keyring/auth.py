@@ -40,7 +40,8 @@ class PortalAuth(_Owner):
     """Client auth for one Portal auth environment (``portal_auth``). Does no I/O on creation.
 
     :param auth_environment_id: the auth environment id (not blank, at most 2048 bytes).
-    :param redirect_url: the app's sign-in redirect URL (an absolute URL scheme://…, at most 8192 bytes).
+    :param redirect_url: the app's sign-in redirect URL (an absolute URL scheme://… or a
+        private-use scheme:/path such as ``com.example.app:/oauth2redirect``, at most 8192 bytes).
     :param api_host: the Portal API host (``"host"`` or ``"host:port"``); ``None`` for
         ``api.portalhq.io``.
     :raises InvalidArgument: naming the first bad argument.
@@ -115,8 +116,11 @@ class PortalAuth(_Owner):
         """Stores a CST that the app's own backend issued, replacing any stored session of this
         auth environment, and returns it. Blocks (keyring I/O).
 
-        The token (1 … 65536 bytes of UTF-8, not all whitespace) round-trips byte-exact; a NUL
-        byte, invalid UTF-8 or a longer token raise :class:`InvalidArgument` (never truncated).
+        The token (1 … 65536 bytes of UTF-8 without whitespace or control characters) round-trips
+        byte-exact; whitespace or a control character anywhere (a trailing newline included), a
+        NUL byte, invalid UTF-8 or a longer token raise :class:`InvalidArgument` naming
+        ``client_session_token`` (never trimmed or truncated). Sessions stored by earlier
+        versions are restored whatever their token holds.
         :raises SessionStorageFailure: the previously stored session is then intact.
         """
         user = _text_arg(end_user_id, "end_user_id")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ctypes
 import enum
-from typing import Any, Dict, Type, Union
+import re
+from typing import Any, Dict, Optional, Type, Union
 
 from ._library import lib as _lib
 
@@ -100,7 +101,18 @@ class InternalError(PortalKeyringError):
 
 
 class RateLimited(PortalKeyringError):
-    """``PORTAL_ERR_RATE_LIMITED``: the Portal API answered HTTP 429; try again later."""
+    """``PORTAL_ERR_RATE_LIMITED``: the Portal API answered HTTP 429; try again later.
+
+    ``retry_after`` is the wait the API's ``Retry-After`` asked for, in whole seconds (an
+    ``int``), read from the library's message ("rate limited by the Portal API; retry after N s");
+    ``None`` when the API gave none."""
+
+    retry_after: Optional[int]
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(status, message)
+        found = re.search(r"; retry after ([0-9]{1,18}) s\b", message)
+        self.retry_after = int(found.group(1)) if found else None
 
 
 class MalformedResponse(PortalKeyringError):
