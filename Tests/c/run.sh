@@ -445,13 +445,18 @@ if grep -qF -- "$token2" "$out" "$err"; then fail "restore_on_launch printed the
 restore "$state_a" 0 "a later launch restores it again" --
 expect_count 1 "the session is still stored"
 
-# A token with two trailing newlines keeps one of them (byte-exact otherwise).
-persist user-3 "$token2"$'\n\n' 0 "persist_session with two trailing newlines" --
+# A token with two trailing newlines: one is stripped, the other stays part of the token, and a
+# token with a line end is refused (issue 15), the stored session untouched; with one trailing
+# newline it is stored without it.
+persist user-3 "$token2"$'\n\n' 2 "persist_session with two trailing newlines is refused" --
+expect_match "$err" 'client_session_token: .*whitespace or control characters' "the error names client_session_token"
+expect_count 1 "the previous session is still stored"
+persist user-3 "$token2"$'\n' 0 "persist_session with one trailing newline" --
 secret=$("$kctl" get --schema io.portalhq.PortalKeyring.Session auth_environment_id="$env_id")
-if [[ $(stored_token "$secret"; printf x) == "$token2"$'\nx' ]]; then
-    pass "only one trailing newline was stripped"
+if [[ $(stored_token "$secret"; printf x) == "$token2"x ]]; then
+    pass "the trailing newline was stripped"
 else
-    fail "expected the token '$token2\\n' (stored document: $secret)"
+    fail "expected the token '$token2' (stored document: $secret)"
 fi
 restore "$state_a" 0 "restore after the replacing persist" --
 expect_line "$out" "restored session for end user user-3" "the replacing session is restored"
