@@ -234,8 +234,12 @@ private extension String {
     /// damaged (KeePassXC 2.7.4 served the newest item's attributes with an older end user's
     /// document after an outside lock and unlock; docs/providers.md). Its document is never
     /// restored — it may be another end user's —, the item is removed as unusable, and an intact
-    /// older sign-in is restored instead.
-    @Test func itemWhoseDocumentNamesAnotherSignInIsNotRestored() throws {
+    /// older sign-in is restored instead. Not on gnome-keyring, which cannot serve such an item
+    /// (attributes and secret are one record), so restore does not pay the attribute read there
+    /// (`ServiceEndpoint.confirmsReads`); the item stored here would be trusted.
+    @Test(.disabled(if: KeyringControl.provider.hasPrefix("gnome-keyring"),
+                    "gnome-keyring's items are read without their attributes"))
+    func itemWhoseDocumentNamesAnotherSignInIsNotRestored() throws {
         let id = unique
         func store(user: String, documentGeneration: String, attribute: String, at: UInt64) throws {
             let document = SessionDocument.encode(authEnvironmentId: id, endUserId: user,

@@ -25,7 +25,9 @@ import Glibc
 ///
 /// | operation | calls |
 /// |---|---|
-/// | restore | SearchItems, GetSecrets (one call for all matches), Get(Attributes) per match |
+/// | restore | SearchItems, GetSecrets (one call for all matches) |
+/// | … on every provider but gnome-keyring (`ServiceEndpoint.confirmsReads`) | + Get(Attributes) per match, sent with GetSecrets (no extra wait) |
+/// | … on gnome-keyring, with ≥ 2 matches lacking `g`/`t` in their documents, a version-1 document, an unusable one, or one without `g` | + SearchItems, Get(Attributes) per match (`items(withSecrets: false)`) |
 /// | … with a locked match | + Unlock and the prompt (`Prompts`), SearchItems |
 /// | … with nothing found | + SearchItems without `xdg:schema`, ReadAlias, Get(Locked), SearchItems again (`locate`) |
 /// | persist, nothing older stored | ReadAlias, CreateItem, SearchItems |
@@ -72,18 +74,25 @@ struct LibSecretStorage: SessionStorage {
         }
     }
 
-    /// One search (unlocking what is locked), one GetSecrets for every match, then each match's
-    /// attributes (`withAttributes`). Returns nil when an item vanished or was locked in between
-    /// and the caller should search again (never on `lastAttempt`).
+    /// One search (unlocking what is locked), one GetSecrets for every match and, where the
+    /// provider needs it (`ServiceEndpoint.confirmsReads`: all but gnome-keyring), each match's
+    /// attributes in the same round trip (`withAttributes`). Without them the items come back
+    /// with `attributesRead` false, and `PortalAuth.restoreSession()` trusts the documents'
+    /// copies or reads the attributes when it must. Returns nil when an item vanished or was
+    /// locked in between and the caller should search again (never on `lastAttempt`).
     private func readSecrets(_ bus: SecretBus, _ authEnvironmentId: String,
                              lastAttempt: Bool) throws(StorageFailure) -> [StoredSessionItem]? {
         let paths = try locate(bus, authEnvironmentId)
         if paths.isEmpty { return [] }
         FaultInjectionSeam.beforeGetSecrets(bus.call.cancellable)
         let secrets: [String: SecretBytes]
-        let attributes: [String: Result<[String: String], StorageFailure.Classified>]
+        var attributes: [String: Result<[String: String], StorageFailure.Classified>]?
         do throws(StorageFailure.Classified) {
-            (secrets, attributes) = try bus.secretsAndAttributes(paths)
+            if bus.endpoint.confirmsReads {
+                (secrets, attributes) = try bus.secretsAndAttributes(paths)
+            } else {
+                secrets = try bus.secrets(paths)
+            }
         } catch {
             if case .gone = error.kind, !lastAttempt { return nil }
             throw error.storageFailure
@@ -93,7 +102,13 @@ struct LibSecretStorage: SessionStorage {
                 StoredSessionItem(itemId: path, generation: nil, persistedAt: 0, secret: $0, attributesRead: false)
             }
         }
-        guard let result = try withAttributes(read, attributes, authEnvironmentId, lastAttempt: lastAttempt) else { return nil }
+        var result = read
+        if let attributes {
+            guard let confirmed = try withAttributes(read, attributes, authEnvironmentId, lastAttempt: lastAttempt) else {
+                return nil
+            }
+            result = confirmed
+        }
         // KWallet 5.103 serves an item of a wallet closed after our search with an EMPTY secret
         // (not skipped): read as a document, that is "unusable", and the item would be deleted.
         // An empty secret is only believed when the item needed no unlock to be found again.

@@ -205,9 +205,16 @@ struct SecretBus {
 
     /// The provider: its program name (argv[0] in `/proc/PID/cmdline`) and pid, from the bus daemon.
     func provider() throws(StorageFailure.Classified) -> (name: String, pid: UInt32) {
-        let reply = try invoke("/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
-                               Variant.tuple([g_variant_new_string(name)]), "(u)", "could not identify the provider",
-                               destination: "org.freedesktop.DBus")
+        try Self.provider(connection, name, call.cancellable)
+    }
+
+    /// `provider()` for the owner `name` of `org.freedesktop.secrets` on `connection`.
+    static func provider(_ connection: OpaquePointer, _ name: String,
+                         _ cancellable: UnsafeMutablePointer<GCancellable>?) throws(StorageFailure.Classified)
+        -> (name: String, pid: UInt32) {
+        let outcome = send(connection, destination: "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                           "GetConnectionUnixProcessID", Variant.tuple([g_variant_new_string(name)]), "(u)", cancellable)
+        guard let reply = outcome.reply else { throw StorageFailure.classify(outcome.error, "could not identify the provider") }
         defer { g_variant_unref(reply) }
         let child = g_variant_get_child_value(reply, 0)!
         defer { g_variant_unref(child) }

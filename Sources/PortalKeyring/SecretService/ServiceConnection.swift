@@ -14,12 +14,24 @@ final class ServiceEndpoint: @unchecked Sendable {
     /// session was opened).
     let name: String
     let session: TransferSession
+    /// Whether a restore must read each item's attributes besides its secret, to confirm the item
+    /// and its document against each other (`LibSecretStorage.readSecrets`): true for every
+    /// provider but gnome-keyring, and when the provider's program cannot be told.
+    ///
+    /// gnome-keyring is exempt because it cannot answer otherwise: its search compares attributes
+    /// exactly, and it writes an item's attributes and secret together in one record of the
+    /// keyring file. KeePassXC's search over-matches (values plus a line end), and it can serve
+    /// one sign-in's secret under another's attributes after a lock (docs/providers.md). The read
+    /// costs gnome-keyring about 0.25 ms, a third of a warm restore (bench/results.md), even sent
+    /// in the same round trip.
+    let confirmsReads: Bool
 
-    init(connection: OpaquePointer, name: String, session: TransferSession) {
+    init(connection: OpaquePointer, name: String, session: TransferSession, confirmsReads: Bool = true) {
         g_object_ref(UnsafeMutableRawPointer(connection))
         self.connection = connection
         self.name = name
         self.session = session
+        self.confirmsReads = confirmsReads
     }
 
     deinit {
@@ -189,7 +201,10 @@ final class ServiceConnection: Sendable {
                 }
                 throw StorageFailure.classify(outcome.error, "could not open a transfer session")
             }
-            return ServiceEndpoint(connection: connection, name: name, session: session)
+            // One round trip to the bus daemon per endpoint (once per process, normally).
+            let program = (try? SecretBus.provider(connection, name, cancellable))?.name
+            return ServiceEndpoint(connection: connection, name: name, session: session,
+                                   confirmsReads: program != "gnome-keyring-daemon")
         } catch {
             switch error.kind {
             case .cancelled: throw .failed("cancelled")
