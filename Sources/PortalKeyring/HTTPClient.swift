@@ -191,12 +191,26 @@ struct HTTPClient: Sendable {
     /// CURLOPT_PROTOCOLS_STR (internal so that a test can make libcurl refuse an option).
     var protocols = "http,https"
 
+    /// A byte that has no place in a header value (RFC 9110 §5.5): a control character other
+    /// than horizontal tab (CR, LF and NUL among them), or DEL.
+    static func endsHeaderLine(_ byte: UInt8) -> Bool { (byte < 0x20 && byte != 0x09) || byte == 0x7F }
+
     /// Sends `request` to `target`. `bearer`, when given, goes in the Authorization header; it is
-    /// refused over plain HTTP unless the host is loopback.
+    /// refused over plain HTTP unless the host is loopback, and refused (nothing sent) when it
+    /// or a header value holds a control character.
     func send(_ request: PortalRequest, to target: TargetURL, bearer: SecretBytes?,
               cancellation: RequestCancellation? = nil) throws(HTTPFailure) -> PortalResponse {
         if target.scheme != "https" && !target.isLoopback {
             throw .refused("plain HTTP to \(target.authority) is not allowed; use https")
+        }
+        // Nothing goes into a header line that could end it and start another: every value
+        // the library or the caller adds, and the bearer (a CST stored by an earlier version may
+        // hold a line end: restore hands it out, but it is never sent).
+        for (name, value) in request.headers where value.utf8.contains(where: Self.endsHeaderLine) {
+            throw .refused("the \(name) header holds a line end or another control character; nothing was sent")
+        }
+        if let bearer, bearer.withUnsafeBytes({ $0.contains { $0 <= 0x20 || $0 == 0x7F } }) {
+            throw .refused("the bearer token holds whitespace, a line end or another control character; nothing was sent")
         }
         let curl: Curl
         switch Curl.shared {

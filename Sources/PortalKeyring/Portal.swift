@@ -60,8 +60,8 @@ public final class Portal: Sendable {
     ///
     /// - Throws: `invalidArgument(name:)` for a blank key or host.
     public init(apiKey: String, apiHost: String = PortalAuth.defaultApiHost) throws(PortalAuthError) {
+        try PortalAuth.checkNewToken(apiKey, name: "apiKey")
         let key = SecretBytes.copyingUTF8(of: apiKey)
-        try PortalAuth.checkToken(key, name: "apiKey")
         try PortalAuth.checkHost(apiHost)
         self.apiHost = apiHost
         self.credentials = nil
@@ -204,6 +204,29 @@ public final class Portal: Sendable {
             || (target.scheme == "https" && target.authority == apiHost.lowercased() + ":443")
     }
 
+
+    /// What a request is checked for before anything is sent (`validate()`, then the target:
+    /// a path on the Portal API host, or an absolute URL); the non-blocking C call checks it
+    /// before it returns (`checkArguments(of:)`). Returns the parsed target.
+    /// - Throws: `invalidArgument(name:)` naming `method`, `headers` or `target`.
+    func checkRequest(_ request: PortalRequest) throws(PortalAuthError) -> TargetURL {
+        try request.validate()
+        if request.target.hasPrefix("/") {
+            guard let url = TargetURL.forAPI(host: apiHost, path: request.target) else {
+                throw .invalidArgument(name: "target")
+            }
+            return url
+        }
+        guard let url = TargetURL(request.target) else { throw .invalidArgument(name: "target") }
+        return url
+    }
+
+    /// `checkRequest` for the C layer: throws what `send` would throw for the request's
+    /// arguments, before anything starts.
+    @_spi(PortalKeyringC)
+    public func checkArguments(of request: PortalRequest) throws(PortalAuthError) {
+        _ = try checkRequest(request)
+    }
     /// Sends a request. The credential's bearer is attached only when the target is the Portal
     /// API host exactly (a path, or an absolute URL whose host and port equal `apiHost`); a 401
     /// to that host carrying the bearer invalidates the session (see `reportUnauthorized`).
@@ -221,17 +244,7 @@ public final class Portal: Sendable {
         inFlight.wrappingAdd(1, ordering: .acquiringAndReleasing)
         defer { inFlight.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
         if cancellation.isCancelled { throw .networkFailure(message: "the portal was closed") }
-        try request.validate()
-        let target: TargetURL
-        if request.target.hasPrefix("/") {
-            guard let url = TargetURL.forAPI(host: apiHost, path: request.target) else {
-                throw .invalidArgument(name: "target")
-            }
-            target = url
-        } else {
-            guard let url = TargetURL(request.target) else { throw .invalidArgument(name: "target") }
-            target = url
-        }
+        let target = try checkRequest(request)
         let isPortalAPI = isPortalAPI(target)
         var bearer: SecretBytes?
         if isPortalAPI {

@@ -50,7 +50,7 @@ public final class PortalAuth: Sendable {
     init(authEnvironmentId: String, redirectUrl: String, apiHost: String,
          storage: any SessionStorage, keyringTimeouts: KeyringTimeouts = .default,
          http: HTTPClient = HTTPClient(), grants: GrantLedger = GrantLedger()) throws(PortalAuthError) {
-        try Self.check(authEnvironmentId, name: "authEnvironmentId")
+        try Self.check(authEnvironmentId, name: "authEnvironmentId", refusingControl: true)
         try Self.checkRedirectURL(redirectUrl)
         try Self.checkHost(apiHost)
         self.authEnvironmentId = authEnvironmentId
@@ -228,14 +228,17 @@ public final class PortalAuth: Sendable {
     ///   when the item cannot be stored (the previous session, if any, is left intact).
     @discardableResult
     public func persistSession(endUserId: String, clientSessionToken: String) throws(PortalAuthError) -> PortalSession {
-        try Self.check(endUserId, name: "endUserId")
-        // Checked on the caller's string, before the wiped copy is made (no other copy).
-        if clientSessionToken.unicodeScalars.contains(where: Self.isWhitespaceOrControl) {
-            throw .invalidArgument(name: "clientSessionToken")
-        }
-        let token = SecretBytes.copyingUTF8(of: clientSessionToken)
-        try Self.checkToken(token, name: "clientSessionToken")
-        return try persist(endUserId: endUserId, token: token)
+        try Self.checkPersistArguments(endUserId: endUserId, clientSessionToken: clientSessionToken)
+        return try persist(endUserId: endUserId, token: SecretBytes.copyingUTF8(of: clientSessionToken))
+    }
+
+    /// What `persistSession` checks before anything else (the non-blocking C call checks the
+    /// same before it returns): `endUserId` an identifier without control characters, the token
+    /// a new token (`checkNewToken`).
+    @_spi(PortalKeyringC)
+    public static func checkPersistArguments(endUserId: String, clientSessionToken: String) throws(PortalAuthError) {
+        try check(endUserId, name: "endUserId", refusingControl: true)
+        try checkNewToken(clientSessionToken, name: "clientSessionToken")
     }
 
     func persist(endUserId: String, token: SecretBytes) throws(PortalAuthError) -> PortalSession {
@@ -257,11 +260,25 @@ public final class PortalAuth: Sendable {
 
     // MARK: - Argument checks and helpers
 
-    static func check(_ value: String, name: String) throws(PortalAuthError) {
+    /// An identifier: not blank, no NUL, at most `maxIdentifierBytes`. With `refusingControl`
+    /// (new values: the auth environment id, which also goes into a request header, and a
+    /// persisted end user id), no control character either (C0 — tab, CR, LF … —, DEL, C1).
+    /// Restore checks stored values without it, so items stored by earlier versions still read.
+    static func check(_ value: String, name: String, refusingControl: Bool = false) throws(PortalAuthError) {
         if value.utf8.count > maxIdentifierBytes || value.utf8.contains(0)
-            || value.allSatisfy({ $0.isWhitespace }) {
+            || value.allSatisfy({ $0.isWhitespace })
+            || (refusingControl && value.unicodeScalars.contains { $0.properties.generalCategory == .control }) {
             throw .invalidArgument(name: name)
         }
+    }
+
+    /// A token a caller hands in (a CST to persist, a user JWT, an API key): `checkToken`, and
+    /// no whitespace or control character anywhere (`isWhitespaceOrControl`). Each goes out as a
+    /// bearer: a line end in it would start another header line. Checked on the caller's string,
+    /// before any wiped copy is made. Stored tokens are not held to it (restore reads old items).
+    static func checkNewToken(_ token: String, name: String) throws(PortalAuthError) {
+        if token.unicodeScalars.contains(where: isWhitespaceOrControl) { throw .invalidArgument(name: name) }
+        try checkToken(SecretBytes.copyingUTF8(of: token), name: name)
     }
 
     /// A redirect URL is `scheme://rest` or, for a private-use scheme without an authority

@@ -23,6 +23,14 @@ struct StoredSessionItem: Sendable {
         attributesRead && self.generation != generation
             && (self.persistedAt, self.generation ?? "") < (persistedAt, generation)
     }
+
+    /// Whether this item holds a newer sign-in than (`persistedAt`, `generation`): a persist
+    /// that finds one removes its own item (two persists at the same time leave the newer).
+    /// False when the attributes were not read.
+    func isNewer(than persistedAt: UInt64, _ generation: String) -> Bool {
+        attributesRead && self.generation != generation
+            && (self.persistedAt, self.generation ?? "") > (persistedAt, generation)
+    }
 }
 
 /// Why the keyring could not be used this time. Every case becomes
@@ -78,7 +86,9 @@ protocol SessionStorage: Sendable {
     /// environment's items that hold an older sign-in (`StoredSessionItem.isOlder`); a newer
     /// one, stored meanwhile by any process, is kept. Throws only when the new item could not be
     /// stored (then nothing was removed); a failed removal is left to the next persist or clear
-    /// (restore ranks the leftover below the new item). Returns once the removal is done.
+    /// (restore ranks the leftover below the new item). When a newer sign-in was stored meanwhile
+    /// (two persists at the same time), the new item is removed as well: the newer one replaced
+    /// it. Returns once the removal is done.
     func replace(authEnvironmentId: String, generation: String, persistedAt: UInt64,
                  label: String, secret: SecretBytes) throws(StorageFailure)
 
@@ -100,6 +110,10 @@ extension SessionStorage {
         guard let items = try? items(authEnvironmentId: authEnvironmentId, withSecrets: false) else { return }
         for item in items where item.isOlder(than: persistedAt, generation) {
             try? delete(itemId: item.itemId)
+        }
+        if items.contains(where: { $0.isNewer(than: persistedAt, generation) }),
+           let ours = items.first(where: { $0.generation == generation }) {
+            try? delete(itemId: ours.itemId)
         }
     }
 }

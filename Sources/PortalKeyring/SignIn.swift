@@ -191,13 +191,13 @@ extension PortalAuth {
     /// for the retry. A rejected or unanswered exchange is not remembered.
     @discardableResult
     /// What `verifyTotp` checks before anything else: `code` is 1–16 ASCII digits, `userJwt`
-    /// is a token (`checkToken`). The non-blocking C call checks the same before it returns.
+    /// is a token without whitespace or control characters (`checkNewToken`). The non-blocking C call checks the same before it returns.
     @_spi(PortalKeyringC)
     public static func checkTotpArguments(code: String, userJwt: String) throws(PortalAuthError) {
         guard !code.isEmpty, code.utf8.count <= 16, code.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
             throw .invalidArgument(name: "code")
         }
-        try checkToken(SecretBytes.copyingUTF8(of: userJwt), name: "userJwt")
+        try checkNewToken(userJwt, name: "userJwt")
     }
 
     public func verifyTotp(code: String, userJwt: String,

@@ -101,6 +101,9 @@ public func portal_auth_persist_session_async(_ auth: OpaquePointer?, _ endUserI
         let auth = Shared(value: try borrowHandle(auth, as: AuthHandle.self, "auth").current)
         let user = try stringArgument(endUserId, "end_user_id", maxBytes: PortalAuth.maxIdentifierBytes)
         let token = try stringArgument(clientSessionToken, "client_session_token", maxBytes: PortalAuth.maxTokenBytes)
+        try core(names: ["endUserId": "end_user_id", "clientSessionToken": "client_session_token"]) {
+            () throws(PortalAuthError) in try PortalAuth.checkPersistArguments(endUserId: user, clientSessionToken: token)
+        }
         return { () throws(CFailure) in
             let session = try core(names: ["endUserId": "end_user_id", "clientSessionToken": "client_session_token"]) {
                 () throws(PortalAuthError) in try auth.value.persistSession(endUserId: user, clientSessionToken: token)
@@ -151,6 +154,7 @@ public func portal_request_async(_ portal: OpaquePointer?, _ method: UnsafePoint
     startAsync(queue, callback, userData, destroyNotify, operationOut) { () throws(CFailure) in
         let portal = Shared(value: try borrowHandle(portal, as: Portal.self, "portal"))
         let request = try portalRequest(method, target, body)
+        try core(names: ["target": "target"]) { () throws(PortalAuthError) in try portal.value.checkArguments(of: request) }
         return { () throws(CFailure) in
             let response = try core(names: ["target": "target"]) { () throws(PortalAuthError) in
                 try portal.value.send(request)

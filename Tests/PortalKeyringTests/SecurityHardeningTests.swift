@@ -65,6 +65,45 @@ private func expectInvalidArgument(_ name: String, _ comment: Comment? = nil, _ 
     }
 }
 
+@Suite(.serialized) struct HeaderValueTests {
+    /// Everything that becomes a header value is held to it (a trial injected headers through
+    /// each): an API key, a user JWT or an auth environment id with a line end, whitespace or a
+    /// control character is refused as an argument; a persisted end user id with a control
+    /// character too. A CST stored by an earlier version may hold a line end: restore hands it
+    /// out, but a request with it is refused and not a byte is sent. Kills:
+    /// security/bearer-header-unchecked, security/identifier-control-accepted.
+    @Test func lineEndsNeverReachAHeader() throws {
+        for key in ["k\r\nX-Injected: 1", "a b", "k\tz", "k\n"] {
+            expectInvalidArgument("apiKey", "key \(key.debugDescription)") { _ = try Portal(apiKey: key, apiHost: "127.0.0.1:9") }
+        }
+        for id in ["env\r\nX-Injected: 1", "env\n", "e\u{7F}"] {
+            expectInvalidArgument("authEnvironmentId", "id \(id.debugDescription)") {
+                _ = try PortalAuth(authEnvironmentId: id, redirectUrl: "app://cb", apiHost: "127.0.0.1:9", storage: InMemoryStorage())
+            }
+        }
+        let auth = try memoryAuth()
+        expectInvalidArgument("userJwt") { _ = try auth.verifyTotp(code: "123456", userJwt: "a.b.c\r\nX-Injected: 1") }
+        expectInvalidArgument("endUserId") { _ = try auth.persistSession(endUserId: "eu\tb", clientSessionToken: "t") }
+
+        let listener = try #require(RecordingListener(address: "127.0.0.1"))
+        defer { listener.stop() }
+        let stored = try memoryAuth(apiHost: "127.0.0.1:\(listener.port)")
+        _ = try stored.persist(endUserId: "old", token: SecretBytes.copyingUTF8(of: "old\r\nX-Injected: yes"))
+        let session = try #require(try stored.restoreSession())
+        let portal = try Portal(credentials: session)
+        var failure: PortalAuthError?
+        do { _ = try portal.send(PortalRequest(target: "/api/v3/clients/me")) } catch { failure = error }
+        if case .networkFailure(let message)? = failure {
+            #expect(message.contains("nothing was sent"), "\(message)")
+        } else {
+            Issue.record("a request with a line end in its bearer: expected a refusal, got \(String(describing: failure))")
+        }
+        usleep(200_000)
+        #expect(listener.connections == 0)
+        #expect(!listener.saw("x-injected"))
+    }
+}
+
 // MARK: - Item 4: redirect URLs are bounded and parsed in linear time
 
 @Suite struct RedirectURLLimitTests {

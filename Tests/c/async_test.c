@@ -176,7 +176,18 @@ static void test_basic_on_main_thread(portal_auth *auth) {
           PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(strstr(portal_last_error_message(), "client_session_token") != NULL);
     CHECK(portal_auth_restore_session_async(auth, NULL, NULL, &bad, on_destroy, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
-    CHECK(bad.destroyed == 3);
+    /* The same checks as the blocking call, before the return (a trial got these through the
+     * callback): whitespace or a line end in the token, a control character in the end user id. */
+    const char *bad_tokens[] = {"tok ok", "tok\n", "tok\xc2\xa0x", "a\r\nX-Injected: 1"};
+    for (size_t i = 0; i < sizeof bad_tokens / sizeof *bad_tokens; i++) {
+        CHECK(portal_auth_persist_session_async(auth, "u", bad_tokens[i], NULL, on_done, &bad, on_destroy, NULL) ==
+              PORTAL_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(portal_last_error_message(), "client_session_token") != NULL);
+    }
+    CHECK(portal_auth_persist_session_async(auth, "u\tv", "tok", NULL, on_done, &bad, on_destroy, NULL) ==
+          PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(portal_last_error_message(), "end_user_id") != NULL);
+    CHECK(bad.destroyed == 8);
     run_for(50);
     CHECK(bad.calls == 0);
     portal_session_free(persisted.session);
@@ -576,7 +587,15 @@ static void test_listener_and_portal_calls(void) {
     probe_init(&request);
     CHECK(portal_request_async(client, "BREW", "/x", NULL, NULL, on_done, &request, on_destroy, NULL) ==
           PORTAL_ERR_INVALID_ARGUMENT);
-    CHECK(request.destroyed == 1 && request.calls == 0);
+    /* The target too, before the return: a line end, neither a path nor an absolute URL. */
+    CHECK(portal_request_async(client, "GET", "/x\r\nX-A: b", NULL, NULL, on_done, &request, on_destroy, NULL) ==
+          PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(portal_last_error_message(), "target") != NULL);
+    CHECK(portal_request_async(client, "GET", "api/v3/clients/me", NULL, NULL, on_done, &request, on_destroy, NULL) ==
+          PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(portal_last_error_message(), "target") != NULL);
+    run_for(50);
+    CHECK(request.destroyed == 3 && request.calls == 0);
     portal_free(client);
     portal_session_free(session);
     portal_auth_free(auth);

@@ -36,11 +36,12 @@ static int failed, checks;
 static volatile int inject; /* 0 nothing, 1 lock the collection, 2 persist a newer sign-in elsewhere */
 static char env[64];
 
-static int sh(const char *fmt, const char *arg) {
+static int sh2(const char *fmt, const char *arg, const char *arg2) {
     char command[1024];
-    snprintf(command, sizeof command, fmt, arg);
+    snprintf(command, sizeof command, fmt, arg, arg2);
     return system(command);
 }
+static int sh(const char *fmt, const char *arg) { return sh2(fmt, arg, ""); }
 
 /* The seam (FaultInjectionSeam.beforeCreateItem). */
 int secret_item_set_secret_sync(void *item, void *value, void *cancellable, void **error);
@@ -111,7 +112,15 @@ int main(void) {
     user = restored_user(auth, &st);
     CHECK(st == PORTAL_OK && strcmp(user, "eu-newer") == 0,
           "the newer sign-in stored by another process survives and wins (restored %s)", user);
-    /* The next persist removes both older ones. */
+    /* ... and this persist removed its own item: one item is left, so invalidating the newer
+     * sign-in cannot bring eu-mine back (a trial saw two persists at once leave two items). */
+    CHECK(sh2("test \"$('%s' count --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s)\" = 1",
+             getenv("PORTAL_TEST_KEYRINGCTL"), env) == 0, "one item left after two persists at the same time");
+    CHECK(sh2("'%s' delete-all --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s >/dev/null",
+             getenv("PORTAL_TEST_KEYRINGCTL"), env) == 0, "remove the newer sign-in (as an invalidation would)");
+    user = restored_user(auth, &st);
+    CHECK(st == PORTAL_OK && strcmp(user, "(none)") == 0, "signed out after the newer sign-in is gone (restored %s)", user);
+    /* The next persist removes every older one. */
     CHECK(portal_auth_persist_session(auth, "eu-last", "token-last", NULL) == PORTAL_OK, "persist eu-last");
     user = restored_user(auth, &st);
     CHECK(st == PORTAL_OK && strcmp(user, "eu-last") == 0, "restored %s after the last persist", user);

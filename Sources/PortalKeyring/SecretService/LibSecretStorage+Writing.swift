@@ -37,6 +37,12 @@ extension LibSecretStorage {
             for other in confirmed where other.isOlder(than: persistedAt, generation) {
                 _ = try? delete(bus, other.itemId)
             }
+            // A newer sign-in stored meanwhile (another thread or process persisting at the same
+            // time) replaces this one, as if it had come right after: ours is removed, so one
+            // item is left and no older sign-in can come back once the newer one is invalidated.
+            if confirmed.contains(where: { $0.isNewer(than: persistedAt, generation) }) {
+                _ = try? delete(bus, ours)
+            }
         }
     }
 
