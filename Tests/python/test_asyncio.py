@@ -233,30 +233,44 @@ def test_async_def_listener_runs_as_a_task_on_its_loop(pk: Any, auth: Any, api: 
             await asyncio.sleep(0)  # a real coroutine: it only runs when something awaits it
             ran.append(threading.get_ident())
 
+        class AsyncCallable:
+            async def __call__(self) -> None:
+                await asyncio.sleep(0)
+                ran.append(threading.get_ident())
+
         session = await auth.restore_session_async()
         assert session is not None
         with session, pk.Portal(session) as portal:
-            with pytest.raises(TypeError, match="loop="):
-                portal.on_session_invalidated(listener)
-            portal.on_session_invalidated(listener, loop=asyncio.get_running_loop())
+            for refused in (listener, AsyncCallable()):
+                with pytest.raises(TypeError, match="loop="):
+                    portal.on_session_invalidated(refused)
+            loop = asyncio.get_running_loop()
+            portal.on_session_invalidated(listener, loop=loop)
+            portal.on_session_invalidated(AsyncCallable(), loop=loop)
+            portal.on_session_invalidated(lambda: listener(), loop=loop)  # returns a coroutine
             api.revoke(token)
             assert await portal.report_unauthorized_async(token)
             for _ in range(500):
-                if ran:
+                if len(ran) == 3:
                     break
                 await asyncio.sleep(PERIOD)
         return ran, threading.get_ident()
 
     ran, loop_thread = run(main())
-    assert ran == [loop_thread]
+    assert ran == [loop_thread] * 3
 
 
 def test_async_def_watch_callback_is_refused(pk: Any, auth: Any) -> None:
     async def callback(change: Any) -> None:
         pass
 
-    with pytest.raises(TypeError, match="session_changes"):
-        auth.watch(callback)
+    class AsyncCallable:
+        async def __call__(self, change: Any) -> None:
+            pass
+
+    for refused in (callback, AsyncCallable()):
+        with pytest.raises(TypeError, match="session_changes"):
+            auth.watch(refused)
 
 
 def test_many_operations_in_flight_each_complete_once(pk: Any, auth: Any) -> None:

@@ -138,16 +138,30 @@ _live_portals: "weakref.WeakSet[Portal]" = weakref.WeakSet()
 _listener_tasks: "set[asyncio.Future[Any]]" = set()
 
 
-def _as_task(coroutine_function: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
-    """A plain callback, run on ``loop``'s thread, that starts ``coroutine_function()`` as a task
-    on ``loop``; an exception it raises goes to the loop's exception handler."""
+def _is_async_callable(callback: Any) -> bool:
+    """``async def`` functions, ``functools.partial`` of one, and objects whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(getattr(callback, "__call__", None))
 
-    def start() -> None:
-        task = asyncio.ensure_future(coroutine_function(), loop=loop)
+
+def _awaiting(callback: Callable[[], Any], loop: Optional[asyncio.AbstractEventLoop]) -> Callable[[], None]:
+    """``callback`` as a listener: when it returns a coroutine (an ``async def`` listener, or a
+    lambda around one), the coroutine runs as a task on ``loop`` (an exception it raises goes to
+    the loop's exception handler). Without a loop nothing could await it: it is closed and a
+    :class:`TypeError` is reported through ``sys.unraisablehook``."""
+
+    def run() -> None:
+        result = callback()
+        if not inspect.iscoroutine(result):
+            return
+        if loop is None:
+            result.close()
+            raise TypeError(f"the listener {callback!r} returned a coroutine, which nothing would await: "
+                            "register it with loop=")
+        task = asyncio.ensure_future(result, loop=loop)
         _listener_tasks.add(task)
         task.add_done_callback(_listener_tasks.discard)
 
-    return start
+    return run
 
 class Portal(_Owner):
     """The Portal client for one credential (``portal``).
@@ -237,10 +251,9 @@ class Portal(_Owner):
         """
         if not callable(callback):
             raise TypeError("callback must be callable")
-        if inspect.iscoroutinefunction(callback):
-            if loop is None:
-                raise TypeError("callback is an async function: pass loop= so that it runs as a task on that loop")
-            callback = _as_task(callback, loop)
+        if loop is None and _is_async_callable(callback):
+            raise TypeError("callback is an async function: pass loop= so that it runs as a task on that loop")
+        callback = _awaiting(callback, loop)
         out = ctypes.c_uint64()
         queue = aio.loop_queue(loop) if loop is not None else None
         with self._use() as pointer:

@@ -69,7 +69,11 @@ def _on_event(kind: int, end_user_id: Optional[bytes], user_data: Optional[int])
     sink = _sinks.get(user_data or 0)
     if sink is not None:
         text = end_user_id.decode("utf-8", "replace") if end_user_id is not None else None
-        sink(SessionChange(_KINDS.get(kind, f"unknown-{kind}"), text))
+        result = sink(SessionChange(_KINDS.get(kind, f"unknown-{kind}"), text))
+        if inspect.iscoroutine(result):  # a lambda around an async function: nothing would await it
+            result.close()
+            raise TypeError(f"the watch callback {sink!r} returned a coroutine, which its thread cannot await: "
+                            "use `async for change in auth.session_changes()` instead")
 
 
 def _release(user_data: Optional[int]) -> None:
@@ -164,7 +168,7 @@ class SessionWatch:
     def __init__(self, auth: Any, callback: Callable[[SessionChange], None]) -> None:
         if not callable(callback):
             raise TypeError("callback must be callable")
-        if inspect.iscoroutinefunction(callback):
+        if inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(getattr(callback, "__call__", None)):
             raise TypeError("callback is an async function, which the watch's thread cannot await: "
                             "use `async for change in auth.session_changes()` on the loop instead")
         self._callback = callback
