@@ -200,7 +200,8 @@ typedef struct portal_session portal_session;
  * Creates client auth for an auth environment. Does no I/O.
  *
  * @param[out] out               receives the new handle; free it with portal_auth_free().
- * @param auth_environment_id    the auth environment id; not blank, at most 2048 bytes.
+ * @param auth_environment_id    the auth environment id; not blank, at most 2048 bytes, no control
+ *                               character (it goes into a request header).
  * @param redirect_url           the app's sign-in redirect URL: absolute, "scheme://…" (e.g.
  *                               "myapp://auth"), or a private-use "scheme:/path" without an
  *                               authority (RFC 8252 §7.1, e.g. "com.example.app:/oauth2redirect");
@@ -266,7 +267,8 @@ PORTAL_API portal_status portal_auth_clear_persisted_session(portal_auth *auth);
  * handed out whole (an escaped NUL, invalid UTF-8, over 64 KiB) is unusable: restore deletes it
  * and reports signed out.
  *
- * @param end_user_id           the Portal end user id; not blank, at most 2048 bytes.
+ * @param end_user_id           the Portal end user id; not blank, at most 2048 bytes, no control
+ *                               character (one stored by an earlier version still restores).
  * @param client_session_token  the CST (borrowed; the library keeps its own wiped-on-release copy).
  * @param[out] out              optional (may be NULL): receives the stored session; free it with
  *                              portal_session_free().

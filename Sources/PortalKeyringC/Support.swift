@@ -59,6 +59,10 @@ struct CFailure: Error {
             + "without whitespace or control characters",
         "clientSessionToken": "expected 1 … \(PortalAuth.maxTokenBytes) bytes of UTF-8 without whitespace or "
             + "control characters (spaces, tabs, CR, LF)",
+        "userJwt": "expected the user JWT: 1 … \(PortalAuth.maxTokenBytes) bytes without whitespace or control characters",
+        "apiKey": "expected 1 … \(PortalAuth.maxTokenBytes) bytes without whitespace or control characters",
+        "authEnvironmentId": "expected 1 … \(PortalAuth.maxIdentifierBytes) bytes, not blank, without control characters",
+        "endUserId": "expected 1 … \(PortalAuth.maxIdentifierBytes) bytes, not blank, without control characters",
     ]
 
     static func invalidArgument(_ name: String, _ problem: String) -> CFailure {

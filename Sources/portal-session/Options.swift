@@ -181,7 +181,7 @@ func usageMessage(for error: PortalAuthError, sources: [String: String] = [:]) -
     default: break
     }
     guard case .invalidArgument(let name) = error else { return error.description }
-    let limit = "at most \(PortalAuth.maxIdentifierBytes) bytes, not blank, no NUL"
+    let limit = "at most \(PortalAuth.maxIdentifierBytes) bytes, not blank, no control characters (tab, CR, LF, NUL …)"
     switch name {
     case "authEnvironmentId": return "invalid \(sources[name] ?? "--env"): \(limit)"
     case "redirectUrl":
@@ -193,7 +193,8 @@ func usageMessage(for error: PortalAuthError, sources: [String: String] = [:]) -
     case "clientSessionToken":
         return "invalid token on stdin: 1 … \(PortalAuth.maxTokenBytes) bytes of UTF-8 without whitespace or control "
             + "characters (one trailing newline is ignored)"
-    case "userJwt": return "invalid user JWT on stdin: not blank, no NUL, at most \(PortalAuth.maxTokenBytes) bytes"
+    case "userJwt":
+        return "invalid user JWT on stdin: at most \(PortalAuth.maxTokenBytes) bytes, no whitespace or control characters"
     case "code": return "invalid TOTP code: digits only"
     case "email": return "invalid email address"
     default: return "invalid \(name)"
