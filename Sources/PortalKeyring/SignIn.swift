@@ -167,6 +167,16 @@ extension PortalAuth {
         return try finishAuthenticated(grant, exchange, options)
     }
 
+    /// What `verifyTotp` checks before anything else: `code` is 1–16 ASCII digits, `userJwt`
+    /// is a token without whitespace or control characters (`checkNewToken`). The non-blocking C call checks the same before it returns.
+    @_spi(PortalKeyringC)
+    public static func checkTotpArguments(code: String, userJwt: String) throws(PortalAuthError) {
+        guard !code.isEmpty, code.utf8.count <= 16, code.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            throw .invalidArgument(name: "code")
+        }
+        try checkNewToken(userJwt, name: "userJwt")
+    }
+
     /// Completes a TOTP sign-in: exchanges `code` with the user JWT from `.totpRequired`,
     /// persists the session (end user id from the JWT's claims when the response lacks it) and
     /// returns it. Blocks (network, keyring).
@@ -190,16 +200,6 @@ extension PortalAuth {
     /// by the keyring deadline): the session is persisted when the keyring allows, else kept
     /// for the retry. A rejected or unanswered exchange is not remembered.
     @discardableResult
-    /// What `verifyTotp` checks before anything else: `code` is 1–16 ASCII digits, `userJwt`
-    /// is a token without whitespace or control characters (`checkNewToken`). The non-blocking C call checks the same before it returns.
-    @_spi(PortalKeyringC)
-    public static func checkTotpArguments(code: String, userJwt: String) throws(PortalAuthError) {
-        guard !code.isEmpty, code.utf8.count <= 16, code.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
-            throw .invalidArgument(name: "code")
-        }
-        try checkNewToken(userJwt, name: "userJwt")
-    }
-
     public func verifyTotp(code: String, userJwt: String,
                            options: RedirectOptions = []) throws(PortalAuthError) -> PortalSession {
         try Self.checkTotpArguments(code: code, userJwt: userJwt)
