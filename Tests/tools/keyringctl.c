@@ -574,6 +574,42 @@ cmp_strptr(const void *a, const void *b)
 
 /* ------------------------------------------------------------ subcommands */
 
+/* Collection.CreateItem in COLL with LABEL, ATTRS and the secret (plain transfer session),
+ * running the creation prompt the daemon returns (KeePassXC: every create). Returns the new
+ * item's path (g_free); dies when no item was created. */
+static char *
+create_item(const char *coll, const char *label, GHashTable *attrs, const void *data, gsize len,
+            const char *content_type, gboolean replace)
+{
+    char *session = open_plain_session();
+    GVariantBuilder props;
+    g_variant_builder_init(&props, G_VARIANT_TYPE("a{sv}"));
+    g_variant_builder_add(&props, "{sv}", IFACE_ITEM ".Label", g_variant_new_string(label));
+    g_variant_builder_add(&props, "{sv}", IFACE_ITEM ".Attributes", attrs_variant(attrs));
+    GVariant *r = call(coll, IFACE_COLLECTION, "CreateItem",
+                       g_variant_new("(@a{sv}@(oayays)b)", g_variant_builder_end(&props),
+                                     secret_struct(session, data, len, content_type), replace),
+                       "(oo)", "Collection.CreateItem");
+    char *item = NULL, *prompt = NULL;
+    g_variant_get(r, "(oo)", &item, &prompt);
+    g_variant_unref(r);
+    GVariant *res = run_prompt(prompt, "Collection.CreateItem");
+    if (res) {
+        /* The prompt's result is the new item's path. */
+        if (!g_variant_is_of_type(res, G_VARIANT_TYPE_OBJECT_PATH))
+            die(2, "Collection.CreateItem's prompt completed with %s, not an item path",
+                g_variant_get_type_string(res));
+        g_free(item);
+        item = g_variant_dup_string(res, NULL);
+        g_variant_unref(res);
+    }
+    g_free(prompt);
+    g_free(session);
+    if (strcmp(item, "/") == 0)
+        die(2, "Collection.CreateItem returned no item");
+    return item;
+}
+
 #define SETTLE_SCHEMA "io.portalhq.PortalKeyring.TestSettle"
 
 /* The newest modification time (ns) of the database file's directory and its entries. A
@@ -646,23 +682,7 @@ keepassxc_settle(void)
             g_error_free(err);
         }
     } else {
-        char *session = open_plain_session();
-        GVariantBuilder props;
-        g_variant_builder_init(&props, G_VARIANT_TYPE("a{sv}"));
-        g_variant_builder_add(&props, "{sv}", IFACE_ITEM ".Label", g_variant_new_string(label));
-        g_variant_builder_add(&props, "{sv}", IFACE_ITEM ".Attributes", attrs_variant(attrs));
-        GVariant *r = call(coll, IFACE_COLLECTION, "CreateItem",
-                           g_variant_new("(@a{sv}@(oayays)b)", g_variant_builder_end(&props),
-                                         secret_struct(session, "settle", 6, "application/octet-stream"), FALSE),
-                           "(oo)", "Collection.CreateItem (settle)");
-        char *prompt = NULL;
-        g_variant_get_child(r, 1, "o", &prompt);
-        g_variant_unref(r);
-        GVariant *res = run_prompt(prompt, "Collection.CreateItem (settle)");
-        if (res)
-            g_variant_unref(res);
-        g_free(prompt);
-        g_free(session);
+        g_free(create_item(coll, label, attrs, "settle", 6, "application/octet-stream", FALSE));
     }
     g_free(label);
     g_strfreev(found);
@@ -776,33 +796,7 @@ cmd_store(Args *a)
     const char *label = a->label ? a->label : "keyringctl test item";
     GByteArray *secret = read_stdin_all();
     char *coll = default_collection();
-    char *session = open_plain_session();
-
-    GVariantBuilder props;
-    g_variant_builder_init(&props, G_VARIANT_TYPE("a{sv}"));
-    g_variant_builder_add(&props, "{sv}", IFACE_ITEM ".Label", g_variant_new_string(label));
-    g_variant_builder_add(&props, "{sv}", IFACE_ITEM ".Attributes", attrs_variant(a->attrs));
-
-    GVariant *r = call(coll, IFACE_COLLECTION, "CreateItem",
-                       g_variant_new("(@a{sv}@(oayays)b)", g_variant_builder_end(&props),
-                                     secret_struct(session, secret->data, secret->len, ctype),
-                                     a->replace),
-                       "(oo)", "Collection.CreateItem");
-    char *item = NULL, *prompt = NULL;
-    g_variant_get(r, "(oo)", &item, &prompt);
-    g_variant_unref(r);
-    GVariant *res = run_prompt(prompt, "Collection.CreateItem");
-    if (res) {
-        /* The prompt's result is the new item's path. */
-        if (!g_variant_is_of_type(res, G_VARIANT_TYPE_OBJECT_PATH))
-            die(2, "Collection.CreateItem's prompt completed with %s, not an item path",
-                g_variant_get_type_string(res));
-        g_free(item);
-        item = g_variant_dup_string(res, NULL);
-        g_variant_unref(res);
-    }
-    if (strcmp(item, "/") == 0)
-        die(2, "Collection.CreateItem returned no item");
+    char *item = create_item(coll, label, a->attrs, secret->data, secret->len, ctype, a->replace);
     memset(secret->data, 0, secret->len);
     g_byte_array_unref(secret);
     printf("%s\n", item);
