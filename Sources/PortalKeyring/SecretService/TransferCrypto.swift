@@ -34,40 +34,65 @@ extension TransferSession {
         final class KeyPair {
             private let secret: OpaquePointer
             /// The public value `2^secret mod p`, big-endian, padded to 128 bytes (KWallet refuses
-            /// a shorter one: "Client public key size is invalid").
+            /// a shorter one: "Client public key size is invalid"). Never starts with 0xFF
+            /// (`init(exponents:)`).
             let publicKey: [UInt8]
 
-            init() throws(StorageFailure.Classified) {
+            /// A key pair with a random exponent below p: 1023 random bits, never zero.
+            convenience init() throws(StorageFailure.Classified) {
+                try self.init(exponents: {
+                    let secret: OpaquePointer = gcry_mpi_new(1024)
+                    repeat {
+                        gcry_mpi_randomize(secret, 1023, GCRY_STRONG_RANDOM)
+                    } while gcry_mpi_cmp_ui(secret, 0) == 0
+                    gcry_mpi_clear_highbit(secret, 1023)
+                    return secret
+                })
+            }
+
+            /// A key pair with the first exponent from `draw` (each a new MPI, owned by the key pair
+            /// or released here) whose public value does not start with 0xFF.
+            ///
+            /// KWallet 5.103 reads the client's public value as a signed big integer and writes it
+            /// back in its shortest two's-complement form: a value starting 0xFF 0x80–0xFF loses
+            /// its first byte, so KWallet derives another key and no secret of the session
+            /// decrypts (2 of the 5 such sessions in 2,000 CLI restores; fixed in KWallet in 2026,
+            /// KDE bug 514194). About 1 draw in 256 is redrawn; any provider accepts the result.
+            init(exponents draw: () -> OpaquePointer) throws(StorageFailure.Classified) {
                 guard Crypto.ready, let p = Crypto.prime() else {
                     throw StorageFailure.Classified(kind: .other, message: "could not set up the key exchange")
                 }
-                let secret: OpaquePointer = gcry_mpi_new(1024)
                 defer { gcry_mpi_release(p) }
-                // A random exponent below p: 1023 random bits, never zero.
-                repeat {
-                    gcry_mpi_randomize(secret, 1023, GCRY_STRONG_RANDOM)
-                } while gcry_mpi_cmp_ui(secret, 0) == 0
-                gcry_mpi_clear_highbit(secret, 1023)
                 let generator = gcry_mpi_set_ui(nil, 2)
                 let value = gcry_mpi_new(1024)
                 defer {
                     gcry_mpi_release(generator)
                     gcry_mpi_release(value)
                 }
-                gcry_mpi_powm(value, generator, secret, p)
-                guard let bytes = Crypto.padded(value) else {
-                    gcry_mpi_release(secret)
-                    throw StorageFailure.Classified(kind: .other, message: "could not write the public key")
+                // 64 draws in a row that all start with 0xFF: 1 in 2^512 for random exponents.
+                for _ in 0..<64 {
+                    let secret = draw()
+                    gcry_mpi_powm(value, generator, secret, p)
+                    guard let bytes = Crypto.padded(value) else {
+                        gcry_mpi_release(secret)
+                        throw StorageFailure.Classified(kind: .other, message: "could not write the public key")
+                    }
+                    if bytes[0] == 0xFF {
+                        gcry_mpi_release(secret)
+                        continue
+                    }
+                    self.secret = secret
+                    self.publicKey = bytes
+                    return
                 }
-                self.secret = secret
-                self.publicKey = bytes
+                throw StorageFailure.Classified(kind: .other, message: "could not draw a usable key pair")
             }
 
             deinit { gcry_mpi_release(secret) }
 
-            /// The AES key from the provider's public value `peer`: HKDF-SHA256 of `peer^secret mod p`
-            /// (128 bytes, zero-padded), without salt or info, cut to 16 bytes.
-            func sharedKey(peer: UnsafeRawBufferPointer) throws(StorageFailure.Classified) -> SecretBytes {
+            /// The shared value `peer^secret mod p` for the provider's public value `peer`, as 128
+            /// bytes, zero-padded on the left (the input of the session key's HKDF).
+            func sharedValue(peer: UnsafeRawBufferPointer) throws(StorageFailure.Classified) -> SecretBytes {
                 let failure = StorageFailure.Classified(kind: .other, message: "the provider's public key is invalid")
                 // Leading zero bytes are allowed (KWallet sends 129 bytes when the value's top bit is
                 // set: a sign byte); the value itself is range-checked below.
@@ -86,21 +111,36 @@ extension TransferSession {
                 let shared = gcry_mpi_new(1024)
                 defer { gcry_mpi_release(shared) }
                 gcry_mpi_powm(shared, other, secret, p)
-                let ikm = SecretBytes(count: Crypto.groupSize) { buffer in
+                var ok = false
+                let value = SecretBytes(count: Crypto.groupSize) { buffer in
                     var written = 0
                     guard gcry_mpi_print(GCRYMPI_FMT_USG, buffer.baseAddress, buffer.count, &written, shared) == 0,
-                          written <= buffer.count else { return }
+                          written <= buffer.count, let start = buffer.baseAddress else { return }
                     // Right-align: the value is zero-padded on the left to the prime's length.
-                    if written < buffer.count, let start = buffer.baseAddress {
+                    if written < buffer.count {
                         memmove(start + (buffer.count - written), start, written)
                         memset(start, 0, buffer.count - written)
                     }
+                    ok = true
                 }
-                guard let key = Crypto.hkdfSHA256(ikm, count: Crypto.keySize) else {
-                    throw StorageFailure.Classified(kind: .other, message: "could not derive the session key")
-                }
-                return key
+                guard ok else { throw StorageFailure.Classified(kind: .other, message: "could not write the shared value") }
+                return value
             }
+
+            /// The AES key from the provider's public value `peer`: HKDF-SHA256 of `sharedValue(peer:)`,
+            /// without salt or info, cut to 16 bytes.
+            func sharedKey(peer: UnsafeRawBufferPointer) throws(StorageFailure.Classified) -> SecretBytes {
+                try Crypto.sessionKey(sharedValue(peer: peer))
+            }
+        }
+
+        /// The AES key of a session whose shared value is `shared`: HKDF-SHA256, no salt, no info,
+        /// 16 bytes.
+        static func sessionKey(_ shared: SecretBytes) throws(StorageFailure.Classified) -> SecretBytes {
+            guard let key = hkdfSHA256(shared, count: keySize) else {
+                throw StorageFailure.Classified(kind: .other, message: "could not derive the session key")
+            }
+            return key
         }
 
         /// `value` as unsigned big-endian bytes, left-padded with zeros to 128.

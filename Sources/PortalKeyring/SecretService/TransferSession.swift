@@ -43,31 +43,54 @@ final class TransferSession: @unchecked Sendable {
 
     /// Opens a session through `openSession`, which makes the `Service.OpenSession` call with the
     /// algorithm name and the (floating) input variant and returns the reply `(vo)`, nil when the
-    /// provider answers NotSupported, or throws.
-    static func open(_ openSession: (String, OpaquePointer) throws(StorageFailure.Classified) -> OpaquePointer?)
-        throws(StorageFailure.Classified) -> TransferSession {
+    /// provider answers NotSupported, or throws. `close` sends `Session.Close` for a session
+    /// opened and then given up.
+    ///
+    /// A session whose shared value starts with a zero byte (1 in 256) is closed and another one
+    /// opened: KWallet 5.103 drops leading zero bytes before its HKDF, so its key differs and
+    /// none of the session's secrets decrypt (9 of 9 such sessions in 2,000 CLI restores; KDE bug
+    /// 514194, fixed in 2026). Together with the public values `Crypto.KeyPair` never offers,
+    /// that was every session KWallet garbled in that run.
+    static func open(_ openSession: (String, OpaquePointer) throws(StorageFailure.Classified) -> OpaquePointer?,
+                     close: (String) -> Void) throws(StorageFailure.Classified) -> TransferSession {
         guard Crypto.ready else {
             throw StorageFailure.Classified(kind: .other, message: "libgcrypt is older than the version built against")
         }
-        let keys = try Crypto.KeyPair()
-        let offered = keys.publicKey.withUnsafeBytes { Crypto.byteArray($0) }
-        guard let reply = try openSession(encryptedAlgorithm, g_variant_new_variant(offered)) else {
-            // Never the "plain" fallback libsecret makes: every process on the bus could read the
-            // session (SPEC §5: the token never crosses the bus in clear).
-            throw StorageFailure.Classified(kind: .other, message: noEncryption)
+        // Eight sessions in a row with a leading zero byte: 1 in 2^64.
+        for _ in 0..<8 {
+            let keys = try Crypto.KeyPair()
+            let offered = keys.publicKey.withUnsafeBytes { Crypto.byteArray($0) }
+            guard let reply = try openSession(encryptedAlgorithm, g_variant_new_variant(offered)) else {
+                // Never the "plain" fallback libsecret makes: every process on the bus could read the
+                // session (SPEC §5: the token never crosses the bus in clear).
+                throw StorageFailure.Classified(kind: .other, message: noEncryption)
+            }
+            defer { g_variant_unref(reply) }
+            let boxed = g_variant_get_child_value(reply, 0)!
+            defer { g_variant_unref(boxed) }
+            let output = g_variant_get_variant(boxed)!
+            defer { g_variant_unref(output) }
+            let path = Variant.string(reply, 1)
+            guard String(cString: g_variant_get_type_string(output)) == "ay" else {
+                close(path)
+                throw StorageFailure.Classified(kind: .other, message: "the provider's session output is not a byte array")
+            }
+            var count: gsize = 0
+            let peer = g_variant_get_fixed_array(output, &count, 1)
+            let shared: SecretBytes
+            do throws(StorageFailure.Classified) {
+                shared = try keys.sharedValue(peer: UnsafeRawBufferPointer(start: peer, count: Int(count)))
+            } catch {
+                close(path)
+                throw error
+            }
+            if shared.withUnsafeBytes({ $0[0] == 0 }) {
+                close(path)
+                continue
+            }
+            return TransferSession(path: path, algorithm: encryptedAlgorithm, key: try Crypto.sessionKey(shared))
         }
-        defer { g_variant_unref(reply) }
-        let boxed = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(boxed) }
-        let output = g_variant_get_variant(boxed)!
-        defer { g_variant_unref(output) }
-        guard String(cString: g_variant_get_type_string(output)) == "ay" else {
-            throw StorageFailure.Classified(kind: .other, message: "the provider's session output is not a byte array")
-        }
-        var count: gsize = 0
-        let peer = g_variant_get_fixed_array(output, &count, 1)
-        let key = try keys.sharedKey(peer: UnsafeRawBufferPointer(start: peer, count: Int(count)))
-        return TransferSession(path: Variant.string(reply, 1), algorithm: encryptedAlgorithm, key: key)
+        throw StorageFailure.Classified(kind: .other, message: "could not agree on a transfer session key")
     }
 
     /// The Secret Service `Secret` struct `(oayays)` carrying `secret`, encrypted under this
