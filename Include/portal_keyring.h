@@ -712,7 +712,8 @@ PORTAL_API int portal_completion_queue_get_fd(const portal_completion_queue *que
 /**
  * Runs the ready completions of a pollable queue on the calling thread, then returns; never
  * waits. A callback may start or cancel operations and call dispatch again (those run in the
- * next round). Call it from one thread at a time (the thread that owns your loop).
+ * next round), and may free the queue: the round stops there, and its other completions are
+ * dropped (destroy_notify only). Call it from one thread at a time (the thread that owns your loop).
  *
  * @param[out] ran_out  optional: receives how many completions ran.
  * @return PORTAL_OK, or PORTAL_ERR_INVALID_ARGUMENT (NULL, freed or main-context queue).

@@ -115,8 +115,15 @@ public final class CompletionQueue: @unchecked Sendable {
             defer { state.jobs = [] }
             return state.jobs
         }
-        for job in jobs { job.deliver() }
-        return jobs.count
+        var ran = 0
+        for job in jobs {
+            // A callback of this round freed the queue (`close()`): the rest are dropped as the
+            // header promises (destroy_notify only), never delivered into an app that let go.
+            if pending.withLock({ $0.closed }) { break }
+            job.deliver()
+            ran += 1
+        }
+        return ran
     }
 
     /// Pollable mode: drops the ready jobs and every later one.

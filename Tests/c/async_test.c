@@ -343,6 +343,43 @@ static void test_pollable_queue(portal_auth *auth) {
     portal_completion_queue_free(context_queue);
 }
 
+/* A pollable queue freed by a callback in the middle of a dispatch round: the round stops there,
+ * and the other completion of the round is dropped (destroy_notify once, its callback never), as
+ * portal_completion_queue_free() promises; before, the round went on calling into the app. */
+static portal_completion_queue *freed_in_callback;
+static void on_done_freeing_the_queue(portal_status status, portal_result *result, const char *message, void *data) {
+    on_done(status, result, message, data);
+    portal_completion_queue_free(freed_in_callback);
+    freed_in_callback = NULL;
+}
+
+static void test_pollable_queue_freed_by_its_callback(portal_auth *auth) {
+    CHECK(portal_completion_queue_new_pollable(&freed_in_callback) == PORTAL_OK);
+    portal_completion_queue *queue = freed_in_callback;
+    probe first, second;
+    probe_init(&first);
+    probe_init(&second);
+    uint64_t one = 0, two = 0;
+    CHECK(portal_auth_restore_session_async(auth, queue, on_done_freeing_the_queue, &first, on_destroy, &one) == PORTAL_OK);
+    CHECK(portal_auth_restore_session_async(auth, queue, on_done_freeing_the_queue, &second, on_destroy, &two) == PORTAL_OK);
+    /* Cancelled (or finished already): both completions are queued when these return. */
+    CHECK(portal_operation_cancel(one) == PORTAL_OK);
+    CHECK(portal_operation_cancel(two) == PORTAL_OK);
+    size_t ran = 0;
+    CHECK(portal_completion_queue_dispatch(queue, &ran) == PORTAL_OK);
+    for (int i = 0; i < 500 && __atomic_load_n(&second.destroyed, __ATOMIC_ACQUIRE) + __atomic_load_n(&first.destroyed, __ATOMIC_ACQUIRE) < 2; i++)
+        usleep(10000);
+    if (ran != 1 || first.calls + second.calls != 1 || first.destroyed != 1 || second.destroyed != 1)
+        fprintf(stderr, "queue freed by its callback: ran %zu, calls %d + %d, destroyed %d + %d\n", ran, first.calls,
+                second.calls, first.destroyed, second.destroyed);
+    CHECK(ran == 1);
+    CHECK(first.calls + second.calls == 1);
+    CHECK(first.destroyed == 1 && second.destroyed == 1);
+    CHECK(freed_in_callback == NULL);
+    portal_session_free(first.session);
+    portal_session_free(second.session);
+}
+
 /* (b) the provider stopped: the call deadline ends the restore; the loop keeps running. */
 static void test_provider_stopped(void) {
     /* The daemon's current pid: $PORTAL_TEST_KEYRING_DIR/keyring.pid (scripts/keyring-restart.sh
@@ -673,6 +710,7 @@ int main(void) {
     test_named_context(auth);
     test_thousand_in_flight(auth);
     test_pollable_queue(auth);
+    test_pollable_queue_freed_by_its_callback(auth);
     portal_auth_free(auth);
     test_listener_and_portal_calls();
     test_slow_api();
