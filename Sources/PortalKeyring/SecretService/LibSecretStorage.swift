@@ -149,11 +149,7 @@ struct LibSecretStorage: SessionStorage {
                 guard let answer = read[item.itemId] else { continue }
                 let attributes = try answer.get()
                 guard Self.isOurs(attributes, authEnvironmentId) else { continue }
-                result.append(StoredSessionItem(
-                    itemId: item.itemId,
-                    generation: attributes[Self.generationAttribute],
-                    persistedAt: attributes[Self.persistedAtAttribute].flatMap { UInt64($0) } ?? 0,
-                    secret: item.secret))
+                result.append(Self.storedItem(item.itemId, attributes, secret: item.secret))
             } catch {
                 switch error.kind {
                 case .gone: continue
@@ -179,11 +175,7 @@ struct LibSecretStorage: SessionStorage {
                 let attributes = try bus.attributes(path)
                 guard Self.isOurs(attributes, authEnvironmentId),
                       generation == nil || attributes[Self.generationAttribute] == generation else { continue }
-                result.append(StoredSessionItem(
-                    itemId: path,
-                    generation: attributes[Self.generationAttribute],
-                    persistedAt: attributes[Self.persistedAtAttribute].flatMap { UInt64($0) } ?? 0,
-                    secret: nil))
+                result.append(Self.storedItem(path, attributes, secret: nil))
             } catch {
                 switch error.kind {
                 case .gone, .locked: continue
@@ -229,6 +221,13 @@ struct LibSecretStorage: SessionStorage {
     /// values that are ours plus a line end: docs/providers.md "Searches that over-match").
     static func isOurs(_ attributes: [String: String], _ authEnvironmentId: String) -> Bool {
         attributes["xdg:schema"] == schemaName && attributes[authEnvironmentAttribute] == authEnvironmentId
+    }
+
+    /// The item at `path` as its attributes describe it (`session_generation`, `persisted_at`;
+    /// 0 when absent or not a number), with `secret` when it was read.
+    static func storedItem(_ path: String, _ attributes: [String: String], secret: SecretBytes?) -> StoredSessionItem {
+        StoredSessionItem(itemId: path, generation: attributes[generationAttribute],
+                          persistedAt: attributes[persistedAtAttribute].flatMap { UInt64($0) } ?? 0, secret: secret)
     }
 
     /// The unlocked paths of this auth environment's items (restricted to one generation when

@@ -91,9 +91,7 @@ extension LibSecretStorage {
             do throws(StorageFailure.Classified) {
                 let attributes = try bus.attributes(path)
                 guard isOurs(attributes, authEnvironmentId) else { continue }
-                mine.append(StoredSessionItem(
-                    itemId: path, generation: attributes[generationAttribute],
-                    persistedAt: attributes[persistedAtAttribute].flatMap { UInt64($0) } ?? 0, secret: nil))
+                mine.append(storedItem(path, attributes, secret: nil))
             } catch {
                 switch error.kind {
                 case .gone: vanished = true
