@@ -109,4 +109,10 @@ for i in "${!providers[@]}"; do
     printf '%-28s %-8s %s\n' "${providers[$i]}" "${seconds[$i]}" "${results[$i]}"
 done
 printf '(logs: %s/<provider>.log)\n' "$log_dir"
+# What failed, again at the very end: a CI log that keeps only its tail still names the test.
+for i in "${!providers[@]}"; do
+    [[ ${results[$i]} == PASS* ]] && continue
+    printf '\n--- [%s] what failed (first 20 lines from %s):\n' "${providers[$i]}" "$log_dir/${providers[$i]}.log"
+    grep -a -m 20 -E '✘|  FAIL |check failed|TIMEOUT|PROVIDER CRASHED|Fatal error|error:' "$log_dir/${providers[$i]}.log" || true
+done
 exit "$failed"

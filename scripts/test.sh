@@ -41,13 +41,22 @@ source scripts/deps.sh
 step() { printf '\n=== %s\n' "$*"; }
 
 # bounded SECONDS NAME COMMAND...: runs COMMAND under a hard timeout; a timeout is reported with
-# the step's name and fails the run.
+# the step's name and fails the run. The output (stdout and stderr) is also kept in
+# build/steps/NAME.log; when the step fails, the lines that say what failed are printed again
+# at the end, so that a log that keeps only its tail (CI's) still names the failing test.
 bounded() {
     local limit=$1 name=$2 rc=0
     shift 2
-    timeout --kill-after=15 "$limit" "$@" || rc=$?
+    local log=build/steps/${name//[^A-Za-z0-9]/_}.log
+    mkdir -p build/steps
+    { timeout --kill-after=15 "$limit" "$@" 2>&1; echo $? >"$log.rc"; } | tee "$log"
+    rc=$(cat "$log.rc")
     if ((rc == 124 || rc == 137)); then
         printf "\nTIMEOUT: step '%s' did not finish within %s s (killed)\n" "$name" "$limit" >&2
+    fi
+    if ((rc != 0)); then
+        printf "\n--- step '%s' failed (exit %s); what failed (first 30 lines from %s):\n" "$name" "$rc" "$log" >&2
+        grep -a -m 30 -E '✘|  FAIL |check failed|TIMEOUT|PROVIDER CRASHED|Fatal error|error:|Traceback|FAILED' "$log" >&2 || true
     fi
     return "$rc"
 }
