@@ -26,6 +26,11 @@ done
 export PORTAL_TEST_KEYRINGCTL=$PWD/build/keyringctl
 [[ -x $PORTAL_TEST_KEYRINGCTL && -d build/c ]] || { echo "stress.sh: run scripts/test.sh first (build/keyringctl, build/c)" >&2; exit 1; }
 log=$(mktemp -d /tmp/portal-stress.XXXXXX)
+# failed_lines LOG: the lines that name what failed, printed after the tail (CI keeps only its log's tail).
+failed_lines() {
+    echo "--- what failed (first 20 lines from $1):"
+    grep -a -m 20 -E '✘|  FAIL |check failed|TIMEOUT|PROVIDER CRASHED|Fatal error|error:' "$1" || true
+}
 longest=120
 done_runs=0
 for run in $(seq 1 "$runs"); do
@@ -36,9 +41,9 @@ for run in $(seq 1 "$runs"); do
     fi
     echo "=== stress run $run/$runs: Swift and C suites"
     timeout 900 scripts/with-keyring.sh scripts/with-portal-api.sh swift test --skip-build --no-parallel >"$log/swift.log" 2>&1 \
-        || { tail -n 60 "$log/swift.log"; echo "stress run $run: Swift tests failed (log: $log/swift.log)" >&2; exit 1; }
+        || { tail -n 60 "$log/swift.log"; failed_lines "$log/swift.log"; echo "stress run $run: Swift tests failed (log: $log/swift.log)" >&2; exit 1; }
     timeout 600 scripts/with-keyring.sh scripts/with-portal-api.sh Tests/c/run.sh build/c >"$log/c.log" 2>&1 \
-        || { tail -n 60 "$log/c.log"; echo "stress run $run: C tests failed (log: $log/c.log)" >&2; exit 1; }
+        || { tail -n 60 "$log/c.log"; failed_lines "$log/c.log"; echo "stress run $run: C tests failed (log: $log/c.log)" >&2; exit 1; }
     took=$(($(date +%s) - now))
     ((took > longest)) && longest=$took
     done_runs=$run
