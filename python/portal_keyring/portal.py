@@ -248,6 +248,9 @@ class Portal(_Owner):
             note that a delivery already handed to the loop still runs after
             :meth:`ListenerHandle.cancel`. An ``async def`` callback needs ``loop``: it runs as
             a task on that loop (without ``loop``, :class:`TypeError`: nothing would await it).
+            A rejection that comes after ``loop`` has closed still invalidates the session (the
+            token dropped, the item deleted), but the callback is not called: nothing runs on a
+            closed loop. Use ``loop=None`` for a listener that must outlive its loop.
         """
         if not callable(callback):
             raise TypeError("callback must be callable")
