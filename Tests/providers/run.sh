@@ -27,6 +27,9 @@
 #     (concurrent_delete_test.c);
 #   - a session GetSecrets never returns is "keyring locked", not deleted (unreadable_test.c;
 #     gnome-keyring-passwordless and kwallet, whose unlock needs nobody).
+#   - a session replaced by another process between the search and GetSecrets is restored as the
+#     new one, never "signed out"; replaced before every read, a storage failure (replaced_test.c;
+#     every provider but keepassxc-confirm).
 # Exits 1 if any check failed; every step is bounded in time.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -238,6 +241,22 @@ if [[ $provider == gnome-keyring-passwordless || $provider == kwallet ]]; then
     else
         bad "unreadable_test does not compile: $(cat "$tmp/cc.err")"
     fi
+fi
+
+# A persist by another process between the library's search and its GetSecrets removes the item
+# found and stores a new one: the restore must read the new one, never answer "signed out"
+# (replaced_test.c runs `portal-session persist` right before GetSecrets).
+echo "== [$provider] the session replaced by another process during a restore"
+libdir=${PORTAL_KEYRING_LIBDIR:-$(dirname "$ps_bin")}
+if gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/providers/replaced_test.c" \
+    -o "$tmp/replaced_test" -rdynamic -L"$libdir" -Wl,-rpath,"$libdir" -lportal-keyring 2>"$tmp/cc.err"; then
+    if PORTAL_TEST_KEYRINGCTL=$kctl timeout 240 "$tmp/replaced_test" "$ps_bin" >"$tmp/replaced.out" 2>&1; then
+        ok "$(tail -n 1 "$tmp/replaced.out"); $(sed -n 's/^  //p' "$tmp/replaced.out" | tr '\n' ';')"
+    else
+        bad "replaced_test: $(cat "$tmp/replaced.out")"
+    fi
+else
+    bad "replaced_test does not compile: $(cat "$tmp/cc.err")"
 fi
 
 echo "== [$provider] status: provider and transfer algorithm"

@@ -40,7 +40,9 @@ extension StorageFailure {
             kind = .gone
         } else if domain == g_dbus_error_quark() {
             switch GDBusError(rawValue: UInt32(code)) {
-            case G_DBUS_ERROR_UNKNOWN_OBJECT, G_DBUS_ERROR_UNKNOWN_METHOD:
+            case G_DBUS_ERROR_UNKNOWN_OBJECT, G_DBUS_ERROR_UNKNOWN_METHOD, G_DBUS_ERROR_UNKNOWN_INTERFACE:
+                // KeePassXC answers a call on an item deleted a moment before with
+                // UnknownInterface ("Interface org.freedesktop.Secret.Item was not found in object").
                 kind = .gone
             case G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER, G_DBUS_ERROR_NO_SERVER,
                  G_DBUS_ERROR_DISCONNECTED, G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND, G_DBUS_ERROR_SPAWN_EXEC_FAILED,

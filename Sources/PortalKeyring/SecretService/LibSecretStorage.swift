@@ -94,40 +94,62 @@ struct LibSecretStorage: SessionStorage {
                 secrets = try bus.secrets(paths)
             }
         } catch {
-            if case .gone = error.kind, !lastAttempt { return nil }
-            throw error.storageFailure
+            guard case .gone = error.kind else { throw error.storageFailure }
+            // An item found was deleted before GetSecrets (the whole call failed: KWallet,
+            // KeePassXC): search again; after the last attempt, nothing there is signed out.
+            if !lastAttempt { return nil }
+            if try locate(bus, authEnvironmentId).isEmpty { return [] }
+            throw Self.replacedDuringEveryRead
         }
         let read = paths.compactMap { path in
             secrets[path].map {
                 StoredSessionItem(itemId: path, generation: nil, persistedAt: 0, secret: $0, attributesRead: false)
             }
         }
+        // GetSecrets silently skips items it cannot serve: deleted or locked meanwhile (another
+        // thread or process); an item whose attributes are gone by the time they are read was
+        // deleted just after its secret was read.
+        var unread = paths.filter { secrets[$0] == nil }
         var result = read
         if let attributes {
-            guard let confirmed = try withAttributes(read, attributes, authEnvironmentId, lastAttempt: lastAttempt) else {
+            guard let (confirmed, gone) = try withAttributes(read, attributes, authEnvironmentId, lastAttempt: lastAttempt) else {
                 return nil
             }
             result = confirmed
+            unread += gone
         }
         // KWallet 5.103 serves an item of a wallet closed after our search with an EMPTY secret
         // (not skipped): read as a document, that is "unusable", and the item would be deleted.
         // An empty secret is only believed when the item needed no unlock to be found again.
         let empty = result.filter { $0.secret?.count == 0 }.map(\.itemId)
-        if read.count == paths.count && empty.isEmpty { return result }
-        // GetSecrets silently skips items it cannot serve: deleted or locked meanwhile (another
-        // thread or process). Search again, which unlocks what is locked or throws `.locked`.
-        // Items that are gone were deleted: the rest is a consistent answer. Items still there
-        // are read again; when that keeps failing, they are unreadable — never reported as absent.
-        let missing = paths.filter { secrets[$0] == nil }
+        if unread.isEmpty && empty.isEmpty { return result }
+        // Search again, which unlocks what is locked or throws `.locked`. The answer is consistent
+        // when every item there now was read: items that are gone were deleted, and nothing new
+        // came. An item there now that was not read — one that could not be read, or a sign-in
+        // persisted meanwhile by another thread or process, which also removes the older items we
+        // found — means reading again: answering with what was read would be "signed out" while
+        // a session is stored (seen on KWallet and KeePassXC with persists running at the same
+        // time: 13 of 1,078 restores).
         var unlockedAgain = false
         let present = Set(try withUnsafeMutablePointer(to: &unlockedAgain) { flag throws(StorageFailure) in
             try locate(bus, authEnvironmentId, unlocked: flag)
         })
-        let unread = missing + (unlockedAgain ? empty : [])
-        if !unread.contains(where: present.contains) { return result }
-        if lastAttempt { throw .locked("the provider returned no secret for a stored session item") }
-        return nil
+        if unlockedAgain { unread += empty }
+        let answered = Set(read.map(\.itemId)).subtracting(unread)
+        if present.isSubset(of: answered) { return result.filter { !unread.contains($0.itemId) } }
+        if !lastAttempt { return nil }
+        // Still unreadable after every attempt: never reported as absent.
+        if unread.contains(where: present.contains) {
+            throw .locked("the provider returned no secret for a stored session item")
+        }
+        // New sign-ins kept arriving during every attempt: what was read was stored a moment
+        // ago; when nothing was, ask again rather than answer "signed out".
+        let usable = result.filter { !unread.contains($0.itemId) }
+        if !usable.isEmpty { return usable }
+        throw Self.replacedDuringEveryRead
     }
+
+    private static let replacedDuringEveryRead = StorageFailure.failed("the stored session was replaced during every read; try again")
 
     /// `items` (just read with their secrets) with their attributes (read right after the
     /// secrets, in the same round trip: `SecretBus.secretsAndAttributes`): an
@@ -137,13 +159,15 @@ struct LibSecretStorage: SessionStorage {
     /// its item's `session_generation` is seen as such (`PortalAuth.restoreSession()`).
     /// KeePassXC 2.7.4 was seen serving, after an outside lock and unlock under load, an item with
     /// the newest sign-in's attributes and an older sign-in's secret (docs/providers.md).
-    /// Items deleted meanwhile are left out. Returns nil when an item was locked meanwhile and
-    /// the caller should search again (which unlocks it); on `lastAttempt` that is `.locked`.
+    /// Items deleted meanwhile are left out and returned as `gone`. Returns nil when an item was
+    /// locked meanwhile and the caller should search again (which unlocks it); on `lastAttempt`
+    /// that is `.locked`.
     private func withAttributes(_ items: [StoredSessionItem],
                                 _ read: [String: Result<[String: String], StorageFailure.Classified>],
                                 _ authEnvironmentId: String,
-                                lastAttempt: Bool) throws(StorageFailure) -> [StoredSessionItem]? {
+                                lastAttempt: Bool) throws(StorageFailure) -> (confirmed: [StoredSessionItem], gone: [String])? {
         var result: [StoredSessionItem] = []
+        var gone: [String] = []
         for item in items {
             do throws(StorageFailure.Classified) {
                 guard let answer = read[item.itemId] else { continue }
@@ -152,14 +176,14 @@ struct LibSecretStorage: SessionStorage {
                 result.append(Self.storedItem(item.itemId, attributes, secret: item.secret))
             } catch {
                 switch error.kind {
-                case .gone: continue
+                case .gone: gone.append(item.itemId)
                 case .locked where !lastAttempt: return nil
                 case .locked: throw .locked("a stored session item was locked again while it was read")
                 default: throw error.storageFailure
                 }
             }
         }
-        return result
+        return (result, gone)
     }
 
     /// The attributes of the items at `paths` whose `xdg:schema` and `auth_environment_id` (and

@@ -50,11 +50,24 @@ struct SecretBus {
     /// Service.GetSecrets for `paths`, decrypted with the transfer session's key into wiped
     /// memory. Items the provider cannot serve (deleted, locked) are absent from the result.
     func secrets(_ paths: [String]) throws(StorageFailure.Classified) -> [String: SecretBytes] {
-        let reply = try invoke(Self.servicePath, Self.serviceInterface, "GetSecrets",
+        let reply: OpaquePointer
+        do throws(StorageFailure.Classified) {
+            reply = try invoke(Self.servicePath, Self.serviceInterface, "GetSecrets",
                                Variant.tuple([Variant.objectPaths(paths), g_variant_new_object_path(endpoint.session.path)]),
                                "(a{o(oayays)})", "could not load secrets")
+        } catch {
+            throw Self.getSecretsFailure(error)
+        }
         defer { g_variant_unref(reply) }
         return try decodeSecrets(reply)
+    }
+
+    /// A failed GetSecrets, classified: KWallet 5.103 fails the whole call with InvalidArgs
+    /// "Can't find item at path …" when one of the items was deleted after the search (where
+    /// gnome-keyring skips it), so that message is an item gone, not a provider error.
+    static func getSecretsFailure(_ error: StorageFailure.Classified) -> StorageFailure.Classified {
+        guard error.kind == .other, error.message.hasPrefix("Can't find item at path") else { return error }
+        return StorageFailure.Classified(kind: .gone, message: error.message)
     }
 
     /// The secrets of a GetSecrets reply, decrypted into wiped memory.
@@ -107,7 +120,7 @@ struct SecretBus {
         guard let reply = outcomes[0].reply else {
             let error = outcomes[0].error
             outcomes[0].error = nil
-            throw StorageFailure.classify(error, "could not load secrets")
+            throw Self.getSecretsFailure(StorageFailure.classify(error, "could not load secrets"))
         }
         return (try decodeSecrets(reply), attributes)
     }
