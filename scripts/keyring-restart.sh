@@ -20,6 +20,10 @@
 #               start with the database password (their default).
 #               kwallet: start kwalletd5 (the wallet loads locked), then
 #               Service.Unlock, whose prompt completes by itself (default).
+#   --locked    kwallet: start kwalletd5 and leave the wallet locked; the
+#               library's next call unlocks it through a prompt that completes
+#               by itself (nobody has to answer it), so an app calling meanwhile
+#               can unlock it before this script sees it locked (then exit 1).
 # Prints the new daemon's pid. Exit 0 when ready, 1 if the provider did not
 # come back as asked (its log is printed), 2 on a usage error. The new daemon
 # belongs to the environment: with-keyring.sh stops it at teardown.
@@ -130,9 +134,13 @@ keepassxc | keepassxc-confirm)
 kwallet)
     kp_start_kwalletd
     printf '%s\n' "$kp_pid" >"$dir/keyring.pid"
-    kp_wait_ready "$kp_pid" locked "$timeout" || failed
     if [[ $want == unlocked ]]; then
+        # The wallet loads locked, unless an app running meanwhile has unlocked it already (its
+        # call's unlock prompt completes by itself): wait for the collection, then unlock.
+        kp_wait_ready "$kp_pid" alias "$timeout" || failed
         kp_unlock_with_prompt "$timeout" || failed
+    else
+        kp_wait_ready "$kp_pid" locked "$timeout" || failed
     fi
     ;;
 *)
