@@ -15,25 +15,8 @@
  * every check passed.
  */
 #define _GNU_SOURCE
-#include <portal_keyring.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-static int failed, checks;
-#define CHECK(cond, ...)                                               \
-    do {                                                               \
-        checks++;                                                      \
-        if (!(cond)) {                                                 \
-            failed++;                                                  \
-            fprintf(stderr, "refused_test:%d: FAILED: ", __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                              \
-            fputc('\n', stderr);                                       \
-        }                                                              \
-    } while (0)
+#define TEST_NAME "refused_test"
+#include "provider_test.h"
 
 static volatile int inject, dismissed;
 
@@ -52,12 +35,6 @@ void *secret_prompt_perform_sync(void *self, const char *path, void *cancellable
         dismissed = 1;
     }
     return NULL;
-}
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000.0 + t.tv_nsec / 1e6;
 }
 
 static int stored(const char *env) {

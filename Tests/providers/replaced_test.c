@@ -22,25 +22,8 @@
  * PORTAL_TEST_KEYRINGCTL. Exit 0 when every check passed.
  */
 #define _GNU_SOURCE
-#include <portal_keyring.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-static int failed, checks;
-#define CHECK(cond, ...)                                               \
-    do {                                                               \
-        checks++;                                                      \
-        if (!(cond)) {                                                 \
-            failed++;                                                  \
-            fprintf(stderr, "replaced_test:%d: FAILED: ", __LINE__);   \
-            fprintf(stderr, __VA_ARGS__);                              \
-            fputc('\n', stderr);                                       \
-        }                                                              \
-    } while (0)
+#define TEST_NAME "replaced_test"
+#include "provider_test.h"
 
 static const char *portal_session_bin;
 static char env[64];
@@ -63,12 +46,6 @@ int secret_item_load_secrets_sync(void *items, void *cancellable, void **error) 
         persist_elsewhere(++replaced);
     }
     return 1;
-}
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000.0 + t.tv_nsec / 1e6;
 }
 
 /* Restores with the session replaced before the first `times` reads; returns the status and

@@ -23,33 +23,10 @@
  * check is then only that the answer is never "signed out" / "cleared".
  */
 #define _GNU_SOURCE
-#include <portal_keyring.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-static int failed, checks;
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        checks++;                                                         \
-        if (!(cond)) {                                                    \
-            failed++;                                                     \
-            fprintf(stderr, "unlock_race_test:%d: FAILED: ", __LINE__);   \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fputc('\n', stderr);                                          \
-        }                                                                 \
-    } while (0)
+#define TEST_NAME "unlock_race_test"
+#include "provider_test.h"
 
 static volatile int inject, injected;
-
-static int keyringctl(const char *command) {
-    char line[1024];
-    snprintf(line, sizeof line, "'%s' %s", getenv("PORTAL_TEST_KEYRINGCTL"), command);
-    return system(line);
-}
 
 /* The seam (FaultInjectionSeam.beforeLockedCheck): the keyring is unlocked right here. */
 int secret_collection_load_items_sync(void *collection, void *cancellable, void **error);
@@ -61,12 +38,6 @@ int secret_collection_load_items_sync(void *collection, void *cancellable, void 
         CHECK(keyringctl("unlock") == 0, "keyringctl unlock inside the restore");
     }
     return 1;
-}
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000.0 + t.tv_nsec / 1e6;
 }
 
 static void lock(void) {

@@ -17,33 +17,10 @@
  * Needs PORTAL_TEST_KEYRINGCTL. Exit 0 when every check passed.
  */
 #define _GNU_SOURCE
-#include <portal_keyring.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-static int failed, checks;
-#define CHECK(cond, ...)                                                 \
-    do {                                                                 \
-        checks++;                                                        \
-        if (!(cond)) {                                                   \
-            failed++;                                                    \
-            fprintf(stderr, "unreadable_test:%d: FAILED: ", __LINE__);   \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fputc('\n', stderr);                                         \
-        }                                                                \
-    } while (0)
+#define TEST_NAME "unreadable_test"
+#include "provider_test.h"
 
 static volatile int inject, reads;
-
-static int keyringctl(const char *command) {
-    char line[1024];
-    snprintf(line, sizeof line, "'%s' %s", getenv("PORTAL_TEST_KEYRINGCTL"), command);
-    return system(line);
-}
 
 /* The seam (FaultInjectionSeam.beforeGetSecrets): lock right before every GetSecrets. */
 int secret_item_load_secrets_sync(void *items, void *cancellable, void **error);
@@ -54,12 +31,6 @@ int secret_item_load_secrets_sync(void *items, void *cancellable, void **error) 
         CHECK(keyringctl("lock") == 0, "keyringctl lock before GetSecrets");
     }
     return 1;
-}
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000.0 + t.tv_nsec / 1e6;
 }
 
 int main(void) {
