@@ -136,7 +136,8 @@ struct LibSecretStorage: SessionStorage {
         })
         if unlockedAgain { unread += empty }
         let answered = Set(read.map(\.itemId)).subtracting(unread)
-        if present.isSubset(of: answered) { return result.filter { !unread.contains($0.itemId) } }
+        let usable = result.filter { answered.contains($0.itemId) }
+        if present.isSubset(of: answered) { return usable }
         if !lastAttempt { return nil }
         // Still unreadable after every attempt: never reported as absent.
         if unread.contains(where: present.contains) {
@@ -144,7 +145,6 @@ struct LibSecretStorage: SessionStorage {
         }
         // New sign-ins kept arriving during every attempt: what was read was stored a moment
         // ago; when nothing was, ask again rather than answer "signed out".
-        let usable = result.filter { !unread.contains($0.itemId) }
         if !usable.isEmpty { return usable }
         throw Self.replacedDuringEveryRead
     }
