@@ -40,7 +40,8 @@ DATADIR ?= $(PREFIX)/share
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 APPLICATIONSDIR ?= $(DATADIR)/applications
 # The system Python (Debian: /usr/bin/python3), whose sys.path decides where the module goes.
-PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+# In a virtual environment, its Python (so that `make install PREFIX=$VIRTUAL_ENV` installs for it).
+PYTHON ?= $(if $(VIRTUAL_ENV),$(VIRTUAL_ENV)/bin/python3,$(firstword $(wildcard /usr/bin/python3) python3))
 # Empty: computed by build-support/python-dir.py for PREFIX at install time.
 PYTHONDIR ?=
 DESTDIR ?=
@@ -83,14 +84,14 @@ REALNAME := $(LINKNAME).$(VERSION)
 # reference every function, and the runtime archives are not built with -ffunction-sections.
 # --disable-local-rpath: no RUNPATH $ORIGIN in the installed library or command. The library
 # dlopen()s libcurl.so.4 by soname, and a RUNPATH would make the loader look next to the library
-# first: a libcurl.so.4 placed there would run its code in every host process (issue 14 item 7).
+# first: a libcurl.so.4 placed there would run its code in every host process (docs/security.md).
 # Everything the library needs comes from the system library path (ld.so.conf, ld.so.cache).
 # SWIFT_OPTIMIZE: the Swift optimization mode of the release build (-O, SwiftPM's default for
 # -c release, when empty; e.g. -Osize). bench/results.md's history has the figures of each.
 SWIFT_OPTIMIZE ?=
 SWIFT_FLAGS := -c release --scratch-path $(SCRATCH) --disable-local-rpath -Xswiftc -static-stdlib \
 	$(if $(SWIFT_LINKER),-Xswiftc -use-ld=$(SWIFT_LINKER)) $(if $(SWIFT_OPTIMIZE),-Xswiftc $(SWIFT_OPTIMIZE))
-# Link-time tuning (issue 17), shared by the library, portal-session and bench's floor library
+# Link-time tuning (bench/results.md), shared by the library, portal-session and bench's floor library
 # (bench/build-floor.sh reads it with `make -s print-floor-link-flags`); each flag's figures are
 # in bench/results.md's history. -z pack-relative-relocs: the ~36,000 relative relocations go
 # into a packed .relr.dyn (6 KiB) instead of .rela.dyn (843 KiB), which the loader read at every
@@ -191,7 +192,7 @@ endif
 	@$(ldconfig_if_system)
 
 # The examples' desktop files (the portal-example:// URL handler) only on request: installed
-# system-wide they would claim a URL scheme for every user (issue 15).
+# system-wide they would claim a URL scheme for every user.
 install-examples:
 ifneq ($(DESKTOP_FILES),)
 	$(INSTALL) -d $(D)$(APPLICATIONSDIR)
@@ -248,13 +249,13 @@ clean:
 
 FORCE:
 
-# Mutation testing (issue #18): a scratch copy of the tree, one mutant at a time; never touches
+# Mutation testing (Tests/mutants/README.md): a scratch copy of the tree, one mutant at a time; never touches
 # the working tree. Tests/mutants/README.md.
 .PHONY: mutants
 mutants:
 	Tests/mutants/run.sh $(MUTANTS_ARGS)
 
-# Benchmarks (issue 7): the shipped build vs raw libsecret, secret-tool and PyPI keyring on a
+# Benchmarks (bench/results.md): the shipped build vs raw libsecret, secret-tool and PyPI keyring on a
 # private keyring; prints the table and writes bench/results.md. Never fails on timings.
 .PHONY: bench bench-smoke print-floor-link-flags
 print-floor-link-flags:

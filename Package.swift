@@ -1,5 +1,5 @@
 // swift-tools-version:6.2
-// portal-keyring: Portal's client-side session layer for Linux (Secret Service via libsecret).
+// portal-keyring: Portal's client-side session layer for Linux (the Secret Service over GDBus).
 import PackageDescription
 
 let package = Package(
@@ -13,12 +13,13 @@ let package = Package(
         .executable(name: "portal-session", targets: ["portal-session"]),
     ],
     targets: [
-        // libsecret-1 (and through it GLib/GIO). Its header directories come from our own .pc
-        // file (absolute path): libsecret-1.pc's private dependencies carry -pthread, which SwiftPM
-        // refuses with a warning in this package and every dependent (issue 15; the .pc says more).
+        // GLib/GIO (GDBus) and libgcrypt, which the library talks through, and libsecret-1, linked
+        // for the fault-injection seams only (the module map says more). Header directories come
+        // from our own .pc file (absolute path): libsecret-1.pc's private dependencies carry
+        // -pthread, which SwiftPM refuses with a warning in this package and every dependent.
         .systemLibrary(
-            name: "CLibSecret",
-            pkgConfig: Context.packageDirectory + "/build-support/pkgconfig/portal-keyring-libsecret.pc",
+            name: "CGLib",
+            pkgConfig: Context.packageDirectory + "/build-support/pkgconfig/portal-keyring-glib.pc",
             providers: [.apt(["libsecret-1-dev"])]
         ),
         // libcurl's headers (Debian: libcurl4-openssl-dev). Not linked: the HTTP client loads
@@ -29,11 +30,12 @@ let package = Package(
         .systemLibrary(name: "CPortalKeyring", path: "Include"),
         .target(
             name: "PortalKeyring",
-            dependencies: ["CLibSecret", "CCurl"]
+            dependencies: ["CGLib", "CCurl"]
         ),
         .target(
             name: "PortalKeyringC",
-            dependencies: ["PortalKeyring", "CPortalKeyring"]
+            // CGLib for GLib's main contexts: the completion queues of the non-blocking calls.
+            dependencies: ["PortalKeyring", "CPortalKeyring", "CGLib"]
         ),
         .executableTarget(
             name: "portal-session",

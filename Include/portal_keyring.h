@@ -2,8 +2,10 @@
  * portal_keyring.h — the C ABI of portal-keyring (libportal-keyring.so).
  *
  * portal-keyring keeps a Portal end user's Client Session Token (CST) in the user's Secret
- * Service keyring (GNOME Keyring, KWallet, KeePassXC) through libsecret, restores it on the next
- * launch without a network call, and clears it on sign-out.
+ * Service keyring (GNOME Keyring, KWallet, KeePassXC), restores it on the next launch without a
+ * network call, and clears it on sign-out. It speaks the Secret Service D-Bus API itself (GDBus,
+ * on a session-bus connection of its own, with an encrypted transfer session on libgcrypt), so
+ * it never shares or alters the application's bus connection or libsecret state.
  *
  * Conventions (all functions):
  *
@@ -53,7 +55,7 @@
  *    A child of a process that has not works normally. Call the library after exec instead.
  *  - Nothing aborts, traps or unwinds across this boundary.
  *
- * Storage (SPEC §2): one item per auth environment in the default collection, schema
+ * Storage (README, "Storage"): one item per auth environment in the default collection, schema
  * "io.portalhq.PortalKeyring.Session", attributes auth_environment_id, session_generation
  * (random 128-bit hex) and persisted_at (microseconds since the epoch); the secret is one line of
  * printable ASCII, "portal-keyring-session/2 e=<auth environment> u=<end user id> g=<generation>
@@ -127,9 +129,11 @@ typedef enum portal_status {
     PORTAL_ERR_NETWORK = 5,
     /** An internal error (for example out of memory). */
     PORTAL_ERR_INTERNAL = 6,
-    /** The Portal API answered HTTP 429 (too many requests); try again later. The message is
-     * "rate limited by the Portal API; retry after N s" with N the whole seconds its Retry-After
-     * header asked for (delta-seconds, or an HTTP-date converted), or "…; retry later" without one. */
+    /** The Portal API answered HTTP 429 (too many requests); try again later. Portal's magic-link
+     * limit is per address per minute and comes without a Retry-After header: the message is then
+     * "rate limited by the Portal API; retry later". When a Retry-After is sent, the message is
+     * "…; retry after N s" with N its whole seconds (delta-seconds, or an HTTP-date converted).
+     * Never retried automatically. */
     PORTAL_ERR_RATE_LIMITED = 7,
     /** The Portal API's response lacked a required field; the message names it. */
     PORTAL_ERR_MALFORMED_RESPONSE = 8,
@@ -137,7 +141,9 @@ typedef enum portal_status {
     PORTAL_ERR_INVALID_GRANT = 9,
     /** The user JWT of a TOTP verification was rejected (expired, used, malformed). */
     PORTAL_ERR_INVALID_USER_JWT = 10,
-    /** Sign-in failed: an error redirect, a wrong TOTP code, or another backend error. */
+    /** Sign-in failed: an error redirect (or one without a token or known method), or a wrong
+     * TOTP code. HTTP 5xx and other refusals have their own codes (PORTAL_ERR_SERVER,
+     * PORTAL_ERR_REQUEST_REFUSED). */
     PORTAL_ERR_AUTHENTICATION_FAILED = 11,
     /**
      * portal_auth_handle_redirect() refused a redirect that no sign-in asked for: no
@@ -153,7 +159,30 @@ typedef enum portal_status {
      */
     PORTAL_ERR_DIFFERENT_END_USER = 13,
     /** A non-blocking operation was cancelled with portal_operation_cancel() before it completed. */
-    PORTAL_ERR_CANCELLED = 14
+    PORTAL_ERR_CANCELLED = 14,
+    /** portal_auth_send_magic_link(): the handle has no magic-link sender and template (Portal
+     * requires both): call portal_auth_set_magic_link() first. Nothing was sent or recorded. */
+    PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED = 15,
+    /** portal_auth_login_with_google() / _apple(): the auth environment has not enabled that
+     * provider. Not retryable; see portal_auth_get_methods(). */
+    PORTAL_ERR_AUTH_METHOD_UNAVAILABLE = 16,
+    /** HTTP 400 from the magic-link or OAuth URL request: the account abstraction asked for
+     * with portal_auth_set_account_abstraction() is not available for this auth environment.
+     * The message is the server's text (at most 200 characters, control characters removed). */
+    PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE = 17,
+    /** The Portal API answered HTTP 5xx: a server-side failure, not a failed sign-in (a sign-in
+     * grant stays usable); try again later. The message names the status. */
+    PORTAL_ERR_SERVER = 18,
+    /** The Portal API refused the request with a 4xx status other than 401 and 429 (403, 400,
+     * 404 …): a configuration or request problem, not a failed sign-in. The message names the
+     * status and the server's text. */
+    PORTAL_ERR_REQUEST_REFUSED = 19,
+    /**
+     * No QR code could be made of a TOTP enrolment link (portal_totp_qr_code()): it is not an
+     * otpauth:// link with a valid base32 secret, it is too long for a QR code, or libqrencode
+     * (Debian: libqrencode4) is not installed.
+     */
+    PORTAL_ERR_TOTP_QR_UNAVAILABLE = 20
 } portal_status;
 
 /**
@@ -231,6 +260,45 @@ PORTAL_API portal_status portal_auth_set_keyring_timeouts(portal_auth *auth, uin
                                                           uint32_t prompt_timeout_ms);
 
 /**
+ * Sets the magic-link sender and email template that portal_auth_send_magic_link() sends (the
+ * Portal backend requires both; PortalSwift's MagicLinkConfig). Without them that call returns
+ * PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED. Does no I/O.
+ *
+ * Calls that start after this returns, on any thread, use the new values; a call already running
+ * (or an _async one already started) keeps the values it started with. Thread-safe; safe at any
+ * time, typically right after portal_auth_new().
+ *
+ * @param from_email   the sender address (borrowed for the call; copied); with template_id NULL
+ *                     too, clears the configuration.
+ * @param template_id  the email template id (borrowed; copied).
+ *                     Each: not blank, at most 2048 bytes of UTF-8, no control character.
+ * @return PORTAL_OK, or PORTAL_ERR_INVALID_ARGUMENT (NULL auth; one of the two NULL but not the
+ *         other; a blank, oversized or invalid value) and the handle is unchanged.
+ */
+PORTAL_API portal_status portal_auth_set_magic_link(portal_auth *auth, const char *from_email,
+                                                    const char *template_id);
+
+/** Whether sign-in asks for an account-abstracted client (portal_auth_set_account_abstraction()). */
+typedef enum portal_account_abstraction {
+    /** Not sent: the auth environment decides (the default). */
+    PORTAL_ACCOUNT_ABSTRACTION_DEFAULT = 0,
+    /** Sent as isAccountAbstracted=false. */
+    PORTAL_ACCOUNT_ABSTRACTION_OFF = 1,
+    /** Sent as isAccountAbstracted=true. */
+    PORTAL_ACCOUNT_ABSTRACTION_ON = 2
+} portal_account_abstraction;
+
+/**
+ * Sets whether portal_auth_send_magic_link() and portal_auth_login_with_google() / _apple() ask
+ * for an account-abstracted client (PortalSwift's isAccountAbstracted). When Portal cannot honour
+ * it they return PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE. Does no I/O; threads as
+ * portal_auth_set_magic_link().
+ *
+ * @return PORTAL_OK, or PORTAL_ERR_INVALID_ARGUMENT (NULL auth, a value not listed above).
+ */
+PORTAL_API portal_status portal_auth_set_account_abstraction(portal_auth *auth, portal_account_abstraction value);
+
+/**
  * Restores the persisted session without a network call. Blocks (keyring I/O).
  *
  * @param[out] out  on PORTAL_OK receives the session, or NULL when the end user is signed out
@@ -290,13 +358,18 @@ PORTAL_API portal_status portal_auth_persist_session(portal_auth *auth, const ch
  *                                     "EMAIL_MAGIC_LINK,GOOGLE,APPLE"; free with portal_string_free().
  * @param[out] auto_create_wallet_out  optional: whether Portal creates wallets automatically.
  * @return PORTAL_OK, PORTAL_ERR_NETWORK, PORTAL_ERR_RATE_LIMITED, PORTAL_ERR_MALFORMED_RESPONSE,
- *         PORTAL_ERR_AUTHENTICATION_FAILED or PORTAL_ERR_INVALID_ARGUMENT.
+ *         PORTAL_ERR_UNAUTHORIZED, PORTAL_ERR_SERVER, PORTAL_ERR_REQUEST_REFUSED or
+ *         PORTAL_ERR_INVALID_ARGUMENT.
  */
 PORTAL_API portal_status portal_auth_get_methods(portal_auth *auth, char **methods_out, bool *auto_create_wallet_out);
 
 /**
  * Asks Portal to email a sign-in link to email (trimmed and lower-cased) that opens the app's
- * redirect URL. Never retried automatically (a retry could send a second email). Blocks (network).
+ * redirect URL, from the sender and with the template set by portal_auth_set_magic_link() (and
+ * isAccountAbstracted when portal_auth_set_account_abstraction() set it). The answer's body is
+ * not read. Never retried automatically (a retry could send a second email). Blocks (network).
+ * Without a magic-link configuration it returns PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED before
+ * anything else: nothing sent, no marker recorded.
  *
  * First records the pending sign-in marker that portal_auth_handle_redirect() requires: a
  * non-secret 0600 file under $XDG_RUNTIME_DIR/portal-keyring/ (or, when that is unset or not a
@@ -305,15 +378,21 @@ PORTAL_API portal_status portal_auth_get_methods(portal_auth *auth, char **metho
  * written this returns PORTAL_ERR_SESSION_STORAGE (message "pending sign-in marker: …") and sends
  * nothing.
  *
- * @return PORTAL_OK, PORTAL_ERR_INVALID_ARGUMENT, PORTAL_ERR_RATE_LIMITED, PORTAL_ERR_NETWORK,
- *         PORTAL_ERR_SESSION_STORAGE or PORTAL_ERR_AUTHENTICATION_FAILED.
+ * @return PORTAL_OK, PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED, PORTAL_ERR_INVALID_ARGUMENT,
+ *         PORTAL_ERR_RATE_LIMITED, PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE, PORTAL_ERR_NETWORK,
+ *         PORTAL_ERR_SESSION_STORAGE, PORTAL_ERR_SERVER, PORTAL_ERR_REQUEST_REFUSED or
+ *         PORTAL_ERR_UNAUTHORIZED.
  */
 PORTAL_API portal_status portal_auth_send_magic_link(portal_auth *auth, const char *email);
 
 /**
  * The Google (or Apple) authorize URL to open in the end user's browser; Portal redirects back to
  * the app's redirect URL with a grant for portal_auth_handle_redirect(). Blocks (network). First
- * records the pending sign-in marker, as portal_auth_send_magic_link() does (same errors).
+ * records the pending sign-in marker, as portal_auth_send_magic_link() does. Fetched fresh on every
+ * call (the URL's state is single-use). A provider the auth environment has not enabled gives
+ * PORTAL_ERR_AUTH_METHOD_UNAVAILABLE; PORTAL_ERR_UNAUTHORIZED means an unknown auth environment, a
+ * redirect URL Portal does not allow, or a half-configured provider (Portal does not say which);
+ * otherwise the errors of portal_auth_send_magic_link() except PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED.
  *
  * @param[out] url_out  receives the URL; free with portal_string_free().
  */
@@ -359,28 +438,43 @@ typedef enum portal_redirect_flags {
  * user signing in again replaces the session silently. Error redirects and URLs without a grant
  * are reported as below whatever the marker says (they do nothing either way).
  *
+ * PORTAL_REDIRECT_NOT_HANDLED, with nothing done, for a URL that is not this app's (as PortalSwift
+ * decides): empty or blank, longer than 8192 UTF-16 code units, not the configured redirect URL
+ * (scheme and host compared case-insensitively, surrounding whitespace, the fragment and trailing
+ * slashes ignored), without a token or with an empty one, or without a known method marker
+ * (authMethod=EMAIL_MAGIC_LINK, else login_type=GOOGLE|APPLE, exact case). Query values: '+' is a
+ * space, percent-escapes are decoded as UTF-8 (a value that does not decode is kept as it came),
+ * and the last of a repeated name wins.
+ *
  * The grant is exchanged once per
  * portal_auth handle: delivering the same redirect again returns the same result without a second
- * exchange; if the exchange succeeded but the keyring write failed, this returns
+ * exchange (a TOTP step that portal_auth_verify_totp() completed since returns
+ * PORTAL_REDIRECT_AUTHENTICATED with the session); if the exchange succeeded but the keyring write failed, this returns
  * PORTAL_ERR_SESSION_STORAGE and a repeat delivery retries only the write. A failed exchange stays
  * retryable. portal_auth_clear_persisted_session() forgets remembered grants. Blocks (network,
  * keyring).
  *
- * @param url                   the URL the browser opened; at most 8192 bytes (longer is
- *                               PORTAL_ERR_INVALID_ARGUMENT, refused before it is parsed). An
- *                               error parameter appears in portal_last_error_message() cut to 100
- *                               characters, without control characters.
+ * @param url                   the URL the browser opened, UTF-8; not NULL. One longer than 8192
+ *                               UTF-16 code units is not handled, before it is parsed (at most
+ *                               24576 bytes are read). An error parameter appears in
+ *                               portal_last_error_message() cut to 100 characters, without
+ *                               control characters.
  * @param[out] kind_out          receives the kind.
  * @param[out] session_out       optional: for PORTAL_REDIRECT_AUTHENTICATED, receives the session
- *                               (portal_session_free()); otherwise set to NULL.
+ *                               (portal_session_free()); otherwise set to NULL. Its client:
+ *                               portal_session_get_client_id(), portal_session_get_is_account_abstracted().
  * @param[out] user_jwt_out      optional: for PORTAL_REDIRECT_TOTP_REQUIRED, receives the user JWT
- *                               (a credential: portal_string_free() wipes it); otherwise NULL.
+ *                               (a credential: portal_string_free() wipes it); otherwise NULL. Its
+ *                               end user: portal_user_jwt_get_end_user_id().
  * @param[out] totp_link_out     optional: for PORTAL_REDIRECT_TOTP_REQUIRED, the otpauth:// enrolment
  *                               link when the end user has not set up TOTP yet, else NULL
- *                               (portal_string_free()).
- * @return PORTAL_OK (check *kind_out), PORTAL_ERR_AUTHENTICATION_FAILED (an error parameter or an
- *         unknown method), PORTAL_ERR_INVALID_GRANT, PORTAL_ERR_RATE_LIMITED,
+ *                               (portal_string_free(); it embeds the TOTP secret, which
+ *                               portal_totp_link_get_secret() extracts: never log it).
+ * @return PORTAL_OK (check *kind_out), PORTAL_ERR_AUTHENTICATION_FAILED (an error parameter, even
+ *         beside a token), PORTAL_ERR_INVALID_GRANT (grant rejected, or an answer carrying
+ *         neither a session token nor a user JWT), PORTAL_ERR_RATE_LIMITED,
  *         PORTAL_ERR_MALFORMED_RESPONSE, PORTAL_ERR_NETWORK, PORTAL_ERR_SESSION_STORAGE,
+ *         PORTAL_ERR_SERVER (HTTP 5xx: the grant stays usable), PORTAL_ERR_REQUEST_REFUSED,
  *         PORTAL_ERR_UNSOLICITED_REDIRECT, PORTAL_ERR_DIFFERENT_END_USER or
  *         PORTAL_ERR_INVALID_ARGUMENT.
  */
@@ -404,23 +498,80 @@ PORTAL_API portal_status portal_auth_handle_redirect_v2(portal_auth *auth, const
  * Completes a TOTP sign-in: exchanges code (digits) with the user JWT, persists the session and
  * returns it. Blocks (network, keyring).
  *
- * Portal spends the code and user JWT when it accepts them, so the handle remembers an accepted
- * exchange (in memory, under a SHA-256 digest of JWT and code, never the JWT; the token in wiped
- * memory) until portal_auth_clear_persisted_session(): when the keyring write fails after the
- * exchange (PORTAL_ERR_SESSION_STORAGE, e.g. a locked keyring whose prompt was dismissed or a
- * provider past the call deadline), calling this again with the same code and JWT on the same
- * handle, from any thread, retries only the write; after a successful write it returns the same
- * session (a new portal_session handle). A call with the same code and JWT while one runs waits
- * for it. A rejected or unanswered exchange is not remembered; another handle or process cannot
- * retry (the end user signs in again). Thread-safe.
+ * The session's end user is the JWT's endUserId claim (portal_user_jwt_get_end_user_id()), read
+ * before the code is sent: a JWT without it fails with PORTAL_ERR_INVALID_USER_JWT and nothing is
+ * sent. Portal answers a wrong code with HTTP 401, the same as for an expired or used JWT: that
+ * is PORTAL_ERR_AUTHENTICATION_FAILED; ask the end user for a new code and call again with the
+ * same JWT (when it keeps failing, the sign-in has expired: start it again).
  *
- * @param[out] out  optional: receives the session (portal_session_free()).
- * @return PORTAL_OK, PORTAL_ERR_INVALID_USER_JWT, PORTAL_ERR_AUTHENTICATION_FAILED (wrong code),
- *         PORTAL_ERR_RATE_LIMITED, PORTAL_ERR_MALFORMED_RESPONSE, PORTAL_ERR_NETWORK,
- *         PORTAL_ERR_SESSION_STORAGE or PORTAL_ERR_INVALID_ARGUMENT.
+ * Portal spends the user JWT when it accepts a code, so the handle remembers an accepted exchange
+ * (in memory, under a SHA-256 digest of the JWT, never the JWT; the token in wiped memory) until
+ * portal_auth_clear_persisted_session(): when the keyring write fails after the exchange
+ * (PORTAL_ERR_SESSION_STORAGE, e.g. a locked keyring whose prompt was dismissed or a provider
+ * past the call deadline), calling this again with the same JWT on the same handle, from any
+ * thread and with any well-formed code (the one typed then), retries only the write; after a
+ * successful write it returns the same session (a new portal_session handle). A call with the
+ * same JWT while one runs waits for it. A rejected or unanswered exchange is not remembered;
+ * another handle or process cannot retry (the end user signs in again). Thread-safe.
+ *
+ * @param[out] out  optional: receives the session (portal_session_free()); it answers
+ *                  portal_session_get_client_id() and portal_session_get_is_account_abstracted().
+ * @return PORTAL_OK, PORTAL_ERR_INVALID_USER_JWT (no endUserId claim; nothing sent),
+ *         PORTAL_ERR_AUTHENTICATION_FAILED (code rejected), PORTAL_ERR_RATE_LIMITED,
+ *         PORTAL_ERR_MALFORMED_RESPONSE, PORTAL_ERR_NETWORK, PORTAL_ERR_SESSION_STORAGE or
+ *         PORTAL_ERR_INVALID_ARGUMENT.
  */
 PORTAL_API portal_status portal_auth_verify_totp(portal_auth *auth, const char *code, const char *user_jwt,
                                                  portal_session **out);
+
+/**
+ * The end user of a TOTP step: the endUserId claim of its user JWT (read, not verified: Portal
+ * verifies the JWT), the end user portal_auth_verify_totp() will persist the session for. For
+ * showing who is signing in before the code is asked for. Never blocks; no I/O; thread-safe.
+ *
+ * @param user_jwt  the user JWT from portal_auth_handle_redirect() (borrowed for the call).
+ * @param[out] out  receives the end user id (portal_string_free()).
+ * @return PORTAL_OK, PORTAL_ERR_INVALID_USER_JWT (not a JWT, or no non-blank string endUserId
+ *         claim) or PORTAL_ERR_INVALID_ARGUMENT (NULL argument). *out is written only on PORTAL_OK.
+ */
+PORTAL_API portal_status portal_user_jwt_get_end_user_id(const char *user_jwt, char **out);
+
+/**
+ * The shared secret of a TOTP enrolment link, to type into an authenticator app: the link's
+ * secret parameter (the last one when repeated), percent-decoded, trimmed and uppercased, when it
+ * is base32 (A-Z, 2-7, optional trailing '='). A secret: wipe it with portal_string_free(). Never
+ * blocks; no I/O; thread-safe.
+ *
+ * @param totp_link  the otpauth:// link from portal_auth_handle_redirect() (borrowed for the call).
+ * @param[out] out   receives the secret (portal_string_free()), or NULL when the link is not an
+ *                   otpauth:// link or carries no valid secret.
+ * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT (NULL argument, or longer than 65536 bytes).
+ */
+PORTAL_API portal_status portal_totp_link_get_secret(const char *totp_link, char **out);
+
+/**
+ * A TOTP enrolment link as a QR code for an authenticator app to scan: error-correction level M,
+ * byte mode, the smallest version that holds it, a 4-module quiet zone included in the size. It
+ * encodes the link as portal_totp_link_get_secret() reads it (trimmed, decoded as a whole when it
+ * came percent-encoded). libqrencode is loaded on the first call, not before. Never blocks; no
+ * network; thread-safe. The modules encode the secret: show them, never log or store them.
+ *
+ * @param totp_link        the otpauth:// link (borrowed for the call).
+ * @param[out] size_out    receives the number of modules on one side (29 for the smallest code).
+ * @param[out] modules_out receives size * size characters, row-major from the top left: '1' for a
+ *                         dark module, '0' for a light one (portal_string_free(), which wipes).
+ * @return PORTAL_OK, PORTAL_ERR_TOTP_QR_UNAVAILABLE or PORTAL_ERR_INVALID_ARGUMENT (NULL argument,
+ *         or a link longer than 65536 bytes). The outputs are written only on PORTAL_OK.
+ */
+PORTAL_API portal_status portal_totp_qr_code(const char *totp_link, size_t *size_out, char **modules_out);
+
+/**
+ * portal_totp_qr_code() as an SVG document: one unit per module, black on an opaque white
+ * square, for toolkits that draw SVG (scale it without smoothing). Same errors.
+ *
+ * @param[out] svg_out  receives the document (portal_string_free(), which wipes).
+ */
+PORTAL_API portal_status portal_totp_qr_svg(const char *totp_link, char **svg_out);
 
 /* ---------------------------------------------------------------------------------------------
  * portal_session
@@ -437,6 +588,24 @@ PORTAL_API const char *portal_session_get_end_user_id(const portal_session *sess
  * @return the id, or NULL when session is NULL (then the last error is set).
  */
 PORTAL_API const char *portal_session_get_auth_environment_id(const portal_session *session);
+
+/**
+ * The Portal client the sign-in that returned this handle named (portal_auth_handle_redirect(),
+ * portal_auth_verify_totp() and their _async forms). Borrowed: valid until
+ * portal_session_free(session). Never blocks.
+ * @return the client id; NULL when the Portal API named none, for a handle from any other call
+ *         (a restored or transferred session), or when session is NULL (then the last error is
+ *         set; otherwise it is cleared).
+ */
+PORTAL_API const char *portal_session_get_client_id(const portal_session *session);
+
+/**
+ * Whether the sign-in that returned this handle reported an account-abstracted client (see
+ * portal_session_get_client_id() for which handles know). Never blocks.
+ * @return 1 or 0 as reported; -1 when unknown (not reported, another kind of handle) or when
+ *         session is NULL (then the last error is set).
+ */
+PORTAL_API int portal_session_get_is_account_abstracted(const portal_session *session);
 
 /**
  * Copies the session's Client Session Token. Never blocks.
@@ -470,10 +639,12 @@ PORTAL_API portal_status portal_session_invalidate(portal_session *session);
  * a bearer token is never sent over plain HTTP to another host. Timeouts: 10 s to connect, 30 s
  * per request. Redirects are not followed.
  *
- * Invalidation (SPEC §3): a request that carried the session's token as bearer to the exact
+ * Invalidation (README, "API conventions"): a request that carried the session's token as bearer to the exact
  * Portal API host and got HTTP 401 invalidates the session — the token is dropped, the stored
- * item of that sign-in is deleted — and fires every listener once. 5xx, 403, timeouts, network
- * errors and other hosts never invalidate.
+ * item of that sign-in is deleted — and fires every listener once. Per credential, for the whole
+ * process: every portal handle built on the same sign-in (one session handle, or several restores
+ * of it) drops the token and fires its listeners, once, whichever handle saw the 401. 5xx, 403,
+ * timeouts, network errors and other hosts never invalidate.
  *
  * Callback threads and reentrancy: listener callbacks run on a library-owned thread (one serial
  * queue per portal handle), never on the thread that registered or reported, and never while the
@@ -932,8 +1103,8 @@ PORTAL_API portal_status portal_auth_handle_redirect_async(portal_auth *auth, co
  * this returns. result->session: the persisted session. Errors as the blocking call, plus
  * PORTAL_ERR_CANCELLED. A cancel after Portal accepted the code does not abort the keyring write
  * (the call deadline still bounds it): the worker persists the session when the keyring allows,
- * else keeps the exchange, and portal_auth_verify_totp() or this function with the same code and
- * JWT on the same handle returns the session without a second exchange.
+ * else keeps the exchange, and portal_auth_verify_totp() or this function with the same JWT on
+ * the same handle returns the session without a second exchange.
  */
 PORTAL_API portal_status portal_auth_verify_totp_async(portal_auth *auth, const char *code, const char *user_jwt,
                                                        portal_completion_queue *queue, portal_sign_in_cb callback,
@@ -941,7 +1112,7 @@ PORTAL_API portal_status portal_auth_verify_totp_async(portal_auth *auth, const 
                                                        uint64_t *operation_out);
 
 /* ---------------------------------------------------------------------------------------------
- * Watching the stored session (issue 16)
+ * Watching the stored session (docs/threading.md)
  *
  * portal_auth_watch() reports changes of one auth environment's stored session made by any
  * process of the user (a URL handler that completed a sign-in, a second window that signed out,
@@ -953,6 +1124,12 @@ PORTAL_API portal_status portal_auth_verify_totp_async(portal_auth *auth, const 
  * signals keep coming, so 1,000 persists in a row give a few events, the last naming the final
  * state. While nothing changes, the watch costs no wake-up: its thread ("portal-watch") sleeps in
  * poll() until a D-Bus message for it arrives.
+ *
+ * The app's own persists are reported too, like any other process's: events carry no origin.
+ * The watch learns of a change from the provider's signal, which does not say who wrote the
+ * item, and an app that persists knows it did (its persist call returned); an event that repeats
+ * a sign-in the app just made names the same end user, so handling it again is harmless. Apps
+ * that want to skip it compare the end user id with the session they hold.
  * ------------------------------------------------------------------------------------------- */
 
 /** A watch started by portal_auth_watch(); freed with portal_watch_free(). */
@@ -969,15 +1146,23 @@ typedef enum portal_watch_event {
     PORTAL_WATCH_LOCKED = 3,
     /** The Secret Service provider restarted (or the bus connection was re-established): changes
      *  may have been missed. Restore to learn the state; later changes are reported again. */
-    PORTAL_WATCH_RESYNC = 4
+    PORTAL_WATCH_RESYNC = 4,
+    /** portal_auth_watch_async() only, its first event: the watch is live; every change after
+     *  this is reported. */
+    PORTAL_WATCH_STARTED = 5,
+    /** portal_auth_watch_async() only, instead of PORTAL_WATCH_STARTED: the watch could not start
+     *  (no session bus, or D-Bus unusable after fork()); end_user_id is then the message saying
+     *  why (UTF-8, no token). No event follows; free the watch. */
+    PORTAL_WATCH_FAILED = 6
 } portal_watch_event;
 
 /**
  * A watch event, on the watch's completion queue.
  *
  * @param event        what changed.
- * @param end_user_id  for PORTAL_WATCH_SIGNED_IN, the end user id (UTF-8); NULL for the other
- *                     events. Borrowed: valid only during the call (copy it to keep it).
+ * @param end_user_id  for PORTAL_WATCH_SIGNED_IN, the end user id (UTF-8); for
+ *                     PORTAL_WATCH_FAILED, the failure's message; NULL for the other events.
+ *                     Borrowed: valid only during the call (copy it to keep it).
  * @param user_data    as passed to portal_auth_watch().
  */
 typedef void (*portal_watch_cb)(portal_watch_event event, const char *end_user_id, void *user_data);
@@ -1016,8 +1201,25 @@ PORTAL_API portal_status portal_auth_watch(portal_auth *auth, portal_completion_
                                            portal_destroy_notify destroy_notify, portal_watch **watch_out);
 
 /**
- * Stops a watch and frees it. Waits for the watch thread to stop (at most the read in progress,
- * bounded by the call deadline); no callback starts after this returns when it is called on the
+ * portal_auth_watch() without blocking: returns at once (no bus round trip, no keyring read),
+ * for GUI and event-loop code. The subscription and the baseline read happen on the watch's own
+ * thread; then the first event on queue is PORTAL_WATCH_STARTED (live: every change after it is
+ * reported) or PORTAL_WATCH_FAILED (with the message; nothing follows). So an app waiting for
+ * sign-in starts the watch, then restores (portal_auth_restore_session_async()); a sign-in
+ * that lands between the two is seen by the restore or reported after STARTED.
+ *
+ * Arguments, ownership, threads and destroy_notify as portal_auth_watch(); argument errors are
+ * returned at once (PORTAL_ERR_INVALID_ARGUMENT, destroy_notify run before the return), as is
+ * PORTAL_ERR_SESSION_STORAGE when D-Bus is unusable after fork().
+ */
+PORTAL_API portal_status portal_auth_watch_async(portal_auth *auth, portal_completion_queue *queue,
+                                                 portal_watch_cb callback, void *user_data,
+                                                 portal_destroy_notify destroy_notify, portal_watch **watch_out);
+
+/**
+ * Stops a watch and frees it. Never waits for the keyring: a read in progress finishes on the
+ * watch thread by itself (bounded by the call deadline), which then exits; so this may be called
+ * from a GUI or event loop. No callback starts after this returns when it is called on the
  * queue's thread (a callback already running on another thread may still finish). Events queued
  * and not yet delivered are skipped. May be called from the watch's own callback. NULL is a
  * no-op; a second free is ignored.

@@ -134,6 +134,18 @@ PORTAL_KEYRING_HPP_ERROR(unsolicited_redirect);
 PORTAL_KEYRING_HPP_ERROR(different_end_user);
 /** PORTAL_ERR_CANCELLED: a non-blocking call was cancelled (this wrapper has none yet). */
 PORTAL_KEYRING_HPP_ERROR(cancelled);
+/** PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED: no magic-link sender and template; nothing sent. */
+PORTAL_KEYRING_HPP_ERROR(magic_link_not_configured);
+/** PORTAL_ERR_AUTH_METHOD_UNAVAILABLE: the auth environment has not enabled that provider. */
+PORTAL_KEYRING_HPP_ERROR(auth_method_unavailable);
+/** PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE: the account abstraction asked for is not offered. */
+PORTAL_KEYRING_HPP_ERROR(account_abstraction_unavailable);
+/** PORTAL_ERR_SERVER: the Portal API answered HTTP 5xx; not a failed sign-in. */
+PORTAL_KEYRING_HPP_ERROR(server_error);
+/** PORTAL_ERR_REQUEST_REFUSED: the Portal API refused the request (a 4xx other than 401, 429). */
+PORTAL_KEYRING_HPP_ERROR(request_refused);
+/** PORTAL_ERR_TOTP_QR_UNAVAILABLE: no QR code for that TOTP link (no valid secret, or no libqrencode). */
+PORTAL_KEYRING_HPP_ERROR(totp_qr_unavailable);
 
 #undef PORTAL_KEYRING_HPP_ERROR
 
@@ -156,6 +168,12 @@ namespace detail {
     case PORTAL_ERR_UNSOLICITED_REDIRECT: throw unsolicited_redirect(code, message);
     case PORTAL_ERR_DIFFERENT_END_USER: throw different_end_user(code, message);
     case PORTAL_ERR_CANCELLED: throw cancelled(code, message);
+    case PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED: throw magic_link_not_configured(code, message);
+    case PORTAL_ERR_AUTH_METHOD_UNAVAILABLE: throw auth_method_unavailable(code, message);
+    case PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE: throw account_abstraction_unavailable(code, message);
+    case PORTAL_ERR_SERVER: throw server_error(code, message);
+    case PORTAL_ERR_REQUEST_REFUSED: throw request_refused(code, message);
+    case PORTAL_ERR_TOTP_QR_UNAVAILABLE: throw totp_qr_unavailable(code, message);
     case PORTAL_OK: break;
     }
     throw error(code, message); // a code newer than this header

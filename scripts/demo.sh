@@ -8,7 +8,7 @@
 # (scripts/with-portal-api.sh) — shows, each step a separate process:
 #   1. first launch after install: clear, restore → signed out;
 #   2. sign-in: the app waits with portal-session watch (issue 16: no polling); portal-session
-#      send-magic-link, then the emailed link goes through the desktop handler's command,
+#      send-magic-link (with the sender and template Portal requires), then the emailed link goes through the desktop handler's command,
 #      portal-session handle-redirect, which persists the session, and the watch prints
 #      "signed-in EU" at once;
 #   3. restore_on_launch (C) and portal-session restore restore it without a network call;
@@ -61,7 +61,10 @@ say "portal-session watch &    # the app, waiting for the sign-in another proces
 portal-session watch >"$bin/watch.out" 2>"$bin/watch.err" &
 watch_pid=$!
 for _ in $(seq 100); do grep -q '^watching' "$bin/watch.err" && break; sleep 0.05; done
-run portal-session send-magic-link demo@example.com
+# Portal sends a magic link only with a sender and an email template of the auth environment.
+run portal-session send-magic-link demo@example.com --from-email login@example-app.test --template-id demo-signin
+sent=$(admin GET magic-links | python3 -c 'import json,sys; l=json.load(sys.stdin)["links"][-1]; print(l["fromEmail"], l["templateId"])')
+echo "(the Portal API sent it from ${sent% *} with template ${sent#* })"
 link=$(admin GET magic-links | python3 -c 'import json,sys; print(json.load(sys.stdin)["links"][-1]["link"])')
 echo "(the email arrives; the end user clicks the link; the desktop's URL handler runs:)"
 say "portal-session handle-redirect '${link%%\?*}?token=…&authMethod=EMAIL_MAGIC_LINK'"

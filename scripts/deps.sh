@@ -17,10 +17,12 @@
 # gdbus (used by scripts/with-keyring.sh) is in libglib2.0-bin. keepassxc,
 # libkf5wallet-bin (kwalletd5) and libqca-qt5-2-plugins (KWallet's encrypted
 # transfer session) are the other providers of scripts/test-matrix.sh.
+# libqrencode4 encodes TOTP QR codes (loaded only when one is asked for); zbar-tools' zbarimg
+# reads them back in the tests.
 PORTAL_DEPS_PACKAGES=(
     libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
     libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
-    gdb dbus-bin keepassxc libkf5wallet-bin libqca-qt5-2-plugins
+    gdb dbus-bin keepassxc libkf5wallet-bin libqca-qt5-2-plugins libqrencode4 zbar-tools
 )
 
 portal_deps_missing() {

@@ -65,7 +65,7 @@ struct Curl: @unchecked Sendable {
         guard missing.isEmpty else {
             return .failure(.transport("libcurl lacks \(missing.joined(separator: ", "))"))
         }
-        let f = found.map { $0! }
+        let f = found.map { $0! }  // trusted: `missing` is empty, so every symbol was found
         guard unsafeBitCast(f[13], to: GlobalInitMem.self)(Int(CURL_GLOBAL_DEFAULT), wipingMalloc, wipingFree,
                                                             wipingRealloc, wipingStrdup, wipingCalloc) == CURLE_OK else {
             return .failure(.transport("libcurl could not be initialized"))

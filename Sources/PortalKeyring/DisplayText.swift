@@ -1,7 +1,7 @@
 /// Text from outside (a redirect URL, a server's error body, a D-Bus error) made safe to put in
 /// an error message that may reach a terminal: control characters removed — C0 (U+0000–U+001F),
 /// DEL (U+007F) and C1 (U+0080–U+009F), so no ESC/CSI sequence, carriage return or bell gets
-/// through — and the length capped (issue 14).
+/// through — and the length capped (docs/security.md).
 @_spi(PortalKeyringC) @_spi(PortalKeyringCLI)
 public enum DisplayText {
     /// At most this many characters of a redirect's `error` parameter are kept (PortalSwift's limit).

@@ -2,16 +2,18 @@
 import Glibc
 #endif
 
-/// Remembers exchanged redirect grants and accepted TOTP codes (single-use on the server) so a
+/// Remembers exchanged redirect grants and accepted TOTP exchanges (single-use on the server) so a
 /// repeat delivery or retry neither exchanges twice nor loses a sign-in whose keyring write
-/// failed. In memory only; a TOTP exchange is filed under `TotpExchangeKey` (a digest, never the
-/// user JWT) and its token is `SecretBytes`, wiped when the entry is forgotten. Thread-safe;
-/// `forgetAll()` waits for exchanges in flight.
+/// failed. In memory only; a TOTP exchange is filed under `TotpExchangeKey` (a digest of the user
+/// JWT, never the JWT, and not of the code) and its token is `SecretBytes`, wiped when the entry
+/// is forgotten. Thread-safe;
+/// `forgetAll()` waits for exchanges in flight. A remembered sign-in whose session has been
+/// invalidated since (a sign-out through its `Portal`, a 401, `invalidate()`) is never replayed.
 final class GrantLedger: @unchecked Sendable {
     enum Start { case exchange, cached(RedirectResult), persistOnly(PortalAuth.Exchange) }
     private enum Entry { case inFlight, done(RedirectResult), unpersisted(PortalAuth.Exchange) }
-    enum TotpStart { case exchange, cached(PortalSession), persistOnly(endUserId: String, token: SecretBytes) }
-    private enum TotpEntry { case inFlight, done(PortalSession), unpersisted(endUserId: String, token: SecretBytes) }
+    enum TotpStart { case exchange, cached(AuthenticatedResult), persistOnly(PortalAuth.TotpExchange) }
+    private enum TotpEntry { case inFlight, done(AuthenticatedResult), unpersisted(PortalAuth.TotpExchange) }
 
     private var entries: [String: Entry] = [:]
     private var totps: [TotpExchangeKey: TotpEntry] = [:]
@@ -37,6 +39,12 @@ final class GrantLedger: @unchecked Sendable {
             case .inFlight?:
                 pthread_cond_wait(&changed, &mutex)
             case .done(let result)?:
+                // A sign-in whose session was signed out or invalidated since is no sign-in to
+                // replay: the grant is spent, so delivering it again fails like a used link.
+                if case .authenticated(let signedIn) = result, signedIn.session.isInvalidated {
+                    entries[grant] = .inFlight
+                    return .exchange
+                }
                 return .cached(result)
             case .unpersisted(let exchange)?:
                 entries[grant] = .inFlight
@@ -52,8 +60,8 @@ final class GrantLedger: @unchecked Sendable {
     func exchangedButNotPersisted(_ grant: String, _ exchange: PortalAuth.Exchange) { set(grant, .unpersisted(exchange)) }
     func abandon(_ grant: String) { set(grant, nil) }
 
-    /// Claims the TOTP exchange `key`: waits while another thread verifies the same code with
-    /// the same user JWT, then says what to do.
+    /// Claims the TOTP exchange `key`: waits while another thread verifies a code with the same
+    /// user JWT, then says what to do.
     func beginTotp(_ key: TotpExchangeKey) -> TotpStart {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
@@ -61,11 +69,15 @@ final class GrantLedger: @unchecked Sendable {
             switch totps[key] {
             case .inFlight?:
                 pthread_cond_wait(&changed, &mutex)
-            case .done(let session)?:
-                return .cached(session)
-            case .unpersisted(let endUserId, let token)?:
+            case .done(let result)?:
+                if result.session.isInvalidated {  // signed out since: as for grants, above
+                    totps[key] = .inFlight
+                    return .exchange
+                }
+                return .cached(result)
+            case .unpersisted(let exchange)?:
                 totps[key] = .inFlight
-                return .persistOnly(endUserId: endUserId, token: token)
+                return .persistOnly(exchange)
             case nil:
                 totps[key] = .inFlight
                 return .exchange
@@ -73,9 +85,22 @@ final class GrantLedger: @unchecked Sendable {
         }
     }
 
-    func finishTotp(_ key: TotpExchangeKey, _ session: PortalSession) { setTotp(key, .done(session)) }
-    func totpExchangedButNotPersisted(_ key: TotpExchangeKey, endUserId: String, token: SecretBytes) {
-        setTotp(key, .unpersisted(endUserId: endUserId, token: token))
+    func finishTotp(_ key: TotpExchangeKey, _ result: AuthenticatedResult) { setTotp(key, .done(result)) }
+
+    /// The redirect whose TOTP step `userJwt` completed now replays as the sign-in it became
+    /// (PortalSwift's rule), not as a step whose JWT Portal has spent.
+    func completeTotpStep(userJwt: String, _ result: AuthenticatedResult) {
+        pthread_mutex_lock(&mutex)
+        for (grant, entry) in entries {
+            if case .done(.totpRequired(let step)) = entry, step.userJwt == userJwt {
+                entries[grant] = .done(.authenticated(result))
+            }
+        }
+        pthread_cond_broadcast(&changed)
+        pthread_mutex_unlock(&mutex)
+    }
+    func totpExchangedButNotPersisted(_ key: TotpExchangeKey, _ exchange: PortalAuth.TotpExchange) {
+        setTotp(key, .unpersisted(exchange))
     }
     func abandonTotp(_ key: TotpExchangeKey) { setTotp(key, nil) }
 

@@ -239,7 +239,7 @@ struct HTTPClient: Sendable {
                 SecretBytes.wipe(line, prefix.count + bearer.count + 1)
                 line.deallocate()
             }
-            prefix.withUnsafeBytes { UnsafeMutableRawPointer(line).copyMemory(from: $0.baseAddress!, byteCount: prefix.count) }
+            prefix.withUnsafeBytes { UnsafeMutableRawPointer(line).copyMemory(from: $0.baseAddress!, byteCount: prefix.count) }  // trusted: a constant, non-empty prefix
             bearer.withUnsafeBytes { bytes in
                 if let base = bytes.baseAddress {
                     UnsafeMutableRawPointer(line + prefix.count).copyMemory(from: base, byteCount: bytes.count)

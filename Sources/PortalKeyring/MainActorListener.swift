@@ -1,4 +1,4 @@
-/// Invalidation listeners for `@MainActor` code (issue 12): the listener is isolated to the main
+/// Invalidation listeners for `@MainActor` code (docs/threading.md): the listener is isolated to the main
 /// actor, so a Swift 6 app registers its UI update directly, without a `Task { @MainActor in … }`
 /// of its own.
 extension Portal {

@@ -1,4 +1,4 @@
-/// The `async` spellings of the blocking calls (issue 12), with PortalSwift's names:
+/// The `async` spellings of the blocking calls (docs/threading.md), with PortalSwift's names:
 /// `try await auth.restoreSession()`. The blocking keyring and HTTP work runs on the library's
 /// worker threads (`OperationWorkers`, "portal-async"), never on the cooperative thread pool, and
 /// the awaiting task is resumed when it is done. Cancelling the task cancels the operation (its
@@ -6,14 +6,15 @@
 /// `PortalAuthError.cancelled` at once.
 enum OperationRunner {
     /// Runs `body` on a worker under a fresh `OperationToken` that task cancellation cancels.
-    static func run<T: Sendable>(_ body: @escaping @Sendable () throws(PortalAuthError) -> T)
+    static func run<T: Sendable>(_ lane: OperationWorkers.Lane = .network,
+                                 _ body: @escaping @Sendable () throws(PortalAuthError) -> T)
         async throws(PortalAuthError) -> T {
         let token = OperationToken()
         let once = OnceResume<T>()
         let result: Result<T, PortalAuthError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 once.arm(continuation)
-                OperationWorkers.submit {
+                OperationWorkers.submit(lane) {
                     if token.isCancelled { return } // the cancel handler resumed already
                     let outcome: Result<T, PortalAuthError>
                     do throws(PortalAuthError) {
@@ -71,21 +72,21 @@ extension PortalAuth {
     /// `restoreSession()` without blocking a thread of the caller's: see `OperationRunner`.
     /// - Throws: as the blocking call, and `.cancelled` when the task is cancelled.
     public func restoreSession() async throws(PortalAuthError) -> PortalSession? {
-        try await OperationRunner.run { () throws(PortalAuthError) in try self.restoreSession() }
+        try await OperationRunner.run(.keyring) { () throws(PortalAuthError) in try self.restoreSession() }
     }
 
     /// `persistSession(endUserId:clientSessionToken:)` without blocking; `.cancelled` on task
     /// cancellation (then the new session was stored, or the previous one is intact).
     public func persistSession(endUserId: String, clientSessionToken: String) async throws(PortalAuthError)
         -> PortalSession {
-        try await OperationRunner.run { () throws(PortalAuthError) in
+        try await OperationRunner.run(.keyring) { () throws(PortalAuthError) in
             try self.persistSession(endUserId: endUserId, clientSessionToken: clientSessionToken)
         }
     }
 
     /// `clearPersistedSession()` without blocking; `.cancelled` on task cancellation.
     public func clearPersistedSession() async throws(PortalAuthError) {
-        try await OperationRunner.run { () throws(PortalAuthError) in try self.clearPersistedSession() }
+        try await OperationRunner.run(.keyring) { () throws(PortalAuthError) in try self.clearPersistedSession() }
     }
 }
 
@@ -120,11 +121,12 @@ extension PortalAuth {
         try await OperationRunner.run { () throws(PortalAuthError) in try self.handleRedirect(url: url, options: options) }
     }
 
-    /// `verifyTotp(code:userJwt:)` without blocking: the persisted session. On `.cancelled` after
-    /// Portal accepted the code, the worker still persists the session when the keyring allows;
-    /// verifying the same code and JWT again on this object returns it (or retries the write)
-    /// without a second exchange.
-    public func verifyTotp(code: String, userJwt: String) async throws(PortalAuthError) -> PortalSession {
+    /// `verifyTotp(code:userJwt:)` without blocking: the persisted session and its client. On
+    /// `.cancelled` after Portal accepted the code, the worker still persists the session when the
+    /// keyring allows; verifying again with the same JWT on this object returns it (or retries
+    /// the write) without a second exchange.
+    @discardableResult
+    public func verifyTotp(code: String, userJwt: String) async throws(PortalAuthError) -> AuthenticatedResult {
         try await OperationRunner.run { () throws(PortalAuthError) in try self.verifyTotp(code: code, userJwt: userJwt) }
     }
 }
@@ -133,7 +135,7 @@ extension PortalSession {
     /// `invalidate()` without blocking; `.cancelled` on task cancellation (the token is dropped
     /// from memory either way once the worker ran).
     public func invalidate() async throws(PortalAuthError) {
-        try await OperationRunner.run { () throws(PortalAuthError) in try self.invalidate() }
+        try await OperationRunner.run(.keyring) { () throws(PortalAuthError) in try self.invalidate() }
     }
 }
 
@@ -146,11 +148,11 @@ extension Portal {
     /// `reportUnauthorized(rejectedToken:)` without blocking.
     @discardableResult
     public func reportUnauthorized(rejectedToken: String) async throws(PortalAuthError) -> Bool {
-        try await OperationRunner.run { () throws(PortalAuthError) in try self.reportUnauthorized(rejectedToken: rejectedToken) }
+        try await OperationRunner.run(.keyring) { () throws(PortalAuthError) in try self.reportUnauthorized(rejectedToken: rejectedToken) }
     }
 
     /// `clearSession()` without blocking; `.cancelled` on task cancellation.
     public func clearSession() async throws(PortalAuthError) {
-        try await OperationRunner.run { () throws(PortalAuthError) in try self.clearSession() }
+        try await OperationRunner.run(.keyring) { () throws(PortalAuthError) in try self.clearSession() }
     }
 }

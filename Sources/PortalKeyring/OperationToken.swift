@@ -1,9 +1,9 @@
-import CLibSecret
+import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The cancellation switch of one operation (issue 12): `cancel()` stops the keyring call or HTTP
+/// The cancellation switch of one operation (docs/threading.md): `cancel()` stops the keyring call or HTTP
 /// request the operation is running. While `run(_:)` executes, the token is the calling thread's
 /// `current` one, so that the layers below (the keyring deadline, the prompt wait, `Portal.send`)
 /// can hook into it without taking a parameter.

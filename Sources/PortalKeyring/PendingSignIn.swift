@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// The pending sign-in marker: the login-CSRF ("redirect hijacking") defence of issue 14.
+/// The pending sign-in marker: the login-CSRF ("redirect hijacking") defence (docs/security.md, "Redirect hijacking").
 ///
 /// `sendMagicLink`, `loginWithGoogle` and `loginWithApple` record that this user started a
 /// sign-in for an auth environment; `handleRedirect(url:)` exchanges a grant only while such a
@@ -10,13 +10,8 @@ import Glibc
 /// desktop URL handler is a separate process from the app that started the sign-in, so the marker
 /// is a small file, not process memory.
 ///
-/// Where: `$XDG_RUNTIME_DIR/portal-keyring/` when `XDG_RUNTIME_DIR` is an absolute path to a
-/// directory owned by this user with no group or other permissions (the XDG rule; tmpfs, per
-/// user, emptied at logout). Otherwise `$XDG_STATE_HOME/portal-keyring-pending/` (default
-/// `$HOME/.local/state/…`; missing components created 0700), whose parent must be owned by this
-/// user and not writable by group or others. Never `/tmp`: another user could take the name
-/// there first. No usable place → recording fails (`sessionStorageFailure`), and the sign-in is
-/// not started.
+/// Where: the library's `PrivateDirectory` (never `/tmp`). No usable place → recording fails
+/// (`sessionStorageFailure`), and the sign-in is not started.
 ///
 /// Safety: the marker directory is created 0700 and opened with `O_NOFOLLOW`; it must be owned
 /// by this user with no group or other permissions, else it is not used. Marker files live only
@@ -107,76 +102,17 @@ struct PendingSignIn {
 
     /// `signin-<FNV-1a 64 of the auth environment id, hex>`; the file also holds the id, which is
     /// compared, so a hash collision is no marker.
-    var fileName: String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in authEnvironmentId.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        let digits = String(hash, radix: 16)
-        return "signin-" + String(repeating: "0", count: 16 - digits.count) + digits
-    }
+    var fileName: String { PrivateDirectory.hashedName("signin", authEnvironmentId) }
 
     // MARK: - The directory
 
-    /// The marker directory for this process's environment, as (base, name inside base), or nil.
-    static func location(runtimeDir: String?, stateHome: String?, home: String?) -> (base: String, name: String, fallback: Bool)? {
-        if let runtimeDir, runtimeDir.hasPrefix("/"), privateDirectory(runtimeDir) {
-            return (runtimeDir, "portal-keyring", false)
-        }
-        if let stateHome, stateHome.hasPrefix("/") { return (stateHome, "portal-keyring-pending", true) }
-        if let home, home.hasPrefix("/") { return (home + "/.local/state", "portal-keyring-pending", true) }
-        return nil
-    }
-
-    /// Opens the marker directory (creating it, and a missing fallback base, when `create`).
+    /// Opens the marker directory (`PrivateDirectory`), creating it when `create`.
     func openDirectory(create: Bool) throws(PortalAuthError) -> Int32 {
-        guard let place = Self.location(runtimeDir: variable("XDG_RUNTIME_DIR"), stateHome: variable("XDG_STATE_HOME"),
-                                        home: variable("HOME") ?? (environment == nil ? Self.passwdHome() : nil)) else {
-            throw Self.failure("no XDG_RUNTIME_DIR and no home directory", errno: false)
+        do throws(PrivateDirectory.Failure) {
+            return try PrivateDirectory(environment: environment).open(create: create)
+        } catch {
+            throw .sessionStorageFailure(message: "pending sign-in marker: \(error.message)")
         }
-        if create && place.fallback { Self.makeDirectories(place.base) }
-        if place.fallback {
-            var info = stat()
-            guard stat(place.base, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid(),
-                  info.st_mode & 0o022 == 0 else {
-                throw Self.failure("\(place.base) is not a directory of this user that only it can write", errno: false)
-            }
-        }
-        let path = place.base + "/" + place.name
-        if create { mkdir(path, 0o700) }
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw Self.failure("cannot open \(path)") }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
-            close(fd)
-            throw Self.failure("\(path) is not a private directory of this user (owner and mode 0700 required)", errno: false)
-        }
-        return fd
-    }
-
-    /// An existing directory owned by this user with no group or other permissions.
-    private static func privateDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR && info.st_uid == geteuid()
-            && info.st_mode & 0o077 == 0
-    }
-
-    /// `mkdir -p` with mode 0700 for the components that are missing.
-    private static func makeDirectories(_ path: String) {
-        var prefix = ""
-        for component in path.split(separator: "/") {
-            prefix += "/" + component
-            mkdir(prefix, 0o700)
-        }
-    }
-
-    private func variable(_ name: String) -> String? {
-        if let environment { return environment[name].flatMap { $0.isEmpty ? nil : $0 } }
-        guard let value = getenv(name), value.pointee != 0 else { return nil }
-        return String(validatingCString: value)
-    }
-
-    private static func passwdHome() -> String? {
-        guard let entry = getpwuid(geteuid()), let dir = entry.pointee.pw_dir else { return nil }
-        return String(validatingCString: dir)
     }
 
     private static func failure(_ what: String, errno withErrno: Bool = true) -> PortalAuthError {

@@ -9,8 +9,8 @@ import Glibc
 /// `Portal(credentials:)` validates the session against the Portal API at once
 /// (`GET /api/v3/clients/me` with the CST as bearer, on a background thread), and every request
 /// made through `send(_:)` that carries the bearer to the exact Portal API host and gets HTTP 401
-/// invalidates the session and fires `onSessionInvalidated` listeners — once per credential
-/// (SPEC §3). 5xx, 403, timeouts, connection errors and other hosts never invalidate.
+/// invalidates the session and fires `onSessionInvalidated` listeners — once per credential, on
+/// every Portal of the process built on it (`CredentialRegistry`; README, "API conventions"). 5xx, 403, timeouts, connection errors and other hosts never invalidate.
 ///
 /// HTTP: libcurl; HTTPS for every host except loopback (127.0.0.0/8, ::1, localhost), 10 s to
 /// connect, 30 s per request, redirects not followed. Thread-safe.
@@ -21,10 +21,12 @@ public final class Portal: Sendable {
     public let credentials: PortalSession?
     private let apiKey: SecretBytes?
     let invalidation: InvalidationCenter
+    /// The credential's name in `CredentialRegistry`; nil for a static API key.
+    private let credential: String?
     let http: HTTPClient
     /// Requests in flight, and the switch `close()` uses to abort them.
     private let cancellation = RequestCancellation()
-    /// Cancelled by `close()`: aborts each request's own `RequestCancellation` (issue 12).
+    /// Cancelled by `close()`: aborts each request's own `RequestCancellation` (docs/threading.md).
     private let closing = OperationToken()
     /// An atomic, not a Mutex: Synchronization's Mutex is futex-based, which ThreadSanitizer does
     /// not see as synchronization.
@@ -48,6 +50,9 @@ public final class Portal: Sendable {
         self.apiKey = nil
         self.http = http
         self.invalidation = InvalidationCenter(phase: credentials.isInvalidated ? .invalidated : .active)
+        let credential = CredentialRegistry.key(credentials)
+        self.credential = credential
+        CredentialRegistry.join(self, credential: credential)
         if validate {
             DispatchQueue.global().async { [self] in
                 _ = try? self.send(PortalRequest(target: "/api/v3/clients/me"))
@@ -68,6 +73,7 @@ public final class Portal: Sendable {
         self.apiKey = key
         self.http = HTTPClient()
         self.invalidation = InvalidationCenter(phase: .staticKey)
+        self.credential = nil
     }
 
     /// The last reference is gone (docs/threading.md "Listener lifetime"): this never cancels a
@@ -75,6 +81,7 @@ public final class Portal: Sendable {
     /// request of this Portal is in flight (each one holds it) to detect an invalidation.
     deinit {
         invalidation.releaseOnDrop()
+        if let credential { CredentialRegistry.prune(credential) }
     }
 
     /// Stops this Portal (the explicit close of the listener-lifetime rule, docs/threading.md):
@@ -91,7 +98,22 @@ public final class Portal: Sendable {
         waitForRequests()
     }
 
-    /// `close()` in two halves for the C ABI's `portal_free_async` (issue 12): this one aborts the
+    /// `close()` for async code (as C `portal_free_async`, Python `aclose()`): the same steps, but
+    /// the wait for the aborted requests (about a second at most) happens on a library worker
+    /// thread, so the calling executor — the main actor included — is never blocked. Not
+    /// cancellable: once called, the Portal closes. (Not an `async` overload of `close()`: in
+    /// async code that would turn every existing `portal.close()` into a compile error.)
+    public func closeAsync() async {
+        beginClose()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            OperationWorkers.submit {
+                self.finishClose()
+                done.resume()
+            }
+        }
+    }
+
+    /// `close()` in two halves for the C ABI's `portal_free_async` (docs/threading.md): this one aborts the
     /// requests and cancels every listener registration without waiting for anything, not even a
     /// listener callback running on the delivery queue (it finishes on its own: a listener that
     /// waits for the app's main loop must not deadlock with a free called on that loop);
@@ -177,8 +199,21 @@ public final class Portal: Sendable {
         var failure: PortalAuthError?
         do { try credentials.invalidate() } catch { failure = error }
         invalidation.notifyListeners()
+        // Per credential, not per Portal: the other Portals on this credential hear it too.
+        if let credential {
+            for peer in CredentialRegistry.peers(of: self, credential: credential) { peer.credentialInvalidated() }
+        }
         if let failure { throw failure }
         return true
+    }
+
+    /// Another Portal on this credential invalidated it (its stored item is deleted already):
+    /// this one drops the token from memory and tells its listeners, once, unless it was closed
+    /// or signed out (`CredentialRegistry`).
+    private func credentialInvalidated() {
+        guard invalidation.beginInvalidation() else { return }
+        credentials?.dropToken()
+        invalidation.notifyListeners()
     }
 
     /// Host-initiated sign-out: drops the token, deletes every stored session for the auth
@@ -259,7 +294,11 @@ public final class Portal: Sendable {
         if isPortalAPI, let credentials {
             request.headers.append((name: "x-portal-auth-environment-id", value: credentials.authEnvironmentId))
         }
-        // Aborted by close() or by cancelling the operation this thread runs (issue 12).
+        // A fresh trace id for every request to the Portal API host, unless the caller set one.
+        if isPortalAPI, !request.headers.contains(where: { $0.name.lowercased() == TraceId.header.lowercased() }) {
+            request.headers.append((name: TraceId.header, value: TraceId.fresh()))
+        }
+        // Aborted by close() or by cancelling the operation this thread runs (docs/threading.md).
         let abort = RequestCancellation()
         let unhookClose = closing.onCancel { abort.cancel() }
         let unhookOperation = OperationToken.current?.onCancel { abort.cancel() }

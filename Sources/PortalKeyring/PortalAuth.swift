@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// Client auth for one Portal auth environment: restores, persists and clears the end user's
-/// session in the Secret Service keyring (SPEC §2–3). The Linux counterpart of PortalSwift's
+/// session in the Secret Service keyring (README, "API conventions"). The Linux counterpart of PortalSwift's
 /// `PortalAuth`.
 ///
 /// Every instance with the same `authEnvironmentId`, in any process of the same user, sees the
@@ -21,6 +21,11 @@ public final class PortalAuth: Sendable {
     public let authEnvironmentId: String
     public let redirectUrl: String
     public let apiHost: String
+    /// Sender and template for `sendMagicLink(email:)`; nil: magic links are not configured.
+    public let magicLink: MagicLinkConfig?
+    /// Sent as `isAccountAbstracted` with `sendMagicLink` and the OAuth URL request when set;
+    /// nil: never sent (the auth environment's default applies).
+    public let isAccountAbstracted: Bool?
     public let keyringTimeouts: KeyringTimeouts
     let storage: any SessionStorage
     let http: HTTPClient
@@ -37,37 +42,53 @@ public final class PortalAuth: Sendable {
     ///     (8192) bytes of UTF-8, no whitespace or control characters; not `javascript:`,
     ///     `vbscript:` or `data:`.
     ///   - apiHost: the Portal API host name (optionally with `:port`), default `api.portalhq.io`.
+    ///   - magicLink: sender and template for `sendMagicLink(email:)` (the backend requires
+    ///     both); nil (the default) makes `sendMagicLink` throw `magicLinkNotConfigured`. Each
+    ///     field: not blank, at most `maxIdentifierBytes`, no control characters.
+    ///   - isAccountAbstracted: asks for an account-abstracted client (true) or not (false) on
+    ///     magic links and OAuth URLs; nil (the default) sends nothing and the auth environment
+    ///     decides. A backend that cannot honour it answers `accountAbstractionUnavailable`.
     ///   - keyringTimeouts: deadlines for keyring calls, default `KeyringTimeouts.default`.
     /// - Throws: `PortalAuthError.invalidArgument(name:)` naming the first bad argument, checked
-    ///   in the order `authEnvironmentId`, `redirectUrl`, `apiHost` (SPEC §3).
+    ///   in the order `authEnvironmentId`, `redirectUrl`, `apiHost`, `fromEmail`, `templateId`
+    ///   (README, "API conventions").
     public convenience init(authEnvironmentId: String, redirectUrl: String,
                             apiHost: String = PortalAuth.defaultApiHost,
+                            magicLink: MagicLinkConfig? = nil, isAccountAbstracted: Bool? = nil,
                             keyringTimeouts: KeyringTimeouts = .default) throws(PortalAuthError) {
         try self.init(authEnvironmentId: authEnvironmentId, redirectUrl: redirectUrl, apiHost: apiHost,
-                      storage: LibSecretStorage(timeouts: keyringTimeouts), keyringTimeouts: keyringTimeouts)
+                      magicLink: magicLink, isAccountAbstracted: isAccountAbstracted,
+                      storage: SecretServiceStorage(timeouts: keyringTimeouts), keyringTimeouts: keyringTimeouts)
     }
 
     init(authEnvironmentId: String, redirectUrl: String, apiHost: String,
+         magicLink: MagicLinkConfig? = nil, isAccountAbstracted: Bool? = nil,
          storage: any SessionStorage, keyringTimeouts: KeyringTimeouts = .default,
          http: HTTPClient = HTTPClient(), grants: GrantLedger = GrantLedger()) throws(PortalAuthError) {
         try Self.check(authEnvironmentId, name: "authEnvironmentId", refusingControl: true)
         try Self.checkRedirectURL(redirectUrl)
         try Self.checkHost(apiHost)
+        try Self.checkMagicLink(magicLink)
         self.authEnvironmentId = authEnvironmentId
         self.redirectUrl = redirectUrl
         self.apiHost = apiHost
+        self.magicLink = magicLink
+        self.isAccountAbstracted = isAccountAbstracted
         self.keyringTimeouts = keyringTimeouts
         self.storage = storage
         self.http = http
         self.grants = grants
     }
 
-    private init(copying other: PortalAuth, keyringTimeouts: KeyringTimeouts) {
+    private init(copying other: PortalAuth, keyringTimeouts: KeyringTimeouts? = nil,
+                 magicLink: MagicLinkConfig?? = nil, isAccountAbstracted: Bool?? = nil) {
         authEnvironmentId = other.authEnvironmentId
         redirectUrl = other.redirectUrl
         apiHost = other.apiHost
-        self.keyringTimeouts = keyringTimeouts
-        storage = other.storage is LibSecretStorage ? LibSecretStorage(timeouts: keyringTimeouts) : other.storage
+        self.magicLink = magicLink ?? other.magicLink
+        self.isAccountAbstracted = isAccountAbstracted ?? other.isAccountAbstracted
+        self.keyringTimeouts = keyringTimeouts ?? other.keyringTimeouts
+        storage = keyringTimeouts.map { other.storage.withTimeouts($0) } ?? other.storage
         http = other.http
         grants = other.grants
     }
@@ -78,13 +99,26 @@ public final class PortalAuth: Sendable {
         PortalAuth(copying: self, keyringTimeouts: timeouts)
     }
 
+    /// The same client auth with another magic-link configuration (nil: none), checked as
+    /// `init` checks it. For the C setter `portal_auth_set_magic_link`.
+    @_spi(PortalKeyringC)
+    public func withMagicLink(_ magicLink: MagicLinkConfig?) throws(PortalAuthError) -> PortalAuth {
+        try Self.checkMagicLink(magicLink)
+        return PortalAuth(copying: self, magicLink: .some(magicLink))
+    }
+
+    /// The same client auth with another `isAccountAbstracted` (nil: not sent).
+    @_spi(PortalKeyringC)
+    public func withAccountAbstraction(_ isAccountAbstracted: Bool?) -> PortalAuth {
+        PortalAuth(copying: self, isAccountAbstracted: .some(isAccountAbstracted))
+    }
+
     /// The keyring as `portal-session status` shows it: provider process, transfer algorithm,
     /// default collection and whether it is locked, as (name, value) pairs. Empty for a storage
     /// other than the Secret Service (tests).
     @_spi(PortalKeyringCLI)
     public func describeKeyring() throws(PortalAuthError) -> [(String, String)] {
-        guard let storage = storage as? LibSecretStorage else { return [] }
-        return try storageCall { () throws(StorageFailure) in try storage.describe() }
+        try storageCall { () throws(StorageFailure) in try storage.describe() }
     }
 
     /// Rebuilds the persisted session, without a network call.
@@ -92,111 +126,23 @@ public final class PortalAuth: Sendable {
     /// - Returns: the session when a usable item is stored; nil when none is stored, or when the
     ///   stored items are unusable (invalid UTF-8 or JSON, an unknown older version, a missing
     ///   field) — those are deleted first. A document written by a newer version of the library is
-    ///   kept, not deleted, and reads as nil here (SPEC §2). When two sign-ins are briefly stored,
+    ///   kept, not deleted, and reads as nil here (README, "Storage"). When two sign-ins are briefly stored,
     ///   the newest wins.
     /// - Throws: `PortalAuthError.sessionStorageFailure(message:)` when the keyring cannot be read
     ///   this time (no bus, no provider, locked and not unlocked, timeout) or an unusable item cannot
-    ///   be deleted. A throw never deletes anything (SPEC §3).
+    ///   be deleted. A failed read deletes nothing (README, "API conventions"); a restore that fails while deleting
+    ///   unusable items may have removed some of them, never a usable one. The read, the deletes
+    ///   and every other provider call of one restore share one `keyringTimeouts.callMilliseconds`.
     public func restoreSession() throws(PortalAuthError) -> PortalSession? {
-        let items = try storageCall { () throws(StorageFailure) in
-            try storage.items(authEnvironmentId: authEnvironmentId, withSecrets: true)
+        // One storage operation, one deadline: the read, the attributes when needed and the
+        // deletion of unusable items, decided by `ReadPolicy` (docs/security.md, "One read policy").
+        let restored = try storageCall { () throws(StorageFailure) in
+            try storage.restore(authEnvironmentId: authEnvironmentId)
         }
-        if items.isEmpty { return nil }
-        // Trust nothing the provider returns: a document that names another auth environment was
-        // over-matched by the provider's search, and is neither restored nor deleted.
-        var candidates = items.map { Candidate(item: $0) }.filter { $0.namesOtherEnvironment(authEnvironmentId) == false }
-        // Which sign-in each item holds, and how new it is, come from its attributes or — when the
-        // storage did not read them — from the copies in its document. Attributes are read only
-        // when they matter: to confirm that an item is ours before it is deleted as unusable or
-        // restored from a version-1 document (which names no auth environment), to rank two or
-        // more items, or to name the one usable sign-in (for `PortalSession.invalidate()`) of a
-        // document without `g`.
-        let count = candidates.count
-        let needsAttributes = { (candidate: Candidate) -> Bool in
-            if candidate.item.attributesRead { return false }
-            guard let document = candidate.document else { return true }
-            return document.version < 2 || (count > 1 && !candidate.ranked) || candidate.generation == nil
-        }
-        if candidates.contains(where: needsAttributes) {
-            // The storage lists only items whose attributes confirm the schema and auth environment.
-            let listed = try storageCall { () throws(StorageFailure) in
-                try storage.items(authEnvironmentId: authEnvironmentId, withSecrets: false)
-            }
-            let byId = Dictionary(listed.map { ($0.itemId, $0) }, uniquingKeysWith: { first, _ in first })
-            // An item missing from the second listing was deleted meanwhile, or is not ours: it is
-            // neither restored nor deleted.
-            candidates = candidates.compactMap { needsAttributes($0) ? byId[$0.item.itemId].map($0.with) : $0 }
-        }
-        for candidate in candidates.sorted(by: { $0.rank > $1.rank }) {
-            if let document = candidate.usableDocument {
-                return PortalSession(authEnvironmentId: authEnvironmentId, endUserId: document.endUserId,
-                                     apiHost: apiHost, token: document.token, generation: candidate.generation,
-                                     itemId: candidate.item.itemId, storage: storage)
-            }
-            // A newer version's document: not ours to judge, so it is kept and the end user reads
-            // as signed out here (a newer copy of the library can still restore it; SPEC §2).
-            if candidate.newerVersion { continue }
-            // Unusable and confirmed ours: no caller action could make it readable, so it is
-            // removed (SPEC §2).
-            try storageCall { () throws(StorageFailure) in try storage.delete(itemId: candidate.item.itemId) }
-        }
-        return nil
-    }
-
-    /// A stored item being restored: its decoded document (nil when unusable) and what names and
-    /// ranks its sign-in.
-    private struct Candidate {
-        let item: StoredSessionItem
-        let document: SessionDocument.Decoded?
-        /// Attributes read separately (`items(withSecrets: false)`), when the item came without.
-        var attributes: StoredSessionItem?
-
-        /// Unusable to this library because a newer version wrote it (never deleted).
-        let newerVersion: Bool
-
-        init(item: StoredSessionItem) {
-            self.item = item
-            document = item.secret.flatMap { secret in secret.withUnsafeBytes { SessionDocument.decode($0) } }
-            newerVersion = document == nil
-                && (item.secret.map { secret in secret.withUnsafeBytes { SessionDocument.isNewerVersion($0) } } ?? false)
-        }
-
-        /// The document, unless it names another sign-in than its item's `session_generation`
-        /// attribute (when both are known). Such an item is damaged: the provider serves one
-        /// sign-in's secret under another's attributes (seen on KeePassXC 2.7.4 after an outside
-        /// lock and unlock: the newest item's attributes with an older sign-in's document). Its
-        /// document may be another end user's, so it is never restored; it is unusable, and
-        /// removed like any unusable item of ours.
-        var usableDocument: SessionDocument.Decoded? {
-            guard let document else { return nil }
-            if let read, let stored = document.generation, read.generation != stored { return nil }
-            return document
-        }
-
-        /// Whether the document names an auth environment other than `id` (version 2 only).
-        func namesOtherEnvironment(_ id: String) -> Bool {
-            guard let named = document?.authEnvironmentId else { return false }
-            return named != id
-        }
-
-        func with(_ attributes: StoredSessionItem) -> Candidate {
-            var copy = self
-            copy.attributes = attributes
-            return copy
-        }
-
-        /// The attributes, when read: authoritative, since invalidation deletes by them.
-        private var read: StoredSessionItem? { item.attributesRead ? item : attributes }
-
-        /// `session_generation`: the attribute when read, else the document's copy.
-        var generation: String? { read.map(\.generation) ?? document?.generation }
-        /// Whether `rank` is known (attributes read, or both copies in the document).
-        var ranked: Bool { read != nil || (document?.persistedAt != nil && document?.generation != nil) }
-        /// (`persisted_at`, `session_generation`): the newest sign-in wins. Unknown ranks lowest.
-        var rank: (UInt64, String) {
-            if let read { return (read.persistedAt, read.generation ?? "") }
-            return (document?.persistedAt ?? 0, document?.generation ?? "")
-        }
+        guard let restored else { return nil }
+        return PortalSession(authEnvironmentId: authEnvironmentId, endUserId: restored.document.endUserId,
+                             apiHost: apiHost, token: restored.document.token, generation: restored.generation,
+                             itemId: restored.itemId, storage: storage)
     }
 
     /// Deletes every stored session item for this auth environment. Succeeds when none is stored.
@@ -216,7 +162,7 @@ public final class PortalAuth: Sendable {
     /// sessions) and returns it; replaces any stored session for this auth environment.
     ///
     /// The new item is stored first, then older ones are removed, so a failure never leaves the
-    /// end user with no session, and a concurrent newer sign-in is never removed (SPEC §2).
+    /// end user with no session, and a concurrent newer sign-in is never removed (README, "Storage").
     ///
     /// - Parameters:
     ///   - endUserId: the Portal end user id; not blank, at most `maxIdentifierBytes`.
@@ -243,16 +189,16 @@ public final class PortalAuth: Sendable {
 
     func persist(endUserId: String, token: SecretBytes) throws(PortalAuthError) -> PortalSession {
         let generation = Self.newGeneration()
-        let persistedAt = Self.persistTimestamp()
-        // The document carries copies of the generation and timestamp (SessionDocument).
-        let document = SessionDocument.encode(authEnvironmentId: authEnvironmentId, endUserId: endUserId, token: token,
-                                              generation: generation, persistedAt: persistedAt)
-        // Stores the new item, then removes older sign-ins only (a newer one stored meanwhile by
-        // another process stays). A failed removal leaves an older item that restore ranks below
-        // ours and the next persist or clear removes, so it does not fail the call.
-        try storageCall { () throws(StorageFailure) in
-            try storage.replace(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
-                                label: "Portal session (auth environment \(authEnvironmentId))", secret: document)
+        // Stores the new item above every sign-in stored before it (whatever the clocks say:
+        // PersistOrder), then removes those; the document carries copies of the generation and
+        // the timestamp (SessionDocument). A failed removal leaves an item that restore ranks
+        // below ours and the next persist or clear removes, so it does not fail the call.
+        _ = try storageCall { () throws(StorageFailure) in
+            try storage.replace(authEnvironmentId: authEnvironmentId, generation: generation, now: Self.persistTimestamp(),
+                                label: "Portal session (auth environment \(authEnvironmentId))") { persistedAt in
+                SessionDocument.encode(authEnvironmentId: authEnvironmentId, endUserId: endUserId, token: token,
+                                       generation: generation, persistedAt: persistedAt)
+            }
         }
         return PortalSession(authEnvironmentId: authEnvironmentId, endUserId: endUserId, apiHost: apiHost,
                              token: token, generation: generation, storage: storage)
@@ -270,6 +216,15 @@ public final class PortalAuth: Sendable {
             || (refusingControl && value.unicodeScalars.contains { $0.properties.generalCategory == .control }) {
             throw .invalidArgument(name: name)
         }
+    }
+
+    /// A magic-link configuration's fields go into a JSON body, never a header, but are held to
+    /// the identifier rules (`check` with `refusingControl`): not blank, bounded, no control
+    /// characters, so a pasted value with a line end fails here and not at the backend.
+    static func checkMagicLink(_ config: MagicLinkConfig?) throws(PortalAuthError) {
+        guard let config else { return }
+        try check(config.fromEmail, name: "fromEmail", refusingControl: true)
+        try check(config.templateId, name: "templateId", refusingControl: true)
     }
 
     /// A token a caller hands in (a CST to persist, a user JWT, an API key): `checkToken`, and

@@ -11,7 +11,7 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// Secret Service provider, the collection is locked and was not unlocked, the unlock prompt
     /// was dismissed, the provider did not answer within the deadline, or there is no default
     /// collection to store into. Never means "signed out" and never comes with a deletion
-    /// (SPEC §3, §5). `message` is human-readable and never contains a token.
+    /// (README, "API conventions" and "Failures and deadlines"). `message` is human-readable and never contains a token.
     case sessionStorageFailure(message: String)
 
     /// The session was invalidated (by `PortalSession.invalidate()`, a rejected request, or a
@@ -25,9 +25,11 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// request the library refused to send (a bearer over plain HTTP to a non-loopback host).
     case networkFailure(message: String)
 
-    /// The Portal API answered HTTP 429: too many requests; try again later. `retryAfterSeconds`
-    /// is the wait its `Retry-After` header asked for, in whole seconds (delta-seconds, or an
-    /// HTTP-date converted to seconds from now); nil when it sent none (or 0, or a date passed).
+    /// The Portal API answered HTTP 429: too many requests. `POST /magic-links` allows a few
+    /// emails per address per minute and sends no `Retry-After`, so `retryAfterSeconds` is
+    /// usually nil: wait and let the end user ask again (never retried automatically). When a
+    /// `Retry-After` header is present it is parsed: whole seconds (delta-seconds, or an
+    /// HTTP-date converted to seconds from now); nil when absent, 0, or a date passed.
     case rateLimited(retryAfterSeconds: Int?)
 
     /// The Portal API's response lacked a required field (named here).
@@ -39,9 +41,35 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// The user JWT for a TOTP verification was rejected: expired, used or malformed.
     case invalidUserJwt
 
-    /// Sign-in failed: an `error` redirect parameter, a wrong TOTP code, or another backend
-    /// error; `message` says which (never a token).
+    /// Sign-in failed: an `error` redirect parameter (or a redirect without a token or a known
+    /// method), or a wrong TOTP code; `message` says which (never a token). A server failure
+    /// (`internalServerError`) or a refused request (`clientError`) is never reported as this.
     case authenticationFailed(message: String)
+
+    /// `sendMagicLink(email:)` was called on a `PortalAuth` made without a `MagicLinkConfig`:
+    /// the backend requires `fromEmail` and `templateId`. Raised before any I/O: nothing was
+    /// sent and no pending sign-in was recorded.
+    case magicLinkNotConfigured
+
+    /// `loginWithGoogle()` / `loginWithApple()`: the auth environment has not enabled that
+    /// provider (`GET /api/v3/auth/oauth/urls` answered without its URL). `method` is the
+    /// backend's name, `"GOOGLE"` or `"APPLE"`. Not retryable; see `getMethods()`.
+    case authMethodUnavailable(method: String)
+
+    /// HTTP 400 with `{"error": …}` from `POST /magic-links` or `GET /oauth/urls`: the
+    /// `isAccountAbstracted` asked for is not available for this auth environment. `message` is
+    /// the server's text, at most 200 characters, without control characters.
+    case accountAbstractionUnavailable(message: String)
+
+    /// The Portal API answered with HTTP 5xx (`status`): a server-side failure, not a rejected
+    /// sign-in; the request may be tried again later (PortalSwift's `internalServerError`).
+    case internalServerError(status: Int)
+
+    /// The Portal API refused the request with a 4xx status other than 401 and 429 (403, 400,
+    /// 404 …; PortalSwift's `clientError`): not a failed sign-in of the end user but a request the
+    /// backend will not serve as sent (configuration, a disabled method, a bad field).
+    /// `message` is the server's `error` text, sanitized and capped, or empty.
+    case clientError(status: Int, message: String)
 
     /// `handleRedirect` refused a redirect no sign-in here asked for: no `sendMagicLink`,
     /// `loginWithGoogle` or `loginWithApple` for this auth environment, by this user, in the last
@@ -54,6 +82,11 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// same instance and `.replaceDifferentEndUser` (no second exchange). End user ids are not
     /// secrets.
     case differentEndUser(storedEndUserId: String, newEndUserId: String)
+    /// No QR code could be made of a TOTP enrolment link: there is none, it is not an
+    /// `otpauth://` link with a valid base32 secret, it is too long for a QR code, or libqrencode
+    /// (Debian: libqrencode4) is not installed. Never includes the link.
+    case totpQrUnavailable
+
     /// The operation's task was cancelled before it completed (the `async` spellings only;
     /// C: `PORTAL_ERR_CANCELLED`). A cancelled persist stored the new session or left the previous
     /// one intact, never half.
@@ -80,10 +113,21 @@ extension PortalAuthError: CustomStringConvertible {
         case .invalidGrant: return "invalid grant"
         case .invalidUserJwt: return "invalid user JWT"
         case .authenticationFailed(let message): return "authentication failed: \(message)"
+        case .magicLinkNotConfigured:
+            return "magic link not configured: give PortalAuth a MagicLinkConfig (fromEmail, templateId); nothing sent"
+        case .authMethodUnavailable(let method):
+            return "auth method unavailable: \(method) is not enabled for this auth environment"
+        case .accountAbstractionUnavailable(let message):
+            return "account abstraction unavailable for this auth environment: \(message)"
+        case .internalServerError(let status): return "Portal API server error (HTTP \(status)); try again later"
+        case .clientError(let status, let message):
+            return "the Portal API refused the request (HTTP \(status))" + (message.isEmpty ? "" : ": \(message)")
         case .unsolicitedRedirect:
             return "unsolicited redirect: no sign-in was started for this auth environment in the last 15 minutes; nothing done"
         case .differentEndUser(let stored, let new):
             return "the redirect signs in end user \(new), but end user \(stored) is signed in; nothing stored"
+        case .totpQrUnavailable:
+            return "no QR code for this TOTP link (no otpauth:// link with a valid secret, too long, or libqrencode4 not installed)"
         case .cancelled: return "cancelled"
         }
     }

@@ -1,12 +1,19 @@
 /// The query of a redirect URL, when the URL is this app's redirect URL (same scheme, host and
 /// path; scheme and host compared case-insensitively, RFC 3986 §6.2.2.1, since browsers and URL
-/// handlers may change their case; the path and query case-sensitively). A private-use redirect
-/// URL without an authority (`com.example.app:/oauth2redirect`, RFC 8252 §7.1) has no host: its
-/// scheme is compared case-insensitively and its path case-sensitively.
+/// handlers may change their case; the path and query case-sensitively; surrounding whitespace,
+/// the fragment and trailing slashes ignored). A private-use redirect URL without an authority
+/// (`com.example.app:/oauth2redirect`, RFC 8252 §7.1) has no host: its scheme is compared
+/// case-insensitively and its path case-sensitively.
+///
+/// Parameters as PortalSwift reads them: `+` is a space, values are percent-decoded as UTF-8 and
+/// a value that does not decode is kept as it came; empty pairs and empty names are skipped; the
+/// **last** of a repeated name wins (Portal appends its parameters to the redirect URL, so a
+/// `token` already in the configured URL is not the grant).
 struct RedirectQuery {
     private var items: [String: String] = [:]
 
     init?(url: String, redirectUrl: String) {
+        let url = url.trimmingWhitespace()
         func split(_ s: String) -> (base: String, query: String) {
             let noFragment = s.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? s
             let parts = noFragment.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
@@ -30,12 +37,12 @@ struct RedirectQuery {
         guard normalized(incoming.base) == normalized(ours.base) else { return nil }
         for pair in incoming.query.split(separator: "&") {
             let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let key = Self.decode(kv[0]) else { return nil }
-            let value = kv.count > 1 ? Self.decode(kv[1]) : ""
-            guard let value else { return nil }
-            if items[key] == nil { items[key] = value }
+            let key = Self.decode(kv[0]) ?? String(kv[0])
+            if key.isEmpty { continue }
+            items[key] = kv.count > 1 ? Self.decode(kv[1]) ?? String(kv[1]) : ""
         }
     }
+
 
     subscript(key: String) -> String? { items[key] }
 

@@ -8,7 +8,7 @@ import Glibc
 /// The bytes live in anonymous memory marked `MADV_DONTDUMP`, so that a core dump of the host
 /// process leaves them out: a slot of `SecretPool` for small secrets, pages of their own for
 /// larger ones. They are overwritten with zeros before the memory is reused or unmapped: the
-/// library never releases a token it owns without wiping it first (SPEC §5), and nothing of it
+/// library never releases a token it owns without wiping it first (README, "Failures and deadlines"), and nothing of it
 /// goes to the C allocator's free lists. Immutable after creation (except
 /// `Growable`), so it is safe to share between threads.
 final class SecretBytes: @unchecked Sendable {
@@ -20,7 +20,7 @@ final class SecretBytes: @unchecked Sendable {
     convenience init(copying bytes: UnsafeRawBufferPointer) {
         self.init(count: bytes.count) { out in
             if let src = bytes.baseAddress, bytes.count > 0 {
-                UnsafeMutableRawPointer(out.baseAddress!).copyMemory(from: src, byteCount: bytes.count)
+                UnsafeMutableRawPointer(out.baseAddress!).copyMemory(from: src, byteCount: bytes.count)  // trusted: our own buffer of bytes.count > 0 bytes
             }
         }
     }
@@ -82,6 +82,7 @@ final class SecretBytes: @unchecked Sendable {
         let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
         if let address, address != MAP_FAILED {
             _ = madvise(address, length, MADV_DONTDUMP)
+            SecretPool.lock(address, length)  // munmap unlocks
             return (address.assumingMemoryBound(to: UInt8.self), length)
         }
         let heap = UnsafeMutablePointer<UInt8>.allocate(capacity: max(count, 1))
@@ -149,7 +150,10 @@ final class SecretBytes: @unchecked Sendable {
 /// a page of its own is three (mmap, madvise, munmap: about 7 µs, and a restore makes five).
 /// A slot is wiped whole when it is given back, before it can be handed out again; chunks are
 /// never unmapped (the pool is as large as the most small secrets alive at once, 128 per
-/// 64 KiB chunk). Thread-safe (one pthread mutex, held across fork() by an atfork handler so that
+/// 64 KiB chunk). Chunks (and the pages of larger secrets) are also locked in RAM (`mlock`), as
+/// libsecret's secure memory is, so that a token is never written to swap — within
+/// `RLIMIT_MEMLOCK`: once the limit is reached, memory is used unlocked (still excluded from
+/// core dumps and wiped), and `lockedBytes`/`unlockedBytes` say how much of each. Thread-safe (one pthread mutex, held across fork() by an atfork handler so that
 /// a child never inherits it locked).
 enum SecretPool {
     static let slotSize = 512
@@ -173,6 +177,7 @@ enum SecretPool {
             let address = mmap(nil, chunkSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
             guard let address, address != MAP_FAILED else { return nil }
             _ = madvise(address, chunkSize, MADV_DONTDUMP)
+            lock(address, chunkSize)
             freeSlots.reserveCapacity(freeSlots.count + chunkSize / slotSize)
             for index in stride(from: chunkSize / slotSize - 1, through: 0, by: -1) {
                 freeSlots.append(address + index * slotSize)
@@ -181,12 +186,51 @@ enum SecretPool {
         return freeSlots.popLast()
     }
 
+    /// `mlock` of secret memory; a refusal (the `RLIMIT_MEMLOCK` limit reached, or no limit
+    /// granted at all) leaves it unlocked, counted.
+    static func lock(_ address: UnsafeMutableRawPointer, _ length: Int) {
+        let locked = mlock(address, length) == 0
+        pthread_mutex_lock(countMutex)
+        if locked { lockedTotal += length } else { unlockedTotal += length }
+        pthread_mutex_unlock(countMutex)
+    }
+
+    /// Bytes of secret memory mapped so far that `mlock` accepted, and that it refused (pages of
+    /// large secrets count while they are mapped and after; the figures are for diagnostics).
+    static var lockedBytes: Int { counts().locked }
+    static var unlockedBytes: Int { counts().unlocked }
+
+    private static func counts() -> (locked: Int, unlocked: Int) {
+        pthread_mutex_lock(countMutex)
+        defer { pthread_mutex_unlock(countMutex) }
+        return (lockedTotal, unlockedTotal)
+    }
+
+    nonisolated(unsafe) private static var lockedTotal = 0
+    nonisolated(unsafe) private static var unlockedTotal = 0
+    nonisolated(unsafe) private static let countMutex: UnsafeMutablePointer<pthread_mutex_t> = {
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        return mutex
+    }()
+
     /// Wipes a slot from `take()` and makes it available again.
     static func give(_ slot: UnsafeMutableRawPointer) {
         explicit_bzero(slot, slotSize)
         pthread_mutex_lock(mutex)
         freeSlots.append(slot)
         pthread_mutex_unlock(mutex)
+    }
+}
+
+/// How much of the library's secret memory is locked in RAM, for `portal-session status`.
+@_spi(PortalKeyringCLI)
+public enum SecretMemory {
+    /// "locked in RAM (N KiB)", or what is not locked and why.
+    public static var summary: String {
+        let locked = SecretPool.lockedBytes / 1024, unlocked = SecretPool.unlockedBytes / 1024
+        if unlocked == 0 { return "locked in RAM (\(locked) KiB; never swapped)" }
+        return "\(unlocked) KiB not locked in RAM (RLIMIT_MEMLOCK reached; may be swapped, still wiped), \(locked) KiB locked"
     }
 }
 

@@ -1,4 +1,4 @@
-/// `auth.sessionChanges`: a `SessionWatch` as an `AsyncSequence` of `SessionChange` (issue 16).
+/// `auth.sessionChanges`: a `SessionWatch` as an `AsyncSequence` of `SessionChange` (docs/threading.md).
 ///
 ///     for await change in try await auth.sessionChanges {
 ///         if case .signedIn(let endUserId) = change { showWallet(for: endUserId) }
@@ -68,7 +68,7 @@ extension PortalAuth {
     ///   task is cancelled while it starts.
     public var sessionChanges: SessionChanges {
         get async throws(PortalAuthError) {
-            try await OperationRunner.run { () throws(PortalAuthError) in try SessionChanges(auth: self) }
+            try await OperationRunner.run(.keyring) { () throws(PortalAuthError) in try SessionChanges(auth: self) }
         }
     }
 }

@@ -1,6 +1,6 @@
 import FoundationEssentials
 
-/// The secret stored in each keyring item (SPEC §2), version 2:
+/// The secret stored in each keyring item (README, "Storage"), version 2:
 ///
 ///     portal-keyring-session/2 e=<auth environment> u=<end user id> g=<generation> t=<persisted_at> c=<CST>
 ///
@@ -9,7 +9,7 @@ import FoundationEssentials
 /// its `persisted_at` (decimal microseconds since the Unix epoch). Content type
 /// `application/octet-stream`.
 ///
-/// Why this shape (issue 11): providers rewrite what they take for text. KeePassXC turns a secret
+/// Why this shape (docs/providers.md): providers rewrite what they take for text. KeePassXC turns a secret
 /// whose content type is `text/*`, or derives from `text/plain` in shared-mime-info (as
 /// `application/json` does), into an entry password; gnome-keyring's passwordless keyring writes
 /// secrets raw into a key file and unescapes `\\`, `\n` and `\t` on load. A base64url document
@@ -27,7 +27,7 @@ import FoundationEssentials
 /// *unusable*, which `restoreSession()` answers by deleting the item (once its attributes show it
 /// is ours) and reporting signed out — except a document of a *newer* version (`isNewerVersion`),
 /// which is not ours to judge: it is reported as signed out and kept, for the newer copy of the
-/// library that wrote it (SPEC §2, "Versions move forward without loss").
+/// library that wrote it (README, "Storage").
 enum SessionDocument {
     static let contentType = "application/octet-stream"
     /// The newest version this library reads and writes.
@@ -60,7 +60,7 @@ enum SessionDocument {
         head += Array(" c=".utf8)
         let total = head.count + Base64URL.encodedCount(token.count)
         return SecretBytes(count: total) { out in
-            out.baseAddress!.initialize(from: head, count: head.count)
+            out.baseAddress!.initialize(from: head, count: head.count)  // trusted: our own buffer, never empty (head alone is > 0 bytes)
             token.withUnsafeBytes { Base64URL.encode($0, into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: out[head.count...]))) }
         }
     }

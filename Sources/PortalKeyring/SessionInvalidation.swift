@@ -126,7 +126,7 @@ final class ListenerRegistration: @unchecked Sendable {
     }
 }
 
-/// The at-most-once invalidation state of one credential (SPEC §3 "onSessionInvalidated").
+/// The at-most-once invalidation state of one credential (README, "API conventions").
 ///
 /// Listeners run on a serial dispatch queue owned by this center, one after another, never on
 /// the thread that registered or reported, and never while a library lock is held.
@@ -228,8 +228,17 @@ final class InvalidationCenter: Sendable {
     /// deletes nothing and tells nobody; the next Portal built from the stored session detects it),
     /// and every registration is cancelled. `wait: false` leaves a delivery already running to
     /// finish on its own (`drain()` waits for it).
+    ///
+    /// An invalidation whose delete is running is not undone: the item will be deleted, so the
+    /// listeners it will tell are left registered (each gets its call, then its release) — both
+    /// or neither, also across a close. Once its deliveries are queued, a close (a listener that
+    /// frees the portal included) cancels the ones not yet run, as before.
     func close(wait: Bool = true) {
-        state.withLock { s in if s.phase == .active { s.phase = .closed } }
+        let begun = state.withLock { s -> Bool in
+            if s.phase == .active { s.phase = .closed }
+            return s.phase == .invalidating
+        }
+        if begun { return }
         cancelAll(wait: wait)
     }
 

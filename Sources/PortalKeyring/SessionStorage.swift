@@ -1,5 +1,5 @@
 /// One stored session item as the core sees it: its secret plus the non-secret attributes that
-/// order and name sign-ins (SPEC §2).
+/// order and name sign-ins (README, "Storage").
 struct StoredSessionItem: Sendable {
     /// Storage-specific identity of the item (a D-Bus object path for the Secret Service).
     let itemId: String
@@ -13,7 +13,7 @@ struct StoredSessionItem: Sendable {
     let secret: SecretBytes?
     /// Whether `generation` and `persistedAt` were read from the item. A storage may skip that
     /// when secrets are requested (each attribute read can cost a round trip, and the session
-    /// document carries copies of both); `items(authEnvironmentId:withSecrets: false)` reads them.
+    /// document carries copies of both); the `attributes` listing of `ReadPolicy.restore` reads them.
     var attributesRead = true
 
     /// Whether this item holds an older sign-in than (`persistedAt`, `generation`): the order
@@ -21,7 +21,7 @@ struct StoredSessionItem: Sendable {
     /// attributes were not read (an item of unknown age is never removed as "older").
     func isOlder(than persistedAt: UInt64, _ generation: String) -> Bool {
         attributesRead && self.generation != generation
-            && (self.persistedAt, self.generation ?? "") < (persistedAt, generation)
+            && PersistOrder.precedes((self.persistedAt, self.generation), (persistedAt, generation))
     }
 
     /// Whether this item holds a newer sign-in than (`persistedAt`, `generation`): a persist
@@ -29,7 +29,7 @@ struct StoredSessionItem: Sendable {
     /// False when the attributes were not read.
     func isNewer(than persistedAt: UInt64, _ generation: String) -> Bool {
         attributesRead && self.generation != generation
-            && (self.persistedAt, self.generation ?? "") > (persistedAt, generation)
+            && PersistOrder.precedes((persistedAt, generation), (self.persistedAt, self.generation))
     }
 }
 
@@ -49,6 +49,9 @@ enum StorageFailure: Error, Equatable {
     case timedOut(operation: String, milliseconds: UInt32)
     /// Any other provider error.
     case failed(String)
+    /// The new item was removed because another sign-in, stored at the same moment, ranks above
+    /// it (`PersistOrder`). Never retried: the call must not store again over the winner.
+    case superseded
 
     var message: String {
         switch self {
@@ -59,38 +62,42 @@ enum StorageFailure: Error, Equatable {
             return "no default keyring: the Secret Service has no collection with the alias 'default'"
         case .timedOut(let op, let ms): return "Secret Service did not answer \(op) within \(ms) ms"
         case .failed(let m): return "Secret Service error: \(m)"
+        case .superseded:
+            return "another sign-in was stored at the same moment and replaced this one: the stored session is the other one"
         }
     }
 }
 
-/// The one narrow seam between the core and the keyring (STYLE.md "Layout").
-/// `LibSecretStorage` is the only real implementation; tests may use an in-memory one.
+/// The one narrow seam between the core and the keyring (README, "Layout"). The core never
+/// looks past it (no downcast to an adapter): what differs between storages is a member here.
+/// `SecretServiceStorage` is the only real implementation; tests may use an in-memory one. What the
+/// stored items mean — which are ours, which is newest, which are unusable — is decided once, by
+/// `ReadPolicy` and `PersistOrder`, which every implementation calls with its own list, read and
+/// delete steps.
 ///
-/// Implementations are thread-safe and every call is bounded in time. No call returns a partial
-/// result: either all matching items are readable, or the call throws.
+/// Implementations are thread-safe and every call is one operation, bounded in time by one
+/// deadline (`KeyringTimeouts.callMilliseconds` for the provider calls, plus a prompt's own). No
+/// call returns a partial result.
 protocol SessionStorage: Sendable {
-    /// Every item of the session schema whose `auth_environment_id` equals `authEnvironmentId`.
-    ///
-    /// With `withSecrets`, each item's secret; throws `StorageFailure` when any matching item's
-    /// secret cannot be read (for example it is locked and stays locked), so a caller never
-    /// mistakes "unreadable" for "absent". The attributes may then be left unread
-    /// (`attributesRead` false). Without `withSecrets`, the attributes, and no unlock is attempted.
-    func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem]
+    /// Restores in one operation: reads this auth environment's items with their secrets (never
+    /// answering "none" while an item of ours is unreadable or locked and stays locked), decides
+    /// with `ReadPolicy.restore` (listing attributes when it asks), deletes the unusable items it
+    /// names, and returns the newest usable sign-in (nil: none). Throws `StorageFailure` when the
+    /// items cannot be read, or an unusable item cannot be deleted, within the operation.
+    func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored?
 
-    /// Stores a new item with these attributes in the default collection. Never replaces an
-    /// existing item (generations are unique).
-    func store(authEnvironmentId: String, generation: String, persistedAt: UInt64,
-               label: String, secret: SecretBytes) throws(StorageFailure)
-
-    /// Persists a sign-in (SPEC §2): stores a new item like `store`, then removes this auth
-    /// environment's items that hold an older sign-in (`StoredSessionItem.isOlder`); a newer
-    /// one, stored meanwhile by any process, is kept. Throws only when the new item could not be
-    /// stored (then nothing was removed); a failed removal is left to the next persist or clear
-    /// (restore ranks the leftover below the new item). When a newer sign-in was stored meanwhile
-    /// (two persists at the same time), the new item is removed as well: the newer one replaced
-    /// it. Returns once the removal is done.
-    func replace(authEnvironmentId: String, generation: String, persistedAt: UInt64,
-                 label: String, secret: SecretBytes) throws(StorageFailure)
+    /// Persists a sign-in (README, "Storage") in one operation, ordered without trusting a clock
+    /// (`PersistOrder.replace`, the one algorithm): reads this auth environment's items, stores
+    /// the new item with a `persisted_at` above every one it saw (the document made by
+    /// `document(persistedAt)`), removes the items it saw (they precede it whatever their
+    /// timestamps say) and those stored meanwhile that rank below it. When one stored meanwhile
+    /// ranks above it (two persists at once), the new item is removed and the call throws
+    /// `PersistOrder.superseded`: it never reports success for a session that is no longer
+    /// stored. Throws before storing when the items cannot be read (nothing written), or when the
+    /// new item cannot be stored (nothing removed); a failed removal is left to the next persist
+    /// or clear (restore ranks the leftover below the new item). Returns the `persisted_at` stored.
+    func replace(authEnvironmentId: String, generation: String, now: UInt64, label: String,
+                 document: (UInt64) -> SecretBytes) throws(StorageFailure) -> UInt64
 
     /// Deletes the item with this identity; an item that is already gone is not an error.
     func delete(itemId: String) throws(StorageFailure)
@@ -99,21 +106,95 @@ protocol SessionStorage: Sendable {
     /// `session_generation` when given. Returns how many were deleted.
     @discardableResult
     func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int
+
+    /// What a session watch sees now (`SessionObservation`), decided with `ReadPolicy.newest`;
+    /// never unlocks, never prompts.
+    func observe(authEnvironmentId: String) throws(StorageFailure) -> SessionObservation
+
+    /// The keyring as `portal-session status` shows it, as (name, value) pairs; empty when the
+    /// storage has nothing to show.
+    func describe() throws(StorageFailure) -> [(String, String)]
+
+    /// The same storage with other deadlines.
+    func withTimeouts(_ timeouts: KeyringTimeouts) -> any SessionStorage
+}
+
+/// The one order of sign-ins, for persist, restore and the watch (README, "Storage"; docs/security.md,
+/// "Ordering sign-ins"): by (`persisted_at`, `session_generation`), where `persisted_at` is a
+/// logical clock — a persist stores a value above every item it saw, so a sign-in ranks above
+/// every sign-in stored before it, whatever the wall clock says (a clock that was ahead, a VM
+/// snapshot, NTP stepping back, another app's planted item far in the future). The wall clock
+/// only seeds it. Ties between persists that did not see each other go to the larger
+/// `persisted_at`, then `session_generation` (random): both sides agree which one stays.
+enum PersistOrder {
+    /// Whether sign-in `a` ranks below sign-in `b`: (`persisted_at`, `session_generation`)
+    /// compared in that order, an unknown generation lowest.
+    static func precedes(_ a: (UInt64, String?), _ b: (UInt64, String?)) -> Bool {
+        (a.0, a.1 ?? "") < (b.0, b.1 ?? "")
+    }
+
+    /// Persist, the one algorithm, with the storage's calls made inside the caller's one
+    /// operation: `seen` lists the items of ours that exist now (with their attributes);
+    /// `create` stores the new item with the `persisted_at` given and returns its id; `found`
+    /// lists the items there after the create, excluding `ours` (nil when that listing failed:
+    /// the removal is then left to the next persist or clear); `delete` removes one item (a
+    /// failure is left the same way). See `SessionStorage.replace`.
+    static func replace(now: UInt64, generation: String,
+                        seen listSeen: () throws(StorageFailure) -> [StoredSessionItem],
+                        create: (UInt64) throws(StorageFailure) -> String,
+                        found listFound: (_ ours: String, _ seen: [StoredSessionItem]) -> [StoredSessionItem]?,
+                        delete: (String) -> Void) throws(StorageFailure) -> UInt64 {
+        let seen = try listSeen()
+        let persistedAt = timestamp(now: now, after: seen)
+        let ours = try create(persistedAt)
+        // Stored. A failed listing or removal from here is left to the next persist or clear
+        // (restore ranks the leftover below ours); only a newer concurrent sign-in throws.
+        guard let found = listFound(ours, seen), !found.isEmpty else { return persistedAt }
+        let plan = cleanup(persistedAt: persistedAt, generation: generation, ours: ours,
+                           seen: Set(seen.map(\.itemId)), found: found)
+        for itemId in plan.remove { delete(itemId) }
+        if plan.superseded { throw superseded }
+        return persistedAt
+    }
+
+    /// The `persisted_at` of a new sign-in: `now`, or one above the newest item `seen`.
+    static func timestamp(now: UInt64, after seen: [StoredSessionItem]) -> UInt64 {
+        let newest = seen.filter(\.attributesRead).map(\.persistedAt).max() ?? 0
+        return max(now, newest == UInt64.max ? newest : newest + 1)
+    }
+
+    /// What a persist removes once its item is stored: every other item it `seen` before storing
+    /// (they precede it, whatever their timestamps), and of the items stored meanwhile (`found`
+    /// but not `seen`) those ranked below it; `superseded` when one of those ranks above it —
+    /// then its own item (`ours`, when found) is removed as well.
+    static func cleanup(persistedAt: UInt64, generation: String, ours: String?, seen: Set<String>,
+                        found: [StoredSessionItem]) -> (remove: [String], superseded: Bool) {
+        var remove: [String] = []
+        var superseded = false
+        for item in found where item.itemId != ours && item.generation != generation {
+            if seen.contains(item.itemId) || item.isOlder(than: persistedAt, generation) {
+                remove.append(item.itemId)
+            } else if item.isNewer(than: persistedAt, generation) {
+                superseded = true
+            }
+        }
+        if superseded, let ours { remove.append(ours) }
+        return (remove, superseded)
+    }
+
+    /// The file whose lock persists of `authEnvironmentId` take turns on (`PrivateDirectory`).
+    static func lockName(_ authEnvironmentId: String) -> String {
+        PrivateDirectory.hashedName("persist", authEnvironmentId) + ".lock"
+    }
+
+    /// A persist that another one, stored at the same time, replaced.
+    static let superseded = StorageFailure.superseded
 }
 
 extension SessionStorage {
-    /// `store`, then `items` without secrets and `delete` for each older item.
-    func replace(authEnvironmentId: String, generation: String, persistedAt: UInt64,
-                 label: String, secret: SecretBytes) throws(StorageFailure) {
-        try store(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
-                  label: label, secret: secret)
-        guard let items = try? items(authEnvironmentId: authEnvironmentId, withSecrets: false) else { return }
-        for item in items where item.isOlder(than: persistedAt, generation) {
-            try? delete(itemId: item.itemId)
-        }
-        if items.contains(where: { $0.isNewer(than: persistedAt, generation) }),
-           let ours = items.first(where: { $0.generation == generation }) {
-            try? delete(itemId: ours.itemId)
-        }
-    }
+    /// Nothing to show (a storage other than the Secret Service: tests).
+    func describe() throws(StorageFailure) -> [(String, String)] { [] }
+
+    /// A storage without deadlines of its own (tests) is the same storage.
+    func withTimeouts(_ timeouts: KeyringTimeouts) -> any SessionStorage { self }
 }

@@ -1,4 +1,4 @@
-/// A change of one auth environment's stored session, seen by a `SessionWatch` (issue 16).
+/// A change of one auth environment's stored session, seen by a `SessionWatch` (docs/threading.md).
 public enum SessionChange: Sendable, Equatable, CustomStringConvertible {
     /// A new sign-in was persisted, by any process: the newest stored sign-in is now another one
     /// (another `session_generation`), of this end user.
@@ -35,7 +35,7 @@ public enum SessionChange: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Watches one auth environment's stored session across processes, without polling (issue 16).
+/// Watches one auth environment's stored session across processes, without polling (docs/threading.md).
 ///
 /// The watch listens on a session-bus connection of its own for the Secret Service's signals
 /// (`ItemCreated`/`ItemDeleted`/`ItemChanged` and property changes of every collection,
@@ -72,9 +72,7 @@ public final class SessionWatch: Sendable {
     /// - Throws: `.sessionStorageFailure` when there is no session bus (or the fork() rule
     ///   forbids D-Bus in this process).
     public init(auth: PortalAuth, onChange: @escaping @Sendable (SessionChange) -> Void) throws(PortalAuthError) {
-        guard let storage = auth.storage as? LibSecretStorage else {
-            throw .sessionStorageFailure(message: "only the Secret Service storage can be watched")
-        }
+        let storage = auth.storage
         let id = auth.authEnvironmentId
         loop = try storageCall { () throws(StorageFailure) in
             try WatchLoop(observe: { () throws(StorageFailure) in try storage.observe(authEnvironmentId: id) },
@@ -82,8 +80,28 @@ public final class SessionWatch: Sendable {
         }
     }
 
-    /// Stops the watch: after this returns no `onChange` call starts. Idempotent. Must not be
-    /// called from inside `onChange` (it waits for the watch thread).
+    /// Starts watching without waiting for the bus or the keyring: returns at once, and
+    /// `started` runs on the watch thread once the watch is live (nil: every change after that
+    /// is reported) or could not start (the error; the watch has ended). Used by the C ABI's
+    /// `portal_auth_watch_async`.
+    @_spi(PortalKeyringC)
+    public init(auth: PortalAuth, started: @escaping @Sendable (PortalAuthError?) -> Void,
+                onChange: @escaping @Sendable (SessionChange) -> Void) throws(PortalAuthError) {
+        let storage = auth.storage
+        let id = auth.authEnvironmentId
+        loop = try storageCall { () throws(StorageFailure) in
+            try WatchLoop(observe: { () throws(StorageFailure) in try storage.observe(authEnvironmentId: id) },
+                          onChange: onChange,
+                          start: .background(started: { failure in
+                              started(failure.map { .sessionStorageFailure(message: $0.message) })
+                          }))
+        }
+    }
+
+    /// Stops the watch: after this returns no `onChange` call runs or starts (unless called from
+    /// inside `onChange`, which then finishes). Idempotent. Never waits for the keyring: a read
+    /// in progress ends on the watch thread by itself (bounded by the call deadline), so this
+    /// may be called from any thread, an executor's or a GUI loop's included.
     public func cancel() { loop.stop() }
 
     deinit { loop.stop() }

@@ -12,17 +12,6 @@ public struct AuthMethods: Sendable, Equatable {
     public let autoCreateWallet: Bool
 }
 
-/// What `handleRedirect(url:)` made of a URL.
-public enum RedirectResult: Sendable {
-    /// The URL is not this app's redirect URL (other scheme, host or path): nothing was done.
-    case notHandled
-    /// Signed in; the session was persisted before this was returned.
-    case authenticated(PortalSession)
-    /// The end user must enter a TOTP code: call `verifyTotp(code:userJwt:)`. Nothing was
-    /// persisted. `totpLink` (an `otpauth://` enrolment link) is present for first-time setup.
-    case totpRequired(userJwt: String, totpLink: String?)
-}
-
 /// What `handleRedirect(url:options:)` may do beyond the default (README "Redirect hijacking").
 public struct RedirectOptions: OptionSet, Sendable {
     public let rawValue: UInt32
@@ -39,46 +28,66 @@ public struct RedirectOptions: OptionSet, Sendable {
 }
 
 extension PortalAuth {
-    // MARK: - Public sign-in API (SPEC §3 sign-in row, §4)
+    // MARK: - Public sign-in API (README, "Sign-in")
 
     /// The sign-in methods this auth environment allows. Network: one request.
-    /// - Throws: `networkFailure`, `rateLimited`, `authenticationFailed(message:)`,
-    ///   `malformedResponse(field:)`.
+    /// - Throws: `networkFailure`, `rateLimited`, `unauthorized`, `clientError(status:message:)`,
+    ///   `internalServerError(status:)`, `malformedResponse(field:)`.
     public func getMethods() throws(PortalAuthError) -> AuthMethods {
         struct Wire: Decodable { let allowedMethods: [String]?; let allowedAuthMethods: [String]?; let autoCreateWallet: Bool? }
         let wire: Wire = try api("GET", "/api/v3/auth/methods")
-        guard let methods = wire.allowedMethods ?? wire.allowedAuthMethods else {
-            throw .malformedResponse(field: "allowedMethods")
-        }
+        // As PortalSwift reads it: no list is an empty one, and a method this library cannot
+        // start (a newer backend's) is left out rather than offered to the end user.
+        let methods = (wire.allowedAuthMethods ?? wire.allowedMethods ?? []).filter(Self.signInMethods.contains)
         return AuthMethods(allowedMethods: methods, autoCreateWallet: wire.autoCreateWallet ?? false)
     }
 
+    /// The sign-in methods this library can start.
+    static let signInMethods: Set<String> = ["EMAIL_MAGIC_LINK", "GOOGLE", "APPLE"]
+
     /// Asks Portal to email a sign-in link to `email` (trimmed and lower-cased) that opens this
-    /// app's `redirectUrl`. Never retried automatically: a retry could send a second email.
-    /// - Throws: `invalidArgument(name: "email")`, `rateLimited`, `networkFailure`, `authenticationFailed`.
+    /// app's `redirectUrl`: `POST /api/v3/auth/magic-links` with the `MagicLinkConfig`'s sender
+    /// and template, and `isAccountAbstracted` when set. The answer's body is not read. Never
+    /// retried automatically: a retry could send a second email. Blocks (network).
     ///
     /// Records the pending sign-in marker first (see `handleRedirect(url:options:)`); when it cannot
     /// be written this throws `sessionStorageFailure` and sends nothing.
+    /// - Throws: `magicLinkNotConfigured` (no `MagicLinkConfig`; checked first, nothing sent or
+    ///   recorded), `invalidArgument(name: "email")`, `sessionStorageFailure`, `rateLimited`
+    ///   (per address per minute; no wait is announced), `accountAbstractionUnavailable(message:)`,
+    ///   `clientError(status:message:)`, `internalServerError(status:)`, `networkFailure`.
     public func sendMagicLink(email: String) throws(PortalAuthError) {
-        let normalized = String(email.unicodeScalars.drop { $0.properties.isWhitespace }.reversed()
-            .drop { $0.properties.isWhitespace }.reversed().map(Character.init)).lowercased()
+        guard let magicLink else { throw .magicLinkNotConfigured }
+        let normalized = email.trimmingWhitespace().lowercased()
         guard normalized.contains("@"), normalized.utf8.count <= 320,
               !normalized.contains(where: { $0.isWhitespace }) else { throw .invalidArgument(name: "email") }
         try pendingSignIn.record()
-        struct Body: Encodable { let email: String; let redirectUrl: String }
-        struct Empty: Decodable {}
-        let _: Empty = try api("POST", "/api/v3/auth/magic-links", body: Body(email: normalized, redirectUrl: redirectUrl))
+        struct Body: Encodable {
+            let email: String, redirectUrl: String, fromEmail: String, templateId: String
+            let isAccountAbstracted: Bool?  // left out of the JSON when nil (synthesized encodeIfPresent)
+        }
+        _ = try apiResponse("POST", "/api/v3/auth/magic-links",
+                            body: Body(email: normalized, redirectUrl: redirectUrl, fromEmail: magicLink.fromEmail,
+                                       templateId: magicLink.templateId, isAccountAbstracted: isAccountAbstracted),
+                            accountAbstraction: isAccountAbstracted != nil)
     }
 
-    /// The Google authorize URL to open in the end user's browser; Portal redirects back to
-    /// `redirectUrl` (sent form-encoded) with a grant for `handleRedirect(url:)`. Records the
-    /// pending sign-in marker first, like `sendMagicLink(email:)`.
+    /// The Google authorize URL to open in the end user's browser (`GET
+    /// /api/v3/auth/oauth/urls`, fetched fresh on every call: its `state` is single-use); Portal
+    /// redirects back to `redirectUrl` with a grant for `handleRedirect(url:)`. Records the
+    /// pending sign-in marker first, like `sendMagicLink(email:)`. Blocks (network).
+    /// - Throws: `authMethodUnavailable(method: "GOOGLE")` when the auth environment has not
+    ///   enabled Google; `accountAbstractionUnavailable(message:)`, `unauthorized` (unknown auth
+    ///   environment, redirect URL not allow-listed, or a half-configured provider: the backend
+    ///   does not say which), `rateLimited`, `clientError`, `internalServerError`,
+    ///   `malformedResponse`, `networkFailure`, `sessionStorageFailure`.
     public func loginWithGoogle() throws(PortalAuthError) -> String { try authorizeURL(provider: "GOOGLE") }
 
-    /// The Apple authorize URL; see `loginWithGoogle()`.
+    /// The Apple authorize URL; see `loginWithGoogle()` (`authMethodUnavailable(method: "APPLE")`).
     public func loginWithApple() throws(PortalAuthError) -> String { try authorizeURL(provider: "APPLE") }
 
-    /// The longest redirect URL `handleRedirect(url:)` accepts, in UTF-8 bytes (PortalSwift's limit).
+    /// The longest redirect URL: 8192, PortalSwift's limit. A configured `redirectUrl` is held to
+    /// it in UTF-8 bytes; `handleRedirect(url:)` counts UTF-16 code units, as PortalSwift does.
     public static let maxRedirectURLBytes = 8192
 
     /// Completes a sign-in from the redirect URL the browser opened (query parameters `token`,
@@ -93,39 +102,47 @@ extension PortalAuth {
     /// silently: this throws `differentEndUser` and stores nothing, and the exchange is remembered
     /// so that the same URL with `.replaceDifferentEndUser` persists it. The same end user
     /// signing in again replaces the session silently. Error redirects and URLs without a grant
-    /// do nothing whatever the marker says, and are reported as before.
+    /// do nothing whatever the marker says, and are reported as before (an error, or `.notHandled`).
     ///
     /// The grant is exchanged once: delivering the same redirect again returns the same result
-    /// without a second exchange. When the exchange succeeded but the keyring write failed, this
+    /// without a second exchange; a TOTP step that `verifyTotp` completed since replays as the
+    /// `.authenticated` it became (PortalSwift's rule). When the exchange succeeded but the keyring write failed, this
     /// throws `sessionStorageFailure` and a repeat delivery retries only the write. A failed
     /// exchange stays retryable. Blocks (network, keyring).
     ///
-    /// - Returns: `.notHandled` for a URL that is not this app's redirect URL; `.authenticated`
-    ///   with the session, persisted before returning; `.totpRequired`.
-    /// - Throws: `authenticationFailed(message:)` for an `error` parameter or an unknown method,
-    ///   `invalidGrant`, `rateLimited`, `malformedResponse(field:)`, `networkFailure`,
-    ///   `sessionStorageFailure`; `invalidArgument(name: "url")` for a URL longer than
-    ///   `maxRedirectURLBytes` (8192 bytes, PortalSwift's limit), before it is parsed;
+    /// The exchange's answer decides (`decodeExchange`): a non-blank `clientSessionToken` signs in
+    /// (then `endUserId` is required); else a non-blank `userJwt` is the TOTP step (`endUserId` may
+    /// be absent: "" then); neither is `invalidGrant`.
+    ///
+    /// - Returns: `.notHandled`, doing nothing, for a URL that is not this app's: longer than
+    ///   `maxRedirectURLBytes` UTF-16 code units (checked before it is parsed), another URL
+    ///   (`RedirectQuery`), no or an empty `token`, or no known method (`authMethod=EMAIL_MAGIC_LINK`,
+    ///   else `login_type=GOOGLE|APPLE`, exact case); `.authenticated` with the session, persisted
+    ///   before returning, and the client the API named; `.totpRequired`.
+    /// - Throws: `authenticationFailed(message:)` for an `error` parameter (even beside a token),
+    ///   `invalidGrant` (grant rejected, or an answer with neither token), `rateLimited`,
+    ///   `clientError`, `internalServerError` (HTTP 5xx: not a failed sign-in; the grant stays
+    ///   usable), `malformedResponse(field:)`, `networkFailure`, `sessionStorageFailure`,
     ///   `unsolicitedRedirect`, `differentEndUser(storedEndUserId:newEndUserId:)`.
     public func handleRedirect(url: String, options: RedirectOptions = []) throws(PortalAuthError) -> RedirectResult {
-        guard url.utf8.count <= Self.maxRedirectURLBytes else { throw .invalidArgument(name: "url") }
-        guard let query = RedirectQuery(url: url, redirectUrl: redirectUrl) else { return .notHandled }
+        // Not ours, as PortalSwift decides: longer than its limit (counted in UTF-16 code units, as
+        // it counts), another URL, no grant, or no sign-in method it knows. Nothing is done.
+        guard url.utf16.count <= Self.maxRedirectURLBytes,
+              let query = RedirectQuery(url: url, redirectUrl: redirectUrl) else { return .notHandled }
         if let error = query["error"] {
             // Attacker-controlled text on its way to a log or terminal: no control characters
             // (ESC sequences), at most 100 characters.
             let shown = DisplayText.sanitized(error, limit: DisplayText.maxRedirectErrorCharacters)
-            throw .authenticationFailed(message: "sign-in failed: \(shown)")
+            throw .authenticationFailed(message: "sign-in failed: " + (shown.isEmpty ? "(no reason given)" : shown))
         }
-        guard let grant = query["token"], !grant.isEmpty else {
-            throw .authenticationFailed(message: "the redirect carries no token")
-        }
+        guard let grant = query["token"], !grant.isEmpty else { return .notHandled }
         let route: String
         if query["authMethod"] == "EMAIL_MAGIC_LINK" {
             route = "/api/v3/auth/magic-links/validations"
         } else if let type = query["login_type"], type == "GOOGLE" || type == "APPLE" {
             route = "/api/v3/auth/oauth/tokens"
         } else {
-            throw .authenticationFailed(message: "the redirect names no known sign-in method")
+            return .notHandled
         }
 
         switch grants.begin(grant) {
@@ -159,7 +176,8 @@ extension PortalAuth {
             throw error
         }
         if let userJwt = exchange.userJwt {
-            let result = RedirectResult.totpRequired(userJwt: userJwt.string(), totpLink: exchange.totpLink)
+            let result = RedirectResult.totpRequired(TotpRequiredResult(userJwt: userJwt.string(), totpLink: exchange.totpLink,
+                                                                        endUserId: exchange.endUserId ?? ""))
             grants.finish(grant, result)
             pendingSignIn.consume()
             return result
@@ -177,11 +195,15 @@ extension PortalAuth {
         try checkNewToken(userJwt, name: "userJwt")
     }
 
-    /// Completes a TOTP sign-in: exchanges `code` with the user JWT from `.totpRequired`,
-    /// persists the session (end user id from the JWT's claims when the response lacks it) and
-    /// returns it. Blocks (network, keyring).
-    /// - Throws: `invalidArgument`, `invalidUserJwt` (expired, used or malformed JWT),
-    ///   `authenticationFailed(message:)` (wrong code), `rateLimited`, `malformedResponse`,
+    /// Completes a TOTP sign-in: sends `code` with the user JWT from `.totpRequired`, persists
+    /// the session and returns it with the client the API named. The session's end user is the
+    /// JWT's `endUserId` claim (the API's answer names none), read before the code is sent.
+    /// Blocks (network, keyring).
+    /// - Throws: `invalidArgument`; `invalidUserJwt` when the JWT has no readable `endUserId`
+    ///   claim (nothing sent, the code stays unused); `authenticationFailed(message:)` when Portal
+    ///   rejects the code (HTTP 401: a mistyped or stale code, or a JWT that expired or was used:
+    ///   Portal does not say which; ask for a new code and call again with the same JWT, and
+    ///   restart the sign-in when it keeps failing); `rateLimited`, `malformedResponse`,
     ///   `networkFailure`, `sessionStorageFailure`.
     ///
     /// Like `handleRedirect`, it never silently replaces another end user's stored session: when
@@ -189,89 +211,83 @@ extension PortalAuth {
     /// the code is sent (the code stays unused); `.replaceDifferentEndUser` in `options`
     /// confirms. (C and Python: sign out first, then verify the same code again.)
     ///
-    /// An accepted code is exchanged once per instance, like a redirect grant: this instance
-    /// remembers the exchange (in memory, filed under a SHA-256 digest of user JWT and code, never
-    /// the JWT; the token in wiped memory) until `clearPersistedSession()`. When Portal accepted
-    /// the code but the keyring write failed (`sessionStorageFailure`, or `differentEndUser` from
-    /// the check at write time), calling this again with the same code and JWT, from any thread,
-    /// retries only the write; after a successful write it returns the same session. A call
-    /// with the same code and JWT while one is running waits for it. Once the code is accepted,
-    /// cancelling the operation (`async`, C `_async`) no longer stops the keyring write (bounded
-    /// by the keyring deadline): the session is persisted when the keyring allows, else kept
-    /// for the retry. A rejected or unanswered exchange is not remembered.
+    /// Portal spends the user JWT when it accepts a code, so this instance remembers an accepted
+    /// exchange (in memory, filed under a SHA-256 digest of the user JWT, never the JWT; the
+    /// token in wiped memory) until `clearPersistedSession()`. When Portal accepted the code but
+    /// the keyring write failed (`sessionStorageFailure`, or `differentEndUser` from the check at
+    /// write time), calling this again with the same JWT, from any thread and with whatever code
+    /// the end user types then, retries only the write; after a successful write it returns the
+    /// same result. A call with the same JWT while one is running waits for it. Once the code is
+    /// accepted, cancelling the operation (`async`, C `_async`) no longer stops the keyring write
+    /// (bounded by the keyring deadline): the session is persisted when the keyring allows, else
+    /// kept for the retry. A rejected or unanswered exchange is not remembered.
     @discardableResult
     public func verifyTotp(code: String, userJwt: String,
-                           options: RedirectOptions = []) throws(PortalAuthError) -> PortalSession {
+                           options: RedirectOptions = []) throws(PortalAuthError) -> AuthenticatedResult {
         try Self.checkTotpArguments(code: code, userJwt: userJwt)
+        // The session's only source of an end user: read first, so a JWT without one costs no code.
+        let endUserId = try UserJwt.endUserId(of: userJwt)
         let jwt = SecretBytes.copyingUTF8(of: userJwt)
         // Without libgcrypt no keyring write could succeed: refuse before the code is spent.
-        guard let key = TotpExchangeKey(userJwt: jwt, code: code) else {
+        guard let key = TotpExchangeKey(userJwt: jwt) else {
             throw .sessionStorageFailure(message: "no encrypted transfer session: libgcrypt is not usable")
         }
         switch grants.beginTotp(key) {
-        case .cached(let session):
-            return session
-        case .persistOnly(let endUserId, let token):
-            return try finishTotp(key, endUserId, token, options)
+        case .cached(let result):
+            return result
+        case .persistOnly(let exchange):
+            return try finishTotp(key, userJwt, exchange, options)
         case .exchange:
             break
         }
-        let endUserId: String, token: SecretBytes
+        let exchange: TotpExchange
         do throws(PortalAuthError) {
-            try checkBeforeSpendingTheCode(userJwt, options)
+            // Before the code is spent: the JWT's end user against the stored one (this also
+            // reads the keyring first, so a locked keyring fails with the code still unused).
+            try checkSameEndUser(endUserId, options)
             struct Body: Encodable { let code: String }
-            var exchange = try decodeExchange(try api("POST", "/api/v3/auth/totps/validations", body: Body(code: code),
-                                                      bearer: jwt, unauthorized: .invalidUserJwt), requireUser: false)
-            if exchange.endUserId == nil { exchange.endUserId = Self.endUserId(fromJWT: userJwt) }
-            guard let named = exchange.endUserId else { throw .malformedResponse(field: "endUserId") }
-            guard let bytes = exchange.clientSessionToken else { throw .malformedResponse(field: "clientSessionToken") }
-            (endUserId, token) = (named, bytes)
+            exchange = try decodeTotpValidation(
+                try api("POST", "/api/v3/auth/totps/validations", body: Body(code: code), bearer: jwt,
+                        unauthorized: .authenticationFailed(message: Self.totpCodeRejected)),
+                endUserId: endUserId)
         } catch {
             grants.abandonTotp(key)
             throw error
         }
-        return try finishTotp(key, endUserId, token, options)
+        return try finishTotp(key, userJwt, exchange, options)
     }
+
+    /// What a 401 on `/api/v3/auth/totps/validations` means to the end user. Portal answers a
+    /// wrong code with a bare 401, the same as for a spent or expired JWT.
+    static let totpCodeRejected = "the TOTP code was not accepted: enter the current code from the authenticator "
+        + "app and try again (if it keeps failing, the sign-in has expired: start it again)"
 
     // MARK: - Exchange plumbing
 
-    /// Before a TOTP code is spent: the JWT's end user against the stored one (this also reads
-    /// the keyring first, so a locked keyring fails with the code still unused).
-    private func checkBeforeSpendingTheCode(_ userJwt: String, _ options: RedirectOptions) throws(PortalAuthError) {
-        if let named = Self.endUserId(fromJWT: userJwt) {
-            try checkSameEndUser(named, options)
-        } else {
-            _ = try restoreSession()
-        }
-    }
-
-    /// Persists an accepted TOTP exchange and records the outcome in the ledger: the session, or
-    /// the exchange itself when the write failed (so a retry writes without a second exchange).
-    private func finishTotp(_ key: TotpExchangeKey, _ endUserId: String, _ token: SecretBytes,
-                            _ options: RedirectOptions) throws(PortalAuthError) -> PortalSession {
+    /// Persists an accepted TOTP exchange and records the outcome in the ledger: the session (and
+    /// the redirect that asked for this JWT's code now replays it), or the exchange itself when
+    /// the write failed (so a retry writes without a second exchange).
+    private func finishTotp(_ key: TotpExchangeKey, _ userJwt: String, _ exchange: TotpExchange,
+                            _ options: RedirectOptions) throws(PortalAuthError) -> AuthenticatedResult {
         do throws(PortalAuthError) {
             // The code is spent: the write runs under an operation token of its own, so that
             // cancelling the caller's operation no longer aborts it (the keyring deadline still
             // bounds it) and the worker persists when it can.
             let session = try OperationToken().run { () throws(PortalAuthError) -> PortalSession in
                 try pendingSignIn.withCompletionLock { () throws(PortalAuthError) -> PortalSession in
-                    try checkSameEndUser(endUserId, options)
-                    return try persist(endUserId: endUserId, token: token)
+                    try checkSameEndUser(exchange.endUserId, options)
+                    return try persist(endUserId: exchange.endUserId, token: exchange.clientSessionToken)
                 }
             }
-            grants.finishTotp(key, session)
-            return session
+            let result = AuthenticatedResult(session: session, clientId: exchange.clientId,
+                                             isAccountAbstracted: exchange.isAccountAbstracted)
+            grants.finishTotp(key, result)
+            grants.completeTotpStep(userJwt: userJwt, result)
+            return result
         } catch {
-            grants.totpExchangedButNotPersisted(key, endUserId: endUserId, token: token)
+            grants.totpExchangedButNotPersisted(key, exchange)
             throw error
         }
-    }
-
-    struct Exchange: @unchecked Sendable {
-        var endUserId: String?
-        var clientSessionToken: SecretBytes?
-        var userJwt: SecretBytes?
-        var totpLink: String?
     }
 
     /// The pending sign-in marker of this auth environment (`PendingSignIn`).
@@ -297,7 +313,9 @@ extension PortalAuth {
             let result = try pendingSignIn.withCompletionLock { () throws(PortalAuthError) -> RedirectResult in
                 // Another end user's stored session is replaced only on confirmation.
                 try checkSameEndUser(endUserId, options)
-                return RedirectResult.authenticated(try persist(endUserId: endUserId, token: token))
+                let session = try persist(endUserId: endUserId, token: token)
+                return .authenticated(AuthenticatedResult(session: session, clientId: exchange.clientId,
+                                                          isAccountAbstracted: exchange.isAccountAbstracted))
             }
             grants.finish(grant, result)
             pendingSignIn.consume()
@@ -306,127 +324,5 @@ extension PortalAuth {
             grants.exchangedButNotPersisted(grant, exchange)
             throw error
         }
-    }
-
-    private func decodeExchange(_ data: ExchangeWire, requireUser: Bool = true) throws(PortalAuthError) -> Exchange {
-        if requireUser, data.endUserId == nil { throw .malformedResponse(field: "endUserId") }
-        if data.clientSessionToken == nil && data.userJwt == nil {
-            throw .malformedResponse(field: "clientSessionToken")
-        }
-        var exchange = Exchange(endUserId: data.endUserId, totpLink: data.totpLink)
-        // The decoder's Strings are this call's own: copied into wiped memory, then zeroed in place.
-        if var token = data.clientSessionToken {
-            let bytes = SecretBytes.copyingUTF8(of: token)
-            SecretBytes.wipeStorage(of: &token)
-            do { try Self.checkToken(bytes, name: "clientSessionToken") } catch { throw .malformedResponse(field: "clientSessionToken") }
-            exchange.clientSessionToken = bytes
-        } else if var jwt = data.userJwt {
-            exchange.userJwt = SecretBytes.copyingUTF8(of: jwt)
-            SecretBytes.wipeStorage(of: &jwt)
-        }
-        return exchange
-    }
-
-    struct ExchangeWire: Decodable {
-        let endUserId: String?
-        let clientId: String?
-        let clientSessionToken: String?
-        let userJwt: String?
-        let totpLink: String?
-    }
-
-    private func authorizeURL(provider: String) throws(PortalAuthError) -> String {
-        try pendingSignIn.record()
-        struct Wire: Decodable { let google: String?; let apple: String?; let url: String? }
-        let wire: Wire = try api("GET", "/api/v3/auth/oauth/urls?redirectUrl=\(Self.formEncode(redirectUrl))&provider=\(provider)")
-        guard let url = wire.url ?? (provider == "GOOGLE" ? wire.google : wire.apple) else {
-            throw .malformedResponse(field: provider == "GOOGLE" ? "google" : "apple")
-        }
-        return url
-    }
-
-    /// One client-auth call: `x-portal-auth-environment-id`, JSON in, `{"data": …}` out, errors
-    /// mapped as PortalSwift maps them (429 → rateLimited, 401 → `unauthorized`'s case, other
-    /// non-2xx → authenticationFailed with the backend's message).
-    func api<Response: Decodable>(_ method: String, _ path: String, body: (some Encodable)? = Optional<String>.none,
-                                  bearer: SecretBytes? = nil,
-                                  unauthorized: PortalAuthError = .unauthorized) throws(PortalAuthError) -> Response {
-        guard let target = TargetURL.forAPI(host: apiHost, path: path) else { throw .invalidArgument(name: "apiHost") }
-        var bytes: [UInt8]?
-        if let body {
-            do { bytes = Array(try JSONEncoder().encode(body)) } catch { throw .invalidArgument(name: "body") }
-        }
-        let request = PortalRequest(method: method, target: path,
-                                    headers: [(name: "x-portal-auth-environment-id", value: authEnvironmentId)], body: bytes)
-        let response: PortalResponse
-        do {
-            response = try http.send(request, to: target, bearer: bearer)
-        } catch {
-            throw .networkFailure(message: error.message(reaching: target.authority))
-        }
-        switch response.status {
-        case 200..<300:
-            guard let envelope = try? Self.decode(Envelope<Response>.self, response) else {
-                throw .malformedResponse(field: "data")
-            }
-            guard let data = envelope.data else { throw .malformedResponse(field: "data") }
-            return data
-        case 429:
-            throw .rateLimited(retryAfterSeconds: response.retryAfterSeconds)
-        case 401:
-            throw unauthorized
-        default:
-            let detail = try? Self.decode(ErrorBody.self, response)
-            // The server's text is outside input: no control characters, bounded length.
-            let text = (detail?.error ?? detail?.message).map { ": " + DisplayText.sanitized($0) } ?? ""
-            throw .authenticationFailed(message: "HTTP \(response.status)" + text)
-        }
-    }
-
-    /// Decodes the response body where the library received it (wiped on release): no array or
-    /// `Data` copy of a body that may carry a CST is left behind in freed memory.
-    private static func decode<T: Decodable>(_ type: T.Type, _ response: PortalResponse) throws -> T {
-        try response.withBodyBytes { bytes in
-            guard let base = bytes.baseAddress, bytes.count > 0 else { return try JSONDecoder().decode(type, from: Data()) }
-            let view = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
-            return try JSONDecoder().decode(type, from: view)
-        }
-    }
-
-    /// Form-encodes a query value (RFC 3986 unreserved characters kept).
-    static func formEncode(_ value: String) -> String {
-        var out = ""
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                out += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
-            }
-        }
-        return out
-    }
-
-    /// The `endUserId` (or `sub`) claim of a JWT, without verifying it (the backend did).
-    static func endUserId(fromJWT jwt: String) -> String? {
-        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return nil }
-        var base64 = String(parts[1].replacingOccurrences("-", "+").replacingOccurrences("_", "/"))
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard let payload = Data(base64Encoded: base64) else { return nil }
-        struct Claims: Decodable { let endUserId: String?; let sub: String? }
-        guard let claims = try? JSONDecoder().decode(Claims.self, from: payload) else { return nil }
-        return claims.endUserId ?? claims.sub
-    }
-}
-
-private struct Envelope<T: Decodable>: Decodable { let data: T? }
-private struct ErrorBody: Decodable { let error: String?; let message: String?; let code: String? }
-
-private extension Substring {
-    func replacingOccurrences(_ target: Character, _ replacement: Character) -> Substring {
-        Substring(map { $0 == target ? replacement : $0 })
     }
 }

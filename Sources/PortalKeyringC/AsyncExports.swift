@@ -1,15 +1,13 @@
-// The exported non-blocking C functions (issue 12; header section "Non-blocking calls"). Each
-// checks its arguments like its blocking twin in Exports.swift, then runs the same core call on a
-// worker thread (AsyncOperation.swift).
+// The exports of the non-blocking calls' machinery (Include/portal_keyring.h, "Non-blocking
+// calls"): completion queues, cancellation, the queued listener and portal_free_async. The _async
+// forms of the operations sit next to their blocking twins and share their `prepare…` function
+// (SessionOperations.swift, PortalOperations.swift, SignInOperations.swift).
 import CPortalKeyring
 import Synchronization
 @_spi(PortalKeyringC) import PortalKeyring
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A Swift reference that may cross to a worker (the core types are thread-safe).
-private struct Shared<T>: @unchecked Sendable { let value: T }
 
 // MARK: - Completion queues and cancellation
 
@@ -75,125 +73,7 @@ public func portal_operation_cancel(_ operation: UInt64) -> portal_status {
     }
 }
 
-// MARK: - portal_auth and portal_session
-
-@c @implementation
-public func portal_auth_restore_session_async(_ auth: OpaquePointer?, _ queue: OpaquePointer?,
-                                              _ callback: portal_completion_cb?, _ userData: UnsafeMutableRawPointer?,
-                                              _ destroyNotify: portal_destroy_notify?,
-                                              _ operationOut: UnsafeMutablePointer<UInt64>?) -> portal_status {
-    startAsync(queue, callback, userData, destroyNotify, operationOut) { () throws(CFailure) in
-        let auth = Shared(value: try borrowHandle(auth, as: AuthHandle.self, "auth").current)
-        return { () throws(CFailure) in
-            let session = try core { () throws(PortalAuthError) in try auth.value.restoreSession() }
-            return Outcome(session: try session.map { s throws(CFailure) in try sessionHandle(s) })
-        }
-    }
-}
-
-@c @implementation
-public func portal_auth_persist_session_async(_ auth: OpaquePointer?, _ endUserId: UnsafePointer<CChar>?,
-                                              _ clientSessionToken: UnsafePointer<CChar>?, _ queue: OpaquePointer?,
-                                              _ callback: portal_completion_cb?, _ userData: UnsafeMutableRawPointer?,
-                                              _ destroyNotify: portal_destroy_notify?,
-                                              _ operationOut: UnsafeMutablePointer<UInt64>?) -> portal_status {
-    startAsync(queue, callback, userData, destroyNotify, operationOut) { () throws(CFailure) in
-        let auth = Shared(value: try borrowHandle(auth, as: AuthHandle.self, "auth").current)
-        let user = try stringArgument(endUserId, "end_user_id", maxBytes: PortalAuth.maxIdentifierBytes)
-        let token = try stringArgument(clientSessionToken, "client_session_token", maxBytes: PortalAuth.maxTokenBytes)
-        try core(names: ["endUserId": "end_user_id", "clientSessionToken": "client_session_token"]) {
-            () throws(PortalAuthError) in try PortalAuth.checkPersistArguments(endUserId: user, clientSessionToken: token)
-        }
-        return { () throws(CFailure) in
-            let session = try core(names: ["endUserId": "end_user_id", "clientSessionToken": "client_session_token"]) {
-                () throws(PortalAuthError) in try auth.value.persistSession(endUserId: user, clientSessionToken: token)
-            }
-            return Outcome(session: try sessionHandle(session))
-        }
-    }
-}
-
-@c @implementation
-public func portal_auth_clear_persisted_session_async(_ auth: OpaquePointer?, _ queue: OpaquePointer?,
-                                                      _ callback: portal_completion_cb?,
-                                                      _ userData: UnsafeMutableRawPointer?,
-                                                      _ destroyNotify: portal_destroy_notify?,
-                                                      _ operationOut: UnsafeMutablePointer<UInt64>?) -> portal_status {
-    startAsync(queue, callback, userData, destroyNotify, operationOut) { () throws(CFailure) in
-        let auth = Shared(value: try borrowHandle(auth, as: AuthHandle.self, "auth").current)
-        return { () throws(CFailure) in
-            try core { () throws(PortalAuthError) in try auth.value.clearPersistedSession() }
-            return Outcome()
-        }
-    }
-}
-
-@c @implementation
-public func portal_session_invalidate_async(_ session: OpaquePointer?, _ queue: OpaquePointer?,
-                                            _ callback: portal_completion_cb?, _ userData: UnsafeMutableRawPointer?,
-                                            _ destroyNotify: portal_destroy_notify?,
-                                            _ operationOut: UnsafeMutablePointer<UInt64>?) -> portal_status {
-    startAsync(queue, callback, userData, destroyNotify, operationOut) { () throws(CFailure) in
-        let session = Shared(value: try borrowHandle(session, as: SessionHandle.self, "session").session)
-        // The token leaves memory before this call returns; the keyring delete runs on the worker.
-        session.value.dropToken()
-        return { () throws(CFailure) in
-            try core { () throws(PortalAuthError) in try session.value.invalidate() }
-            return Outcome()
-        }
-    }
-}
-
 // MARK: - portal
-
-@c @implementation
-public func portal_request_async(_ portal: OpaquePointer?, _ method: UnsafePointer<CChar>?, _ target: UnsafePointer<CChar>?,
-                                 _ body: UnsafePointer<CChar>?, _ queue: OpaquePointer?, _ callback: portal_completion_cb?,
-                                 _ userData: UnsafeMutableRawPointer?, _ destroyNotify: portal_destroy_notify?,
-                                 _ operationOut: UnsafeMutablePointer<UInt64>?) -> portal_status {
-    startAsync(queue, callback, userData, destroyNotify, operationOut) { () throws(CFailure) in
-        let portal = Shared(value: try borrowHandle(portal, as: Portal.self, "portal"))
-        let request = try portalRequest(method, target, body)
-        try core(names: ["target": "target"]) { () throws(PortalAuthError) in try portal.value.checkArguments(of: request) }
-        return { () throws(CFailure) in
-            let response = try core(names: ["target": "target"]) { () throws(PortalAuthError) in
-                try portal.value.send(request)
-            }
-            let copy = try responseBody(response)
-            return Outcome(httpStatus: response.status, body: copy, bodyLength: response.body.count)
-        }
-    }
-}
-
-@c @implementation
-public func portal_report_unauthorized_async(_ portal: OpaquePointer?, _ rejectedToken: UnsafePointer<CChar>?,
-                                             _ queue: OpaquePointer?, _ callback: portal_completion_cb?,
-                                             _ userData: UnsafeMutableRawPointer?, _ destroyNotify: portal_destroy_notify?,
-                                             _ operationOut: UnsafeMutablePointer<UInt64>?) -> portal_status {
-    startAsync(queue, callback, userData, destroyNotify, operationOut) { () throws(CFailure) in
-        let portal = Shared(value: try borrowHandle(portal, as: Portal.self, "portal"))
-        let token = try stringArgument(rejectedToken, "rejected_token", maxBytes: PortalAuth.maxTokenBytes)
-        return { () throws(CFailure) in
-            let invalidated = try core { () throws(PortalAuthError) in
-                try portal.value.reportUnauthorized(rejectedToken: token)
-            }
-            return Outcome(invalidated: invalidated)
-        }
-    }
-}
-
-@c @implementation
-public func portal_clear_session_async(_ portal: OpaquePointer?, _ queue: OpaquePointer?, _ callback: portal_completion_cb?,
-                                       _ userData: UnsafeMutableRawPointer?, _ destroyNotify: portal_destroy_notify?,
-                                       _ operationOut: UnsafeMutablePointer<UInt64>?) -> portal_status {
-    startAsync(queue, callback, userData, destroyNotify, operationOut) { () throws(CFailure) in
-        let portal = Shared(value: try borrowHandle(portal, as: Portal.self, "portal"))
-        return { () throws(CFailure) in
-            try core { () throws(PortalAuthError) in try portal.value.clearSession() }
-            return Outcome()
-        }
-    }
-}
 
 @c @implementation
 public func portal_on_session_invalidated_queued(_ portal: OpaquePointer?, _ queue: OpaquePointer?,

@@ -1,11 +1,22 @@
-// The non-blocking calls' machinery (issue 12): completion-queue handles, the operation registry
-// behind portal_operation_cancel(), and the exactly-once completion of one operation.
+// The operations' machinery: the work a `prepare…` function returns (run inline by a blocking
+// export, on a worker by its _async twin), completion-queue handles, the operation registry
+// behind portal_operation_cancel(), and the exactly-once completion of one operation
+// (Include/portal_keyring.h, "Non-blocking calls").
 import CPortalKeyring
 @_spi(PortalKeyringC) import PortalKeyring
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// A Swift reference that may cross to a worker (the core types are thread-safe).
+struct Shared<T>: @unchecked Sendable { let value: T }
+
+/// One C operation after its arguments were read and checked on the calling thread: the work
+/// that remains. Each operation has one `prepare…` function that returns it; the blocking export
+/// runs it inline, the _async export hands it to `startAsync` (a worker). The work captures the
+/// checked arguments; a secret one (`secretArgument`) is wiped when the work is released.
+typealias PreparedWork = @Sendable () throws(CFailure) -> Outcome
 
 /// Behind `portal_completion_queue *`.
 final class CompletionQueueHandle {
@@ -47,6 +58,13 @@ struct Outcome: @unchecked Sendable {
     }
 
     static let cancelled = Outcome(status: PORTAL_ERR_CANCELLED, message: "the operation was cancelled")
+
+    /// Takes an owned pointer out for a blocking export's output (then `release()` frees only
+    /// what the caller did not ask for).
+    mutating func take<T>(_ field: WritableKeyPath<Outcome, T?>) -> T? {
+        defer { self[keyPath: field] = nil }
+        return self[keyPath: field]
+    }
 
     func release() {
         Outcome.release(portal_result(session: session, http_status: 0, body: body, body_len: 0, invalidated: false))
@@ -149,27 +167,30 @@ func completionQueue(_ pointer: OpaquePointer?) throws(CFailure) -> CompletionQu
     return try borrowHandle(pointer, as: CompletionQueueHandle.self, "queue").queue
 }
 
-/// Starts an operation: `prepare` checks the arguments on the calling thread and returns the
-/// blocking work, which then runs on a worker thread under the operation's token. On a failed
-/// check destroy_notify runs before the error is recorded; the callback never runs.
+/// Starts an operation: `prepare` (the operation's `prepare…` function) checks the arguments on
+/// the calling thread and returns the work, which then runs on a worker thread under the
+/// operation's token. On a failed check destroy_notify runs before the error is recorded; the
+/// callback never runs.
+/// `lane`: `.keyring` for keyring-only work, which never waits behind requests on the network pool.
 func startAsync(_ queue: OpaquePointer?, _ callback: portal_completion_cb?, _ userData: UnsafeMutableRawPointer?,
                 _ destroyNotify: portal_destroy_notify?, _ operationOut: UnsafeMutablePointer<UInt64>?,
-                _ prepare: () throws(CFailure) -> @Sendable () throws(CFailure) -> Outcome) -> portal_status {
-    startAsync(queue, callback.map { .completion($0) }, userData, destroyNotify, operationOut, prepare)
+                lane: OperationWorkers.Lane = .network,
+                _ prepare: () throws(CFailure) -> PreparedWork) -> portal_status {
+    startAsync(queue, callback.map { .completion($0) }, userData, destroyNotify, operationOut, lane, prepare)
 }
 
 /// startAsync for the sign-in calls (portal_sign_in_cb).
 func startSignIn(_ queue: OpaquePointer?, _ callback: portal_sign_in_cb?, _ userData: UnsafeMutableRawPointer?,
                  _ destroyNotify: portal_destroy_notify?, _ operationOut: UnsafeMutablePointer<UInt64>?,
-                 _ prepare: () throws(CFailure) -> @Sendable () throws(CFailure) -> Outcome) -> portal_status {
-    startAsync(queue, callback.map { .signIn($0) }, userData, destroyNotify, operationOut, prepare)
+                 _ prepare: () throws(CFailure) -> PreparedWork) -> portal_status {
+    startAsync(queue, callback.map { .signIn($0) }, userData, destroyNotify, operationOut, .network, prepare)
 }
 
 private func startAsync(_ queue: OpaquePointer?, _ callback: CCallbacks.Callback?, _ userData: UnsafeMutableRawPointer?,
                         _ destroyNotify: portal_destroy_notify?, _ operationOut: UnsafeMutablePointer<UInt64>?,
-                        _ prepare: () throws(CFailure) -> @Sendable () throws(CFailure) -> Outcome) -> portal_status {
+                        _ lane: OperationWorkers.Lane, _ prepare: () throws(CFailure) -> PreparedWork) -> portal_status {
     exported { () throws(CFailure) in
-        let work: @Sendable () throws(CFailure) -> Outcome
+        let work: PreparedWork
         let target: CompletionQueue
         let checked: CCallbacks.Callback
         do throws(CFailure) {
@@ -184,15 +205,12 @@ private func startAsync(_ queue: OpaquePointer?, _ callback: CCallbacks.Callback
         let operation = AsyncOperations.start(
             queue: target, callbacks: CCallbacks(callback: checked, userData: userData, destroyNotify: destroyNotify))
         operationOut?.pointee = operation.id
-        OperationWorkers.submit {
+        let box = WorkBox(work)
+        OperationWorkers.submit(lane) {
+            // The work (and the secret arguments it captured) is released before the completion
+            // is posted, so a caller that scans its memory after the callback finds no copy.
             // Cancelled while queued: the cancel already completed it.
-            if operation.token.isCancelled { return }
-            let outcome: Outcome
-            do throws(CFailure) {
-                outcome = try operation.token.run { () throws(CFailure) -> Outcome in try work() }
-            } catch {
-                outcome = .failure(error)
-            }
+            guard let outcome = box.run(operation) else { return }
             if operation.token.isCancelled {
                 // Cancelled while running: whatever the work produced is freed, the status is CANCELLED.
                 outcome.release()
@@ -204,24 +222,31 @@ private func startAsync(_ queue: OpaquePointer?, _ callback: CCallbacks.Callback
     }
 }
 
-/// The arguments of portal_request(_async), checked the same way (method allowlisted, sizes).
-func portalRequest(_ method: UnsafePointer<CChar>?, _ target: UnsafePointer<CChar>?,
-                   _ body: UnsafePointer<CChar>?) throws(CFailure) -> PortalRequest {
-    let method = try stringArgument(method, "method", maxBytes: 16)
-    guard PortalRequest.allowedMethods.contains(method) else {
-        throw .invalidArgument("method", "must be GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS")
+/// An operation's work, taken once by the worker that runs it (then only the worker holds it).
+private final class WorkBox: @unchecked Sendable {
+    private var work: PreparedWork?
+    private var lock = pthread_mutex_t()
+    init(_ work: @escaping PreparedWork) {
+        self.work = work
+        pthread_mutex_init(&lock, nil)
     }
-    let target = try stringArgument(target, "target", maxBytes: 8192)
-    let bodyBytes: [UInt8]? = body == nil ? nil : Array(try stringArgument(body, "body", maxBytes: 1 << 20).utf8)
-    return PortalRequest(method: method, target: target, body: bodyBytes)
-}
+    deinit { pthread_mutex_destroy(&lock) }
+    private func take() -> PreparedWork? {
+        pthread_mutex_lock(&lock)
+        defer { pthread_mutex_unlock(&lock) }
+        defer { work = nil }
+        return work
+    }
 
-/// A caller-owned copy of a response body with a NUL after it (portal_string_free()).
-func responseBody(_ response: PortalResponse) throws(CFailure) -> UnsafeMutablePointer<CChar> {
-    guard let copy = malloc(response.body.count + 1) else {
-        throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory")
+    /// Runs the work under the operation's token; nil when it was cancelled while queued. The
+    /// work is released when this returns (its only reference is this function's local).
+    func run(_ operation: AsyncOperation) -> Outcome? {
+        guard let work = take() else { return nil }
+        if operation.token.isCancelled { return nil }
+        do throws(CFailure) {
+            return try operation.token.run { () throws(CFailure) -> Outcome in try work() }
+        } catch {
+            return .failure(error)
+        }
     }
-    response.body.withUnsafeBytes { if let base = $0.baseAddress { memcpy(copy, base, $0.count) } }
-    copy.storeBytes(of: 0, toByteOffset: response.body.count, as: UInt8.self)
-    return handOutString(copy.assumingMemoryBound(to: CChar.self))
 }

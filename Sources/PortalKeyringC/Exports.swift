@@ -1,6 +1,8 @@
-// The exported C functions of libportal-keyring.so. Each is checked by the compiler against its
-// declaration in Include/portal_keyring.h (`@c @implementation`, SE-0495). Documentation lives in
-// the header.
+// The exported C functions of libportal-keyring.so that are not operations: versions, strings,
+// handles and listeners. The operations, blocking and _async, are in SessionOperations.swift,
+// PortalOperations.swift and SignInOperations.swift; the completion queues in AsyncExports.swift.
+// Each export is checked by the compiler against its declaration in Include/portal_keyring.h
+// (`@c @implementation`, SE-0495). Documentation lives in the header.
 import CPortalKeyring
 @_spi(PortalKeyringC) import PortalKeyring
 #if canImport(Glibc)
@@ -44,6 +46,12 @@ public func portal_status_str(_ status: portal_status) -> UnsafePointer<CChar>! 
     case PORTAL_ERR_UNSOLICITED_REDIRECT: return staticCString("unsolicited redirect")
     case PORTAL_ERR_DIFFERENT_END_USER: return staticCString("different end user")
     case PORTAL_ERR_CANCELLED: return staticCString("cancelled")
+    case PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED: return staticCString("magic link not configured")
+    case PORTAL_ERR_AUTH_METHOD_UNAVAILABLE: return staticCString("auth method unavailable")
+    case PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE: return staticCString("account abstraction unavailable")
+    case PORTAL_ERR_SERVER: return staticCString("server error")
+    case PORTAL_ERR_REQUEST_REFUSED: return staticCString("request refused")
+    case PORTAL_ERR_TOTP_QR_UNAVAILABLE: return staticCString("TOTP QR code unavailable")
     default: return staticCString("unknown status")
     }
 }
@@ -100,37 +108,44 @@ public func portal_auth_set_keyring_timeouts(_ auth: OpaquePointer?, _ callTimeo
 }
 
 @c @implementation
-public func portal_auth_restore_session(_ auth: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> portal_status {
+public func portal_auth_set_magic_link(_ auth: OpaquePointer?, _ fromEmail: UnsafePointer<CChar>?,
+                                       _ templateId: UnsafePointer<CChar>?) -> portal_status {
     exported { () throws(CFailure) in
         let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
-        let out = try outArgument(out)
-        let session = try core { () throws(PortalAuthError) in try handle.current.restoreSession() }
-        out.pointee = try session.map { s throws(CFailure) in try sessionHandle(s) }
-    }
-}
-
-@c @implementation
-public func portal_auth_clear_persisted_session(_ auth: OpaquePointer?) -> portal_status {
-    exported { () throws(CFailure) in
-        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
-        try core { () throws(PortalAuthError) in try handle.current.clearPersistedSession() }
-    }
-}
-
-@c @implementation
-public func portal_auth_persist_session(_ auth: OpaquePointer?, _ endUserId: UnsafePointer<CChar>?,
-                                        _ clientSessionToken: UnsafePointer<CChar>?,
-                                        _ out: UnsafeMutablePointer<OpaquePointer?>?) -> portal_status {
-    exported { () throws(CFailure) in
-        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
-        let user = try stringArgument(endUserId, "end_user_id", maxBytes: PortalAuth.maxIdentifierBytes)
-        var token = try stringArgument(clientSessionToken, "client_session_token", maxBytes: PortalAuth.maxTokenBytes)
-        // The String made from the caller's token is this call's own: wiped when the call ends.
-        defer { wipeStringStorage(&token) }
-        let session = try core(names: authNames) { () throws(PortalAuthError) in
-            try handle.current.persistSession(endUserId: user, clientSessionToken: token)
+        let max = PortalAuth.maxIdentifierBytes
+        var config: MagicLinkConfig?
+        switch (fromEmail, templateId) {
+        case (nil, nil): config = nil
+        case (nil, _): throw .invalidArgument("from_email", "must not be NULL when template_id is given")
+        case (_, nil): throw .invalidArgument("template_id", "must not be NULL when from_email is given")
+        default:
+            config = MagicLinkConfig(fromEmail: try stringArgument(fromEmail, "from_email", maxBytes: max),
+                                     templateId: try stringArgument(templateId, "template_id", maxBytes: max))
         }
-        if let out { out.pointee = try sessionHandle(session) }
+        // Checked before the swap: a refused value leaves the handle as it was.
+        try handle.auth.withLock { (box) throws(CFailure) in
+            box.value = try core(names: magicLinkNames) { () throws(PortalAuthError) in
+                try box.value.withMagicLink(config)
+            }
+        }
+    }
+}
+
+private let magicLinkNames = ["fromEmail": "from_email", "templateId": "template_id"]
+
+@c @implementation
+public func portal_auth_set_account_abstraction(_ auth: OpaquePointer?,
+                                                _ value: portal_account_abstraction) -> portal_status {
+    exported { () throws(CFailure) in
+        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
+        let setting: Bool?
+        switch value {
+        case PORTAL_ACCOUNT_ABSTRACTION_DEFAULT: setting = nil
+        case PORTAL_ACCOUNT_ABSTRACTION_OFF: setting = false
+        case PORTAL_ACCOUNT_ABSTRACTION_ON: setting = true
+        default: throw .invalidArgument("value", "expected PORTAL_ACCOUNT_ABSTRACTION_DEFAULT, _OFF or _ON")
+        }
+        handle.auth.withLock { box in box.value = box.value.withAccountAbstraction(setting) }
     }
 }
 
@@ -195,14 +210,6 @@ public func portal_session_free(_ session: OpaquePointer?) {
     releaseHandle(session, as: SessionHandle.self)
 }
 
-@c @implementation
-public func portal_session_invalidate(_ session: OpaquePointer?) -> portal_status {
-    exported { () throws(CFailure) in
-        let handle = try borrowHandle(session, as: SessionHandle.self, "session")
-        try core { () throws(PortalAuthError) in try handle.session.invalidate() }
-    }
-}
-
 // MARK: - portal
 
 @c @implementation
@@ -224,11 +231,11 @@ public func portal_new_with_api_key(_ out: UnsafeMutablePointer<OpaquePointer?>?
                                     _ apiHost: UnsafePointer<CChar>?) -> portal_status {
     exported { () throws(CFailure) in
         let out = try outArgument(out)
-        let key = try stringArgument(apiKey, "api_key", maxBytes: PortalAuth.maxTokenBytes)
+        let key = try secretArgument(apiKey, "api_key", maxBytes: PortalAuth.maxTokenBytes)
         let host = apiHost == nil ? PortalAuth.defaultApiHost
             : try stringArgument(apiHost, "api_host", maxBytes: PortalAuth.maxIdentifierBytes)
         let portal = try core(names: ["apiKey": "api_key", "apiHost": "api_host"]) { () throws(PortalAuthError) in
-            try Portal(apiKey: key, apiHost: host)
+            try Portal(apiKey: key.value, apiHost: host)
         }
         out.pointee = retainHandle(portal)
     }
@@ -271,168 +278,5 @@ public func portal_listener_cancel(_ portal: OpaquePointer?, _ handle: UInt64) -
     exported { () throws(CFailure) in
         let portal = try borrowHandle(portal, as: Portal.self, "portal")
         portal.cancelListener(id: handle)
-    }
-}
-
-@c @implementation
-public func portal_report_unauthorized(_ portal: OpaquePointer?, _ rejectedToken: UnsafePointer<CChar>?,
-                                       _ invalidatedOut: UnsafeMutablePointer<Bool>?) -> portal_status {
-    exported { () throws(CFailure) in
-        let portal = try borrowHandle(portal, as: Portal.self, "portal")
-        let token = try stringArgument(rejectedToken, "rejected_token", maxBytes: PortalAuth.maxTokenBytes)
-        let invalidated = try core { () throws(PortalAuthError) in try portal.reportUnauthorized(rejectedToken: token) }
-        invalidatedOut?.pointee = invalidated
-    }
-}
-
-@c @implementation
-public func portal_clear_session(_ portal: OpaquePointer?) -> portal_status {
-    exported { () throws(CFailure) in
-        let portal = try borrowHandle(portal, as: Portal.self, "portal")
-        try core { () throws(PortalAuthError) in try portal.clearSession() }
-    }
-}
-
-@c @implementation
-public func portal_request(_ portal: OpaquePointer?, _ method: UnsafePointer<CChar>?, _ target: UnsafePointer<CChar>?,
-                           _ body: UnsafePointer<CChar>?, _ statusOut: UnsafeMutablePointer<Int>?,
-                           _ bodyOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
-                           _ bodyLenOut: UnsafeMutablePointer<Int>?) -> portal_status {
-    exported { () throws(CFailure) in
-        let portal = try borrowHandle(portal, as: Portal.self, "portal")
-        let method = try stringArgument(method, "method", maxBytes: 16)
-        // The method becomes the request line: allowlisted here (exact upper case) and again in
-        // the core's PortalRequest.validate(), before anything is sent.
-        guard PortalRequest.allowedMethods.contains(method) else {
-            throw .invalidArgument("method", "must be GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS")
-        }
-        let target = try stringArgument(target, "target", maxBytes: 8192)
-        let bodyBytes: [UInt8]? = body == nil ? nil
-            : Array(try stringArgument(body, "body", maxBytes: HTTPClientLimits.maxRequestBodyBytes).utf8)
-        let statusOut = try outArgument(statusOut, "status_out")
-        let response = try core(names: ["target": "target"]) { () throws(PortalAuthError) in
-            try portal.send(PortalRequest(method: method, target: target, body: bodyBytes))
-        }
-        if let bodyOut {
-            guard let copy = malloc(response.bodyCount + 1) else {
-                throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory")
-            }
-            response.withBodyBytes { if let base = $0.baseAddress { memcpy(copy, base, $0.count) } }
-            copy.storeBytes(of: 0, toByteOffset: response.bodyCount, as: UInt8.self)
-            bodyOut.pointee = handOutString(copy.assumingMemoryBound(to: CChar.self), size: response.bodyCount + 1)
-        }
-        bodyLenOut?.pointee = response.bodyCount
-        statusOut.pointee = response.status
-    }
-}
-
-private enum HTTPClientLimits {
-    static let maxRequestBodyBytes = 1 << 20
-}
-
-// MARK: - Sign-in
-
-@c @implementation
-public func portal_auth_get_methods(_ auth: OpaquePointer?, _ methodsOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
-                                    _ autoCreateWalletOut: UnsafeMutablePointer<Bool>?) -> portal_status {
-    exported { () throws(CFailure) in
-        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
-        let out = try outArgument(methodsOut, "methods_out")
-        let methods = try core { () throws(PortalAuthError) in try handle.current.getMethods() }
-        out.pointee = try mallocCString(methods.allowedMethods.joined(separator: ","))
-        autoCreateWalletOut?.pointee = methods.autoCreateWallet
-    }
-}
-
-@c @implementation
-public func portal_auth_send_magic_link(_ auth: OpaquePointer?, _ email: UnsafePointer<CChar>?) -> portal_status {
-    exported { () throws(CFailure) in
-        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
-        let email = try stringArgument(email, "email", maxBytes: 320)
-        try core { () throws(PortalAuthError) in try handle.current.sendMagicLink(email: email) }
-    }
-}
-
-@c @implementation
-public func portal_auth_login_with_google(_ auth: OpaquePointer?, _ urlOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
-    exported { () throws(CFailure) in
-        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
-        let out = try outArgument(urlOut, "url_out")
-        let url = try core { () throws(PortalAuthError) in try handle.current.loginWithGoogle() }
-        out.pointee = try mallocCString(url)
-    }
-}
-
-@c @implementation
-public func portal_auth_login_with_apple(_ auth: OpaquePointer?, _ urlOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
-    exported { () throws(CFailure) in
-        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
-        let out = try outArgument(urlOut, "url_out")
-        let url = try core { () throws(PortalAuthError) in try handle.current.loginWithApple() }
-        out.pointee = try mallocCString(url)
-    }
-}
-
-@c @implementation
-public func portal_auth_handle_redirect(_ auth: OpaquePointer?, _ url: UnsafePointer<CChar>?,
-                                        _ kindOut: UnsafeMutablePointer<portal_redirect_kind>?,
-                                        _ sessionOut: UnsafeMutablePointer<OpaquePointer?>?,
-                                        _ userJwtOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
-                                        _ totpLinkOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
-    portal_auth_handle_redirect_v2(auth, url, 0, kindOut, sessionOut, userJwtOut, totpLinkOut)
-}
-
-@c @implementation
-public func portal_auth_handle_redirect_v2(_ auth: OpaquePointer?, _ url: UnsafePointer<CChar>?, _ flags: UInt32,
-                                           _ kindOut: UnsafeMutablePointer<portal_redirect_kind>?,
-                                           _ sessionOut: UnsafeMutablePointer<OpaquePointer?>?,
-                                           _ userJwtOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
-                                           _ totpLinkOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
-    exported { () throws(CFailure) in
-        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
-        let url = try stringArgument(url, "url", maxBytes: PortalAuth.maxRedirectURLBytes)
-        let kindOut = try outArgument(kindOut, "kind_out")
-        let known = UInt32(PORTAL_REDIRECT_ALLOW_UNSOLICITED.rawValue | PORTAL_REDIRECT_REPLACE_END_USER.rawValue)
-        guard flags & ~known == 0 else { throw .invalidArgument("flags", "unknown bits \(flags & ~known)") }
-        var options: RedirectOptions = []
-        if flags & PORTAL_REDIRECT_ALLOW_UNSOLICITED.rawValue != 0 { options.insert(.allowUnsolicited) }
-        if flags & PORTAL_REDIRECT_REPLACE_END_USER.rawValue != 0 { options.insert(.replaceDifferentEndUser) }
-        let result = try core { () throws(PortalAuthError) in try handle.current.handleRedirect(url: url, options: options) }
-        // Build every output first so that a failure writes none of them.
-        var session: OpaquePointer?
-        var jwt: UnsafeMutablePointer<CChar>?
-        var link: UnsafeMutablePointer<CChar>?
-        let kind: portal_redirect_kind
-        switch result {
-        case .notHandled:
-            kind = PORTAL_REDIRECT_NOT_HANDLED
-        case .authenticated(let s):
-            kind = PORTAL_REDIRECT_AUTHENTICATED
-            if sessionOut != nil { session = try sessionHandle(s) }
-        case .totpRequired(let userJwt, let totpLink):
-            kind = PORTAL_REDIRECT_TOTP_REQUIRED
-            if userJwtOut != nil { jwt = try mallocCString(userJwt) }
-            if totpLinkOut != nil, let totpLink {
-                do throws(CFailure) { link = try mallocCString(totpLink) } catch { portal_string_free(jwt); throw error }
-            }
-        }
-        kindOut.pointee = kind
-        sessionOut?.pointee = session
-        userJwtOut?.pointee = jwt
-        totpLinkOut?.pointee = link
-    }
-}
-
-@c @implementation
-public func portal_auth_verify_totp(_ auth: OpaquePointer?, _ code: UnsafePointer<CChar>?, _ userJwt: UnsafePointer<CChar>?,
-                                    _ out: UnsafeMutablePointer<OpaquePointer?>?) -> portal_status {
-    exported { () throws(CFailure) in
-        let handle = try borrowHandle(auth, as: AuthHandle.self, "auth")
-        let code = try stringArgument(code, "code", maxBytes: 16)
-        let jwt = try stringArgument(userJwt, "user_jwt", maxBytes: PortalAuth.maxTokenBytes)
-        let session = try core(names: ["code": "code", "userJwt": "user_jwt"]) { () throws(PortalAuthError) in
-            try handle.current.verifyTotp(code: code, userJwt: jwt)
-        }
-        if let out { out.pointee = try sessionHandle(session) }
     }
 }

@@ -49,7 +49,7 @@ struct CFailure: Error {
     let status: portal_status
     let message: String
 
-    /// What a rejected argument should have been, by Swift parameter name (issue 15: say what is
+    /// What a rejected argument should have been, by Swift parameter name (say what is
     /// expected, not only that the value is invalid).
     static let expected = [
         "apiHost": "expected a host name or IP address with an optional :port (api.portalhq.io, "
@@ -63,6 +63,8 @@ struct CFailure: Error {
         "apiKey": "expected 1 … \(PortalAuth.maxTokenBytes) bytes without whitespace or control characters",
         "authEnvironmentId": "expected 1 … \(PortalAuth.maxIdentifierBytes) bytes, not blank, without control characters",
         "endUserId": "expected 1 … \(PortalAuth.maxIdentifierBytes) bytes, not blank, without control characters",
+        "fromEmail": "expected 1 … \(PortalAuth.maxIdentifierBytes) bytes, not blank, without control characters",
+        "templateId": "expected 1 … \(PortalAuth.maxIdentifierBytes) bytes, not blank, without control characters",
     ]
 
     static func invalidArgument(_ name: String, _ problem: String) -> CFailure {
@@ -91,7 +93,8 @@ struct CFailure: Error {
         case .networkFailure(let message):
             self.init(status: PORTAL_ERR_NETWORK, message: message)
         case .rateLimited:
-            // "rate limited by the Portal API; retry after N s" (N from Retry-After), or "; retry later".
+            // "rate limited by the Portal API; retry after N s" (N from a Retry-After the response
+            // carried), else "; retry later": no wait is promised that the server did not give.
             self.init(status: PORTAL_ERR_RATE_LIMITED, message: "\(error)")
         case .malformedResponse(let field):
             self.init(status: PORTAL_ERR_MALFORMED_RESPONSE, message: "the Portal API response lacks \(field)")
@@ -106,8 +109,22 @@ struct CFailure: Error {
         case .differentEndUser:
             self.init(status: PORTAL_ERR_DIFFERENT_END_USER, message: "\(error); to replace it, repeat the call with "
                       + "PORTAL_REDIRECT_REPLACE_END_USER (portal_auth_handle_redirect_v2)")
+        case .totpQrUnavailable:
+            self.init(status: PORTAL_ERR_TOTP_QR_UNAVAILABLE, message: "\(error)")
         case .cancelled:
             self.init(status: PORTAL_ERR_CANCELLED, message: "the operation was cancelled")
+        case .magicLinkNotConfigured:
+            self.init(status: PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED,
+                      message: "no magic-link sender and template: call portal_auth_set_magic_link() first; nothing sent")
+        case .authMethodUnavailable(let method):
+            self.init(status: PORTAL_ERR_AUTH_METHOD_UNAVAILABLE,
+                      message: "\(method) is not an enabled sign-in method of this auth environment")
+        case .accountAbstractionUnavailable(let message):
+            self.init(status: PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE, message: message)
+        case .internalServerError:
+            self.init(status: PORTAL_ERR_SERVER, message: "\(error)")
+        case .clientError:
+            self.init(status: PORTAL_ERR_REQUEST_REFUSED, message: "\(error)")
         }
     }
 }
@@ -138,7 +155,8 @@ func core<T>(names: [String: String] = [:], _ body: () throws(PortalAuthError) -
 
 /// Reads a borrowed C string argument: non-NULL, at most `maxBytes` bytes (scanning no further),
 /// valid UTF-8. Blankness is the core's check.
-func stringArgument(_ pointer: UnsafePointer<CChar>?, _ name: String, maxBytes: Int) throws(CFailure) -> String {
+func stringArgument(_ pointer: UnsafePointer<CChar>?, _ name: String, maxBytes: Int,
+                    allowingBlank: Bool = false) throws(CFailure) -> String {
     guard let pointer else { throw .invalidArgument(name, "must not be NULL") }
     let length = strnlen(pointer, maxBytes + 1)
     if length > maxBytes { throw .invalidArgument(name, "longer than \(maxBytes) bytes") }
@@ -146,8 +164,24 @@ func stringArgument(_ pointer: UnsafePointer<CChar>?, _ name: String, maxBytes: 
     guard let string = String(validating: bytes, as: UTF8.self) else {
         throw .invalidArgument(name, "not valid UTF-8")
     }
-    if string.allSatisfy({ $0.isWhitespace }) { throw .invalidArgument(name, "must not be empty or blank") }
+    if !allowingBlank && string.allSatisfy({ $0.isWhitespace }) { throw .invalidArgument(name, "must not be empty or blank") }
     return string
+}
+
+/// A secret C argument (a token, an API key, a user JWT) as a String this call owns. Its storage
+/// is wiped when the last reference goes: at the end of a blocking export, or when an async
+/// export's work (which captures it) is released on the worker. Every export that takes a
+/// secret reads it through `secretArgument`, in its blocking and its async form alike
+/// (`Tests/c/memscan_test.c` scans for copies after each).
+final class SecretArgument: @unchecked Sendable {
+    private(set) var value: String
+    init(_ value: String) { self.value = value }
+    deinit { wipeStringStorage(&value) }
+}
+
+/// `stringArgument` for a secret: the same checks, the result wiped when released.
+func secretArgument(_ pointer: UnsafePointer<CChar>?, _ name: String, maxBytes: Int) throws(CFailure) -> SecretArgument {
+    SecretArgument(try stringArgument(pointer, name, maxBytes: maxBytes))
 }
 
 func outArgument<T>(_ pointer: UnsafeMutablePointer<T>?, _ name: String = "out") throws(CFailure) -> UnsafeMutablePointer<T> {
@@ -180,21 +214,37 @@ final class SessionHandle {
     let session: PortalSession
     let endUserId: UnsafeMutablePointer<CChar>
     let authEnvironmentId: UnsafeMutablePointer<CChar>
+    /// What the sign-in that made this handle said about the client (nil: not said, or a
+    /// restored or transferred session).
+    let clientId: UnsafeMutablePointer<CChar>?
+    let isAccountAbstracted: Bool?
 
-    init?(_ session: PortalSession) {
+    init?(_ session: PortalSession, clientId: String? = nil, isAccountAbstracted: Bool? = nil) {
         guard let endUserId = strdup(session.endUserId) else { return nil }
         guard let authEnvironmentId = strdup(session.authEnvironmentId) else {
             free(endUserId)
             return nil
         }
+        var client: UnsafeMutablePointer<CChar>?
+        if let clientId {
+            guard let copy = strdup(clientId) else {
+                free(endUserId)
+                free(authEnvironmentId)
+                return nil
+            }
+            client = copy
+        }
         self.session = session
         self.endUserId = endUserId
         self.authEnvironmentId = authEnvironmentId
+        self.clientId = client
+        self.isAccountAbstracted = isAccountAbstracted
     }
 
     deinit {
         free(endUserId)
         free(authEnvironmentId)
+        free(clientId)
     }
 }
 
@@ -265,7 +315,14 @@ func takeBackString(_ string: UnsafeMutablePointer<CChar>) -> Int? {
 
 /// Hands a session to the caller as a new handle.
 func sessionHandle(_ session: PortalSession) throws(CFailure) -> OpaquePointer {
-    guard let handle = SessionHandle(session) else {
+    try sessionHandle(AuthenticatedResult(session: session, clientId: nil, isAccountAbstracted: nil))
+}
+
+/// Hands a signed-in session to the caller as a new handle that also answers
+/// portal_session_get_client_id() and portal_session_get_is_account_abstracted().
+func sessionHandle(_ result: AuthenticatedResult) throws(CFailure) -> OpaquePointer {
+    guard let handle = SessionHandle(result.session, clientId: result.clientId,
+                                     isAccountAbstracted: result.isAccountAbstracted) else {
         throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory")
     }
     return retainHandle(handle)

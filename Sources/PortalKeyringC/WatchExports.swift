@@ -1,4 +1,4 @@
-// portal_auth_watch / portal_watch_free (issue 16; header section "Watching the stored session"):
+// portal_auth_watch / portal_watch_free (docs/threading.md; header section "Watching the stored session"):
 // the core's SessionWatch, its events posted to a completion queue like the non-blocking calls'
 // completions.
 import CPortalKeyring
@@ -34,16 +34,47 @@ private final class WatchCallbacks: @unchecked Sendable {
         case .resync: callback(PORTAL_WATCH_RESYNC, nil, userData)
         }
     }
+
+    /// portal_auth_watch_async's first event: STARTED, or FAILED with the message.
+    func deliverStart(_ failure: PortalAuthError?) {
+        guard let callback, !freed.load(ordering: .acquiring) else { return }
+        guard let failure else { return callback(PORTAL_WATCH_STARTED, nil, userData) }
+        DisplayText.sanitized(failure.description, limit: 1000).withCString { callback(PORTAL_WATCH_FAILED, $0, userData) }
+    }
+}
+
+/// What the watch thread's closures reach the callbacks through. portal_watch_free empties it
+/// once the watch is stopped (no closure runs any more), so the callbacks — and destroy_notify
+/// with them — are released by the freeing thread or the last queued delivery, never by the
+/// watch thread, which may still be finishing a keyring read.
+private final class CallbackSlot: Sendable {
+    private let slot: Mutex<WatchCallbacks?>
+    init(_ callbacks: WatchCallbacks) { slot = Mutex(callbacks) }
+    var callbacks: WatchCallbacks? { slot.withLock { $0 } }
+    func empty() { slot.withLock { $0 = nil } }
 }
 
 /// Behind `portal_watch *`.
 private final class WatchHandle {
     let watch: SessionWatch
     let callbacks: WatchCallbacks
-    init(_ watch: SessionWatch, _ callbacks: WatchCallbacks) {
+    let slot: CallbackSlot
+    init(_ watch: SessionWatch, _ callbacks: WatchCallbacks, _ slot: CallbackSlot) {
         self.watch = watch
         self.callbacks = callbacks
+        self.slot = slot
     }
+}
+
+/// The arguments both watch exports check, in their order (destroy_notify runs on a failure,
+/// when `callbacks` is released).
+private func watchArguments(_ auth: OpaquePointer?, _ queue: OpaquePointer?, _ callback: portal_watch_cb?,
+                            _ watchOut: UnsafeMutablePointer<OpaquePointer?>?) throws(CFailure)
+    -> (auth: PortalAuth, target: CompletionQueue, out: UnsafeMutablePointer<OpaquePointer?>) {
+    let auth = try borrowHandle(auth, as: AuthHandle.self, "auth").current
+    guard callback != nil else { throw .invalidArgument("callback", "must not be NULL") }
+    let out = try outArgument(watchOut, "watch_out")
+    return (auth, try completionQueue(queue), out)
 }
 
 @c @implementation
@@ -53,22 +84,41 @@ public func portal_auth_watch(_ auth: OpaquePointer?, _ queue: OpaquePointer?, _
     // Made first, so that every failure below releases it: destroy_notify before the return.
     let callbacks = WatchCallbacks(callback, userData, destroyNotify)
     return exported { () throws(CFailure) in
-        let auth = try borrowHandle(auth, as: AuthHandle.self, "auth").current
-        guard callback != nil else { throw .invalidArgument("callback", "must not be NULL") }
-        let out = try outArgument(watchOut, "watch_out")
-        let target = try completionQueue(queue)
+        let (auth, target, out) = try watchArguments(auth, queue, callback, watchOut)
+        let slot = CallbackSlot(callbacks)
         let watch = try core { () throws(PortalAuthError) in
-            try SessionWatch(auth: auth) { change in
-                target.post(CompletionQueue.Job(run: { callbacks.deliver(change) }, dropped: {}))
-            }
+            try SessionWatch(auth: auth) { change in post(slot, target) { $0.deliver(change) } }
         }
-        out.pointee = retainHandle(WatchHandle(watch, callbacks))
+        out.pointee = retainHandle(WatchHandle(watch, callbacks, slot))
     }
+}
+
+@c @implementation
+public func portal_auth_watch_async(_ auth: OpaquePointer?, _ queue: OpaquePointer?, _ callback: portal_watch_cb?,
+                                    _ userData: UnsafeMutableRawPointer?, _ destroyNotify: portal_destroy_notify?,
+                                    _ watchOut: UnsafeMutablePointer<OpaquePointer?>?) -> portal_status {
+    let callbacks = WatchCallbacks(callback, userData, destroyNotify)
+    return exported { () throws(CFailure) in
+        let (auth, target, out) = try watchArguments(auth, queue, callback, watchOut)
+        let slot = CallbackSlot(callbacks)
+        let watch = try core { () throws(PortalAuthError) in
+            try SessionWatch(auth: auth, started: { failure in post(slot, target) { $0.deliverStart(failure) } },
+                             onChange: { change in post(slot, target) { $0.deliver(change) } })
+        }
+        out.pointee = retainHandle(WatchHandle(watch, callbacks, slot))
+    }
+}
+
+/// Posts `deliver` to `target` for the callbacks in `slot` (nothing once the watch was freed).
+private func post(_ slot: CallbackSlot, _ target: CompletionQueue, _ deliver: @escaping @Sendable (WatchCallbacks) -> Void) {
+    guard let callbacks = slot.callbacks else { return }
+    target.post(CompletionQueue.Job(run: { deliver(callbacks) }, dropped: {}))
 }
 
 @c @implementation
 public func portal_watch_free(_ watch: OpaquePointer?) {
     guard let handle = releaseHandle(watch, as: WatchHandle.self) else { return }
     handle.callbacks.freed.store(true, ordering: .releasing)
-    handle.watch.cancel()
+    handle.watch.cancel()  // never waits for the keyring; no watch closure runs after it
+    handle.slot.empty()
 }

@@ -1,14 +1,19 @@
 // portal-session's commands: each one's work and its output (text, or --json).
 @_spi(PortalKeyringCLI) import PortalKeyring
 
-func printSession(_ session: PortalSession, status: String, options: Options) {
+func printSession(_ session: PortalSession, status: String, options: Options,
+                  clientId: String? = nil, isAccountAbstracted: Bool? = nil) {
     if options.flags.contains("--json") {
         let token = options.flags.contains("--show-token") ? try? session.getToken() : nil
-        output(json(["status": status, "endUserId": session.endUserId, "authEnvironmentId": session.authEnvironmentId,
-                    "clientSessionToken": token]))
+        var fields: [String: JSONValue?] = ["status": .string(status), "endUserId": .string(session.endUserId),
+                                            "authEnvironmentId": .string(session.authEnvironmentId),
+                                            "clientSessionToken": token.map(JSONValue.string),
+                                            "clientId": clientId.map(JSONValue.string)]
+        if let isAccountAbstracted { fields["isAccountAbstracted"] = .bool(isAccountAbstracted) }
+        output(json(values: fields))
     } else {
         say(session.endUserId)
-        if options.flags.contains("--show-token"), let token = try? session.getToken() { output(token) }
+        if options.flags.contains("--show-token"), let token = try? session.getToken() { outputSecret(token, "token") }
     }
 }
 
@@ -98,9 +103,9 @@ func run(_ options: Options) throws(UsageError) -> Exit {
             let auth = try options.auth()
             let jwt = try readSecretFromStdin(limit: PortalAuth.maxTokenBytes, what: "the user JWT",
                                               example: "printf '%s' \"$JWT\" | portal-session verify-totp CODE")
-            let session = try auth.verifyTotp(code: options.arguments[0], userJwt: jwt,
-                                              options: options.flags.contains("--replace-user") ? .replaceDifferentEndUser : [])
-            printSession(session, status: "authenticated", options: options)
+            let signedIn = try auth.verifyTotp(code: options.arguments[0], userJwt: jwt,
+                                               options: options.flags.contains("--replace-user") ? .replaceDifferentEndUser : [])
+            printSignedIn(signedIn, options: options)
             return .ok
         case "status":
             try options.expectArguments(0, "no arguments")
@@ -114,20 +119,23 @@ func run(_ options: Options) throws(UsageError) -> Exit {
         throw error
     } catch let error as PortalAuthError {
         printError(usageMessage(for: error, sources: options.sources))
-        if (command == "handle-redirect" || command == "verify-totp") && options.flags.contains("--json") {
+        // With --json, every command prints exactly one object, also on failure.
+        if options.flags.contains("--json") {
             if case .differentEndUser(let stored, let new) = error {
                 output(json(["status": "differentEndUser", "endUserId": new, "storedEndUserId": stored]))
             } else if case .unsolicitedRedirect = error {
                 output(json(["status": "unsolicitedRedirect"]))
+            } else {
+                output(json(["status": exitCode(for: error) == .storage ? "unavailable" : "error",
+                            "authEnvironmentId": env, "message": usageMessage(for: error, sources: options.sources)]))
             }
-        }
-        if command == "restore" && options.flags.contains("--json") {
-            output(json(["status": exitCode(for: error) == .storage ? "unavailable" : "error",
-                        "authEnvironmentId": env, "message": usageMessage(for: error, sources: options.sources)]))
         }
         return exitCode(for: error)
     } catch {
         printError("\(error)")
+        if options.flags.contains("--json") {
+            output(json(["status": "error", "authEnvironmentId": env, "message": DisplayText.sanitized("\(error)")]))
+        }
         return .signIn
     }
 }
@@ -136,9 +144,6 @@ func handleRedirect(_ options: Options) throws -> Exit {
     try options.expectArguments(1, "one URL")
     let url = options.arguments[0]
     if url.allSatisfy({ $0.isWhitespace }) { throw UsageError(message: "handle-redirect: the URL is empty") }
-    if url.utf8.count > PortalAuth.maxRedirectURLBytes {
-        throw UsageError(message: "handle-redirect: the URL is longer than \(PortalAuth.maxRedirectURLBytes) bytes")
-    }
     var redirectOptions: RedirectOptions = []
     if options.flags.contains("--allow-unsolicited") { redirectOptions.insert(.allowUnsolicited) }
     if options.flags.contains("--replace-user") { redirectOptions.insert(.replaceDifferentEndUser) }
@@ -147,18 +152,44 @@ func handleRedirect(_ options: Options) throws -> Exit {
         printError("not this app's redirect URL; nothing done")
         if options.flags.contains("--json") { output(json(["status": "notHandled"])) }
         return .signedOut
-    case .authenticated(let session):
-        printSession(session, status: "authenticated", options: options)
+    case .authenticated(let signedIn):
+        printSignedIn(signedIn, options: options)
         return .ok
-    case .totpRequired(let userJwt, let totpLink):
-        let show = options.flags.contains("--show-token")
-        if options.flags.contains("--json") {
-            output(json(["status": "totpRequired", "userJwt": show ? userJwt : nil, "totpLink": show ? totpLink : nil]))
-        } else {
-            output("totp required")
-            if show { output(userJwt); if let totpLink { say(totpLink) } }
+    case .totpRequired(let step):
+        printTotpStep(step, options: options)
+        return .ok
+    }
+}
+
+func printSignedIn(_ signedIn: AuthenticatedResult, options: Options) {
+    printSession(signedIn.session, status: "authenticated", options: options, clientId: signedIn.clientId,
+                 isAccountAbstracted: signedIn.isAccountAbstracted)
+}
+
+/// The TOTP step: its end user always (the exchange's, else the JWT's claim, which the session
+/// will be stored under; not a secret); the user JWT, the enrolment link and its secret only with
+/// --show-token (credentials); the link as a QR code to scan only with --qr (it encodes the secret).
+func printTotpStep(_ step: TotpRequiredResult, options: Options) {
+    let show = options.flags.contains("--show-token")
+    let endUserId = step.endUserId.isEmpty ? (try? PortalAuth.endUserId(ofUserJwt: step.userJwt)) ?? "" : step.endUserId
+    var qrCode: QRCode?
+    if options.flags.contains("--qr"), step.totpLink != nil {
+        do { qrCode = try step.qrCode() } catch { printError("\(error)") }
+    }
+    if options.flags.contains("--json") {
+        output(json(["status": "totpRequired", "endUserId": endUserId, "userJwt": show ? step.userJwt : nil,
+                     "totpLink": show ? step.totpLink : nil, "totpSecret": show ? step.totpSecret : nil,
+                     "totpQrSvg": qrCode?.svg]))
+    } else {
+        output("totp required")
+        if !endUserId.isEmpty { say("end user: " + endUserId) }
+        if show {
+            outputSecret(step.userJwt, "user JWT")
+            if let totpLink = step.totpLink { say(totpLink) }
+            if let secret = step.totpSecret { output("secret: " + secret) }
         }
-        return .ok
+        // Half blocks, light modules drawn: scans on a dark terminal background.
+        if let qrCode { output(String(qrCode.terminalText().dropLast())) }
     }
 }
 
@@ -196,10 +227,11 @@ func status(_ options: Options) throws -> Exit {
         fields["keyring"] = .string("unavailable: \(error)")
         exit = .storage
     }
+    fields["secretMemory"] = .string(SecretMemory.summary)
     if options.flags.contains("--json") {
         output(json(values: fields))
     } else {
-        for key in ["authEnvironmentId", "apiHost", "redirectUrl", "keyring", "endUserId"] + keyringKeys {
+        for key in ["authEnvironmentId", "apiHost", "redirectUrl", "keyring", "endUserId"] + keyringKeys + ["secretMemory"] {
             if let value = text[key] ?? fields[key].flatMap({ $0 }).flatMap({ if case .string(let s) = $0 { s } else { nil } }) {
                 say("\(key): \(value)")
             }

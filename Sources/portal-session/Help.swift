@@ -27,10 +27,11 @@ commands:
   restore [--json] [--show-token]   restore the stored session (no network); print the end user id
   clear [--json]                    delete the stored session (sign out)
   persist --end-user-id ID [--json] store a session; the Client Session Token is read from stdin
-  send-magic-link EMAIL [--json]    email a sign-in link that opens the redirect URL
-  login-with-google | login-with-apple [--json]
+  send-magic-link EMAIL --from-email ADDR --template-id ID [--account-abstracted BOOL] [--json]
+                                    email a sign-in link that opens the redirect URL
+  login-with-google | login-with-apple [--account-abstracted BOOL] [--json]
                                     print the authorize URL to open in a browser
-  handle-redirect URL [--json] [--show-token] [--allow-unsolicited] [--replace-user]
+  handle-redirect URL [--json] [--show-token] [--qr] [--allow-unsolicited] [--replace-user]
                                     complete a sign-in from a redirect URL (magic link, Google, Apple)
   verify-totp CODE [--json] [--show-token] [--replace-user]
                                     complete a TOTP sign-in; the user JWT is read from stdin
@@ -47,12 +48,18 @@ options (or environment variables):
   --prompt-timeout-ms N
                        deadline for an unlock prompt, ms (default 30000; not counted in
                        --timeout-ms; a prompt not answered in time stays open)
+  --from-email ADDR    magic-link sender, required by Portal (PORTAL_MAGIC_LINK_FROM_EMAIL)
+  --template-id ID     magic-link email template, required by Portal (PORTAL_MAGIC_LINK_TEMPLATE_ID)
+  --account-abstracted true|false
+                       ask for an account-abstracted client or not (PORTAL_ACCOUNT_ABSTRACTED;
+                       default: not sent, the auth environment decides)
   -h, --help           this text (after a command: that command's)
   --version            print "portal-session VERSION"
 
 Options go before or after the command, as --opt VALUE or --opt=VALUE; "--" ends the options.
 An option given twice takes the last value (an option overrides its environment variable).
---json prints one JSON object on stdout (keys sorted; see help COMMAND); errors go to stderr.
+--json prints one JSON object on stdout, also on failure (keys sorted; see help COMMAND; a usage
+error's is {"status":"usage","message":…}); messages go to stderr.
 
 exit status: 0 ok/restored, 1 signed out (or: not our redirect URL), 2 keyring unavailable,
 locked or timed out (NOT signed out), 3 sign-in or network failure, 4 unsolicited redirect (no
@@ -62,11 +69,13 @@ Tokens are never printed unless --show-token is given, and never accepted in arg
 """
 
 let loginHelp = """
-    usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL login-with-google|login-with-apple [--json]
+    usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL login-with-google|login-with-apple
+                          [--account-abstracted true|false] [--json]
     Prints the Google (Apple) authorize URL to open in the end user's browser; Portal then opens
     the redirect URL (handle-redirect). Records the pending sign-in first, like send-magic-link.
     --json prints {"authorizeUrl":URL}.
-    exit: 0 printed, 2 the pending sign-in could not be recorded, 3 network / rejected, 64 usage.
+    exit: 0 printed, 2 the pending sign-in could not be recorded, 3 provider not enabled /
+    account abstraction unavailable / network / rejected / server error, 64 usage.
     """
 
 let commandHelp: [String: String] = [
@@ -96,24 +105,32 @@ let commandHelp: [String: String] = [
     bad token.
     """,
     "send-magic-link": """
-    usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL send-magic-link EMAIL [--json]
+    usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL send-magic-link EMAIL
+                          --from-email ADDR --template-id ID [--account-abstracted true|false] [--json]
     Asks Portal to email a sign-in link (to EMAIL, trimmed and lower-cased) that opens the
     redirect URL; the desktop handler then completes the sign-in (handle-redirect). Not retried.
+    Portal requires the sender and the email template: --from-email and --template-id (or
+    PORTAL_MAGIC_LINK_FROM_EMAIL and PORTAL_MAGIC_LINK_TEMPLATE_ID); without them nothing is
+    sent or recorded (exit 64).
     First records the pending sign-in that handle-redirect requires (15 minutes; a file under
     $XDG_RUNTIME_DIR/portal-keyring, else $XDG_STATE_HOME or ~/.local/state/portal-keyring-pending).
     --json prints {"status":"sent"}.
-    exit: 0 sent, 2 the pending sign-in could not be recorded, 3 rate limited / network / rejected,
-    64 usage or invalid email.
+    exit: 0 sent, 2 the pending sign-in could not be recorded, 3 rate limited / network / rejected /
+    server error, 64 usage, invalid email or no sender and template.
     """,
     "login-with-google": loginHelp,
     "login-with-apple": loginHelp,
     "handle-redirect": """
     usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL handle-redirect URL [--json] [--show-token]
-                          [--allow-unsolicited] [--replace-user]
+                          [--qr] [--allow-unsolicited] [--replace-user]
     Completes a sign-in from the redirect URL a browser opened (desktop URL-scheme handler:
     Exec=portal-session … handle-redirect %u). Exchanges the grant with the Portal API and
     persists the session before reporting success. Prints the end user id, or "totp required"
-    (with --show-token also the user JWT for verify-totp, and the enrolment link if any).
+    and "end user: ID" (with --show-token also the user JWT for verify-totp, and the enrolment
+    link and "secret: BASE32" if the end user still has to set up the authenticator app; with
+    --qr, that link as a QR code to scan, drawn for a dark terminal background: it encodes the
+    secret, so --qr shows it with or without --show-token). To finish a TOTP step with
+    verify-totp you need the user JWT: give --show-token (the grant is spent either way).
     Redirect hijacking (login CSRF): the grant is exchanged only while a sign-in started by
     send-magic-link or login-with-* (this user, any process, this --env) is pending, at most 15
     minutes; success completes it. Otherwise exit 4 and nothing is done; --allow-unsolicited opts
@@ -122,8 +139,9 @@ let commandHelp: [String: String] = [
     (clear) and sign in again, or confirm up front with --replace-user (the grant is single-use,
     so a refused one cannot be confirmed afterwards). The same end user signing in is silent.
     --json prints {"status":"authenticated","authEnvironmentId":…,"endUserId":…} (with
-    --show-token also "clientSessionToken"), {"status":"totpRequired"} (with --show-token also
-    "userJwt" and "totpLink"), {"status":"notHandled"}, {"status":"unsolicitedRedirect"} or
+    --show-token also "clientSessionToken"; "clientId" and "isAccountAbstracted" when Portal named
+    them), {"status":"totpRequired","endUserId":…} (with --show-token also "userJwt", "totpLink"
+    and "totpSecret"; with --qr, "totpQrSvg", the QR code as SVG), {"status":"notHandled"}, {"status":"unsolicitedRedirect"} or
     {"status":"differentEndUser","endUserId":NEW,"storedEndUserId":OLD}.
     exit: 0 signed in or TOTP required, 1 not this app's redirect URL, 2 keyring failure,
     3 sign-in failed (error redirect, invalid grant, rate limited, network), 4 unsolicited
@@ -132,11 +150,14 @@ let commandHelp: [String: String] = [
     "verify-totp": """
     usage: portal-session [--env ID] [--api-host HOST] verify-totp CODE [--json] [--show-token] [--replace-user]  < user-jwt
     Completes a TOTP sign-in; the user JWT from handle-redirect is read from stdin (not a
-    terminal). Persists the session and prints the end user id. When another end user's session
-    is stored, nothing is sent and it exits 5 (the code stays unused): sign out with clear and
-    run it again, or confirm with --replace-user.
+    terminal). Persists the session and prints the end user id. A rejected code exits 3: run it
+    again with the same JWT and the current code (it keeps failing once the sign-in expired:
+    start it again). A JWT without an endUserId claim exits 3 and nothing is sent. When another
+    end user's session is stored, nothing is sent and it exits 5 (the code stays unused): sign
+    out with clear and run it again, or confirm with --replace-user.
     --json prints {"status":"authenticated","authEnvironmentId":…,"endUserId":…} (with
-    --show-token also "clientSessionToken").
+    --show-token also "clientSessionToken"; "clientId" and "isAccountAbstracted" when Portal
+    named them).
     exit: 0 signed in, 2 keyring failure, 3 wrong code / invalid JWT / network, 5 another end
     user is signed in, 64 usage.
     """,
@@ -172,10 +193,10 @@ let commandOptions: [String: Set<String>] = [
     "restore": ["--json", "--show-token"],
     "clear": ["--json"],
     "persist": ["--json", "--end-user-id"],
-    "send-magic-link": ["--json"],
-    "login-with-google": ["--json"],
-    "login-with-apple": ["--json"],
-    "handle-redirect": ["--json", "--show-token", "--allow-unsolicited", "--replace-user"],
+    "send-magic-link": ["--json", "--from-email", "--template-id", "--account-abstracted"],
+    "login-with-google": ["--json", "--account-abstracted"],
+    "login-with-apple": ["--json", "--account-abstracted"],
+    "handle-redirect": ["--json", "--show-token", "--qr", "--allow-unsolicited", "--replace-user"],
     "verify-totp": ["--json", "--show-token", "--replace-user"],
     "status": ["--json"],
     "watch": ["--json"],

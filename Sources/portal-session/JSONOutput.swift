@@ -47,3 +47,10 @@ func keyringJSONValue(key: String, value: String) -> JSONValue {
     if key == "defaultCollectionLocked", value == "yes" || value == "no" { return .bool(value == "yes") }
     return .string(value)
 }
+
+/// Whether the command line asks for --json, read from the raw arguments (a usage error may come
+/// before or during parsing): an option "--json" before any "--". A usage error then prints
+/// {"status":"usage","message":…} too (Tests/cli/run.sh, "usage and help").
+func jsonRequested() -> Bool {
+    CommandLine.arguments.dropFirst().prefix { $0 != "--" }.contains("--json")
+}

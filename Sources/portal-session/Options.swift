@@ -11,9 +11,10 @@ struct UsageError: Error {
 
 /// Options that take a value.
 let valueOptions: Set<String> = ["--env", "--api-host", "--redirect-url", "--timeout-ms", "--prompt-timeout-ms",
-                                 "--end-user-id"]
+                                 "--end-user-id", "--from-email", "--template-id", "--account-abstracted"]
 /// Options that take none.
-let flagOptions: Set<String> = ["--json", "--show-token", "--help", "--version", "--allow-unsolicited", "--replace-user"]
+let flagOptions: Set<String> = ["--json", "--show-token", "--qr", "--help", "--version", "--allow-unsolicited",
+                                "--replace-user"]
 /// Options every command accepts.
 let globalOptions: Set<String> = ["--env", "--api-host", "--redirect-url", "--timeout-ms", "--prompt-timeout-ms",
                                   "--help", "--version"]
@@ -24,6 +25,12 @@ struct Options {
     var env: String?
     var apiHost: String?
     var redirectUrl: String?
+    /// The magic-link sender and template (`--from-email`, `--template-id`, or
+    /// `PORTAL_MAGIC_LINK_FROM_EMAIL`, `PORTAL_MAGIC_LINK_TEMPLATE_ID`).
+    var fromEmail: String?
+    var templateId: String?
+    /// `--account-abstracted true|false` or `PORTAL_ACCOUNT_ABSTRACTED`; nil: not sent.
+    var isAccountAbstracted: Bool?
     var timeoutMs: UInt32 = KeyringTimeouts.default.callMilliseconds
     var promptTimeoutMs: UInt32 = KeyringTimeouts.default.promptMilliseconds
     var command: String?
@@ -42,6 +49,13 @@ struct Options {
                                  ("redirectUrl", "PORTAL_REDIRECT_URL")] {
             guard let value = try environment(variable) else { continue }
             options.set(name, value, from: variable)
+        }
+        // Read by every command (a desktop URL handler runs handle-redirect with the same
+        // environment as send-magic-link), used by those that sign in.
+        options.fromEmail = try environment("PORTAL_MAGIC_LINK_FROM_EMAIL")
+        options.templateId = try environment("PORTAL_MAGIC_LINK_TEMPLATE_ID")
+        if let text = try environment("PORTAL_ACCOUNT_ABSTRACTED") {
+            options.isAccountAbstracted = try Self.parseBool(text, "PORTAL_ACCOUNT_ABSTRACTED")
         }
         var index = 0
         var optionsEnded = false
@@ -105,7 +119,18 @@ struct Options {
                 throw UsageError(message: "--prompt-timeout-ms needs a number of milliseconds, 1 … 600000")
             }
             promptTimeoutMs = ms
+        case "--from-email": fromEmail = value
+        case "--template-id": templateId = value
+        case "--account-abstracted": isAccountAbstracted = try Self.parseBool(value, name)
         default: values[String(name.dropFirst(2))] = value
+        }
+    }
+
+    private static func parseBool(_ text: String, _ source: String) throws(UsageError) -> Bool {
+        switch text {
+        case "true": return true
+        case "false": return false
+        default: throw UsageError(message: "\(source) needs true or false")
         }
     }
 
@@ -132,8 +157,16 @@ struct Options {
         guard let redirect else {
             throw UsageError(message: "no redirect URL: pass --redirect-url URL or set PORTAL_REDIRECT_URL")
         }
+        var magicLink: MagicLinkConfig?
+        switch (fromEmail, templateId) {
+        case (let from?, let template?): magicLink = MagicLinkConfig(fromEmail: from, templateId: template)
+        case (nil, nil): magicLink = nil
+        case (nil, _): throw UsageError(message: "--template-id needs --from-email (or PORTAL_MAGIC_LINK_FROM_EMAIL) too")
+        case (_, nil): throw UsageError(message: "--from-email needs --template-id (or PORTAL_MAGIC_LINK_TEMPLATE_ID) too")
+        }
         do {
             return try PortalAuth(authEnvironmentId: env, redirectUrl: redirect, apiHost: apiHost ?? PortalAuth.defaultApiHost,
+                                  magicLink: magicLink, isAccountAbstracted: isAccountAbstracted,
                                   keyringTimeouts: KeyringTimeouts(callMilliseconds: timeoutMs, promptMilliseconds: promptTimeoutMs))
         } catch {
             throw UsageError(message: usageMessage(for: error, sources: sources))
@@ -175,6 +208,9 @@ func usageMessage(for error: PortalAuthError, sources: [String: String] = [:]) -
         return "\(error) (start the sign-in again: send-magic-link or login-with-*; or --allow-unsolicited)"
     case .differentEndUser:
         return "\(error) (sign out with clear and sign in again, or confirm with --replace-user)"
+    case .magicLinkNotConfigured:
+        return "\(error) (pass --from-email and --template-id, or set PORTAL_MAGIC_LINK_FROM_EMAIL and "
+            + "PORTAL_MAGIC_LINK_TEMPLATE_ID)"
     case .invalidGrant:
         return "\(error): the sign-in link was used already, has expired or is unknown; "
             + "start the sign-in again (send-magic-link or login-with-*)"
@@ -197,16 +233,19 @@ func usageMessage(for error: PortalAuthError, sources: [String: String] = [:]) -
         return "invalid user JWT on stdin: at most \(PortalAuth.maxTokenBytes) bytes, no whitespace or control characters"
     case "code": return "invalid TOTP code: digits only"
     case "email": return "invalid email address"
+    case "fromEmail": return "invalid \(sources[name] ?? "--from-email"): \(limit)"
+    case "templateId": return "invalid \(sources[name] ?? "--template-id"): \(limit)"
     default: return "invalid \(name)"
     }
 }
 
 func exitCode(for error: PortalAuthError) -> Exit {
     switch error {
-    case .invalidArgument: return .usage
+    case .invalidArgument, .magicLinkNotConfigured: return .usage
     case .sessionStorageFailure: return .storage
     case .sessionInvalidated, .unauthorized, .networkFailure, .rateLimited, .malformedResponse, .invalidGrant,
-         .invalidUserJwt, .authenticationFailed, .cancelled:
+         .invalidUserJwt, .authenticationFailed, .totpQrUnavailable, .cancelled, .authMethodUnavailable, .accountAbstractionUnavailable,
+         .internalServerError, .clientError:
         return .signIn
     case .unsolicitedRedirect: return .unsolicited
     case .differentEndUser: return .differentUser

@@ -26,6 +26,18 @@ func say(_ text: String) {
     output(DisplayText.sanitized(text, limit: Int.max))
 }
 
+/// A token or user JWT on a line of its own (plain `--show-token` output). These come from the
+/// keyring or the server, so they may hold anything: one with a control character (C0, DEL, C1)
+/// is not printed at all — an escape sequence would reach the terminal, and a sanitized copy
+/// would be a wrong token — and stderr says so; `--json` prints it escaped and exact.
+func outputSecret(_ text: String, _ what: String) {
+    if text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }) {
+        printError("the \(what) holds control characters: not printed (--json prints it, escaped)")
+        return
+    }
+    output(text)
+}
+
 /// Makes sure descriptors 0, 1 and 2 are open before anything else opens a file or socket, so
 /// that none lands on them (a D-Bus socket on fd 1 would receive our output). A closed stdin or
 /// stderr becomes /dev/null. Returns false when stdout was closed: the caller refuses to run,
@@ -49,7 +61,7 @@ func output(_ text: String) {
     let bytes = Array((text + "\n").utf8)
     var offset = 0
     while offset < bytes.count && stdoutError == 0 {
-        let written = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
+        let written = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }  // trusted: never empty (the line end)
         if written > 0 { offset += written } else if written < 0 && errno == EINTR { continue } else {
             stdoutError = written < 0 ? errno : EIO
         }
@@ -111,8 +123,11 @@ func readSecretFromStdin(limit: Int, what: String, example: String) throws(Usage
         for index in bytes.indices { bytes[index] = 0 }
         for index in buffer.indices { buffer[index] = 0 }
     }
-    if bytes.last == 0x0A { bytes.removeLast() }
-    if bytes.last == 0x0D { bytes.removeLast() }
+    // One LF, or one CRLF; a CR alone is not a line end here, so it stays and is refused.
+    if bytes.last == 0x0A {
+        bytes.removeLast()
+        if bytes.last == 0x0D { bytes.removeLast() }
+    }
     guard bytes.count <= limit else { throw UsageError(message: "the value on stdin is longer than \(limit) bytes") }
     guard let text = String(validating: bytes, as: UTF8.self) else { throw UsageError(message: "stdin is not valid UTF-8") }
     return text

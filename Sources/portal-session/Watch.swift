@@ -1,4 +1,4 @@
-// portal-session watch: one line per change of the stored session (issue 16), until SIGINT or
+// portal-session watch: one line per change of the stored session (docs/threading.md), until SIGINT or
 // SIGTERM.
 @_spi(PortalKeyringCLI) import PortalKeyring
 #if canImport(Glibc)

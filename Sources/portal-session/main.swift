@@ -22,6 +22,7 @@ do {
     let options = try Options.parse(arguments)
     finish(try run(options))
 } catch {
+    if jsonRequested() { output(json(["status": "usage", "message": error.message])) }
     if error.showUsage {
         printError(error.message)
         writeStderr(usage + "\n")

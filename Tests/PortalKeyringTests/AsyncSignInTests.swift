@@ -14,7 +14,7 @@ import Glibc
     private func newAuth(_ tag: String) throws -> PortalAuth {
         _ = try KeyringControl.environment() // unlocks gnome-keyring-locked's keyring, once
         return try PortalAuth(authEnvironmentId: "swift-async-signin-\(tag)-\(getpid())", redirectUrl: "app://cb",
-                       apiHost: try FakePortalAPI.host())
+                       apiHost: try FakePortalAPI.host(), magicLink: testMagicLink)
     }
 
     private struct Envelope<T: Decodable>: Decodable { let data: T }
@@ -51,10 +51,11 @@ import Glibc
         struct Link: Decodable { let email: String; let link: String }
         struct Links: Decodable { let links: [Link] }
         let link = try #require(try admin(Links.self, "GET", "magic-links").links.last { $0.email == "swift.async@example.com" })
-        guard case .authenticated(let session) = try await auth.handleRedirect(url: link.link) else {
+        guard case .authenticated(let sessionResult) = try await auth.handleRedirect(url: link.link) else {
             Issue.record("the magic link did not sign in")
             return
         }
+        let session = sessionResult.session
         #expect(try await auth.restoreSession()?.endUserId == session.endUserId)
         try await auth.clearPersistedSession()
     }
@@ -64,15 +65,17 @@ import Glibc
         struct Grant: Decodable { let redirectUrl: String }
         let grant = try admin(Grant.self, "POST", "grants",
                               #"{"kind":"magic_link","endUserId":"u-async-totp","totpRequired":true,"redirectUrl":"app://cb"}"#)
-        guard case .totpRequired(let userJwt, let totpLink) =
+        guard case .totpRequired(let step) =
             try await auth.handleRedirect(url: grant.redirectUrl, options: .allowUnsolicited) else {
             Issue.record("the TOTP grant did not ask for a code")
             return
         }
+        let userJwt = step.userJwt
+        let totpLink = step.totpLink
         #expect(totpLink?.hasPrefix("otpauth://") == true)
         struct Code: Decodable { let code: String }
         let code = try admin(Code.self, "GET", "totp?endUserId=u-async-totp").code
-        let session = try await auth.verifyTotp(code: code, userJwt: userJwt)
+        let session = try await auth.verifyTotp(code: code, userJwt: userJwt).session
         #expect(session.endUserId == "u-async-totp")
         try await auth.clearPersistedSession()
     }

@@ -51,6 +51,30 @@ import Glibc
         try await auth.clearPersistedSession()
     }
 
+    /// Keyring work never waits behind network work: with every network worker busy on a slow
+    /// Portal API (6 requests of 3 s each, more than the pool's 4 threads), an async sign-out and
+    /// restore complete at once (they queued behind the requests before: up to 3 s, and up to a
+    /// request's 30 s bound on a real slow backend).
+    @Test func signOutNeverWaitsBehindSlowRequests() async throws {
+        let auth = try newAuth("lanes")
+        let token = try FakePortalAPI.issueToken(endUserId: "u-lanes")
+        let session = try await auth.persistSession(endUserId: "u-lanes", clientSessionToken: token)
+        let portal = try Portal(credentials: session)
+        try FakePortalAPI.admin("POST", "faults", #"{"route":"/api/v3/lanes-slow","delayMs":3000,"count":6}"#)
+        let requests = (0..<6).map { _ in
+            Task.detached { _ = try? await portal.send(PortalRequest(target: "/api/v3/lanes-slow")) }
+        }
+        try await Task.sleep(for: .milliseconds(300))  // every network worker is waiting on the API
+        let start = monotonicMilliseconds()
+        _ = try await auth.restoreSession()
+        try await auth.clearPersistedSession()
+        let took = monotonicMilliseconds() - start
+        print("restore + sign-out with 6 slow requests in flight: \(took) ms")
+        #expect(took < 1500, "the keyring work waited \(took) ms behind the requests")
+        for request in requests { await request.value }
+        portal.close()
+    }
+
     /// Cancelling the task aborts the request and throws `.cancelled` at once.
     @Test func taskCancellationCancelsTheRequest() async throws {
         let auth = try newAuth("cancel")

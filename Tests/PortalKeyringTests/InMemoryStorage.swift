@@ -2,7 +2,9 @@
 import Synchronization
 
 /// An in-memory `SessionStorage` for the core's pure logic (no D-Bus). It can be told to fail,
-/// to check that failures never delete anything.
+/// to check that failures never delete anything. Restore, persist and the watch decide through
+/// the same `ReadPolicy` and `PersistOrder` the Secret Service adapter uses; only the list, read
+/// and delete steps are its own.
 final class InMemoryStorage: SessionStorage, @unchecked Sendable {
     struct Item { var authEnvironmentId: String; var generation: String?; var persistedAt: UInt64; var secret: [UInt8] }
     private let state = Mutex<(items: [String: Item], next: Int, failure: StorageFailure?)>(([:], 0, nil))
@@ -14,8 +16,13 @@ final class InMemoryStorage: SessionStorage, @unchecked Sendable {
     func failReads(with failure: StorageFailure, after: Int = 0) { readFailure.withLock { $0 = (failure, after) } }
     private let readFailure = Mutex<(StorageFailure, Int)?>(nil)
 
+    /// Makes single-item deletes fail (nil: they work again) while reads keep working: a provider
+    /// whose deletes fail for a while (a refused prompt, a transient error).
+    func failDeletes(with failure: StorageFailure?) { deleteFailure.withLock { $0 = failure } }
+    private let deleteFailure = Mutex<StorageFailure?>(nil)
+
     /// Like the Secret Service adapter: a read with secrets leaves the attributes unread, so the
-    /// core must read them separately (`items(withSecrets: false)`) when it needs them.
+    /// read policy must ask for them separately when it needs them.
     var secretsWithoutAttributes = false
 
     @discardableResult
@@ -33,6 +40,36 @@ final class InMemoryStorage: SessionStorage, @unchecked Sendable {
     /// How many delete calls (of any kind) reached the store.
     var deleteCalls: Int { deletes.withLock { $0 } }
 
+    func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored? {
+        try ReadPolicy.restore(
+            authEnvironmentId, items: try items(authEnvironmentId: authEnvironmentId, withSecrets: true),
+            attributes: { () throws(StorageFailure) in try items(authEnvironmentId: authEnvironmentId, withSecrets: false) },
+            delete: { itemId throws(StorageFailure) in try delete(itemId: itemId) })
+    }
+
+    func replace(authEnvironmentId: String, generation: String, now: UInt64, label: String,
+                 document: (UInt64) -> SecretBytes) throws(StorageFailure) -> UInt64 {
+        try PersistOrder.replace(
+            now: now, generation: generation,
+            seen: { () throws(StorageFailure) in try items(authEnvironmentId: authEnvironmentId, withSecrets: false) },
+            create: { persistedAt throws(StorageFailure) in
+                try store(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
+                          secret: document(persistedAt))
+            },
+            found: { ours, _ in
+                (try? items(authEnvironmentId: authEnvironmentId, withSecrets: false))?.filter { $0.itemId != ours }
+            },
+            delete: { itemId in try? delete(itemId: itemId) })
+    }
+
+    func observe(authEnvironmentId: String) throws(StorageFailure) -> SessionObservation {
+        let plan = ReadPolicy.newest(authEnvironmentId, items: try items(authEnvironmentId: authEnvironmentId, withSecrets: true))
+        guard let chosen = plan.chosen else { return .signedOut }
+        return .signedIn(generation: chosen.generation ?? "", endUserId: chosen.document.endUserId)
+    }
+
+    /// This auth environment's items; with `withSecrets`, their secrets too (and, with
+    /// `secretsWithoutAttributes`, without their attributes).
     func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem] {
         let readFails: StorageFailure? = readFailure.withLock { slot in
             guard let (failure, after) = slot else { return nil }
@@ -53,20 +90,23 @@ final class InMemoryStorage: SessionStorage, @unchecked Sendable {
         return try result.get()
     }
 
-    func store(authEnvironmentId: String, generation: String, persistedAt: UInt64, label: String,
-               secret: SecretBytes) throws(StorageFailure) {
-        let failure: StorageFailure? = state.withLock { s in
-            if let failure = s.failure { return failure }
+    /// Adds an item as a create would; returns its id.
+    @discardableResult
+    func store(authEnvironmentId: String, generation: String, persistedAt: UInt64,
+               secret: SecretBytes) throws(StorageFailure) -> String {
+        let result: Result<String, StorageFailure> = state.withLock { s in
+            if let failure = s.failure { return .failure(failure) }
             s.next += 1
             s.items["item\(s.next)"] = Item(authEnvironmentId: authEnvironmentId, generation: generation,
                                             persistedAt: persistedAt, secret: secret.withUnsafeBytes { Array($0) })
-            return nil
+            return .success("item\(s.next)")
         }
-        if let failure { throw failure }
+        return try result.get()
     }
 
     func delete(itemId: String) throws(StorageFailure) {
         deletes.withLock { $0 += 1 }
+        if let failure = deleteFailure.withLock({ $0 }) { throw failure }
         let failure: StorageFailure? = state.withLock { s in
             if let failure = s.failure { return failure }
             s.items[itemId] = nil

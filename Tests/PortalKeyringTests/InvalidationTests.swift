@@ -119,6 +119,70 @@ private func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
         #expect(storage.count == 0)
     }
 
+    /// Invalidation is per credential, process-wide: Portals built on one session, or on
+    /// another restore of the same sign-in, all hear a 401 that one of them saw — each listener
+    /// once, after the item was deleted; a Portal on another sign-in, one closed, or one signed
+    /// out with `clearSession()` (which never fires listeners) hears nothing.
+    @Test func everyPortalOnTheCredentialHearsItsRejectionOnce() throws {
+        let (auth, session, token) = try signIn()
+        let restored = try #require(try auth.restoreSession())
+        let restoredAgain = try #require(try auth.restoreSession())
+        let seer = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+        let sameSession = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+        let sameSignIn = Portal(credentials: restored, apiHost: nil, http: HTTPClient(), validate: false)
+        let closed = Portal(credentials: restored, apiHost: nil, http: HTTPClient(), validate: false)
+        let signedOut = Portal(credentials: restoredAgain, apiHost: nil, http: HTTPClient(), validate: false)
+        let (otherAuth, otherSession, _) = try signIn()
+        let otherSignIn = Portal(credentials: otherSession, apiHost: nil, http: HTTPClient(), validate: false)
+        let portals = [seer, sameSession, sameSignIn, closed, signedOut, otherSignIn]
+        let counters = portals.map { _ in Counter() }
+        let storedAtDelivery = Counter()
+        for (portal, counter) in zip(portals, counters) {
+            portal.onSessionInvalidated {
+                counter.increment()
+                if (try? auth.restoreSession()) != nil { storedAtDelivery.increment() }
+            }
+        }
+        closed.close()
+        try signedOut.clearSession()
+        try FakePortalAPI.admin("POST", "revoke", #"{"token":"\#(token)"}"#)
+        #expect(try seer.send(PortalRequest(target: "/api/v3/clients/me")).status == 401)
+        portals.forEach { $0.waitForListenerDeliveries() }
+        #expect(counters.map(\.count) == [1, 1, 1, 0, 0, 0])
+        #expect(storedAtDelivery.count == 0, "a listener ran before the rejected item was deleted")
+        #expect(restored.isInvalidated)
+        #expect(throws: PortalAuthError.sessionInvalidated) { try sameSignIn.send(PortalRequest(target: "/api/v3/clients/me")) }
+        // Late listeners on a peer get their replay; nothing fires twice.
+        let late = Counter()
+        sameSignIn.onSessionInvalidated { late.increment() }
+        #expect(waitUntil { late.count == 1 })
+        _ = try? sameSession.reportUnauthorized(rejectedToken: token)
+        portals.forEach { $0.waitForListenerDeliveries() }
+        #expect(counters.map(\.count) == [1, 1, 1, 0, 0, 0])
+        #expect(!otherSession.isInvalidated)
+        try otherAuth.clearPersistedSession()
+    }
+
+    /// Two restores of one sign-in, each in its own Portal, both rejected at the same moment:
+    /// every listener still hears it once (each Portal starts its invalidation at most once,
+    /// whether its own 401 or its peer's comes first).
+    @Test func simultaneousRejectionsOnTwoRestoresTellEachListenerOnce() throws {
+        for _ in 0..<5 {
+            let (auth, _, token) = try signIn()
+            let portals = try (0..<2).map { _ in
+                Portal(credentials: try #require(try auth.restoreSession()), apiHost: nil, http: HTTPClient(), validate: false)
+            }
+            let counters = portals.map { _ in Counter() }
+            for (portal, counter) in zip(portals, counters) { portal.onSessionInvalidated { counter.increment() } }
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                _ = try? portals[index].reportUnauthorized(rejectedToken: token)
+            }
+            portals.forEach { $0.waitForListenerDeliveries() }
+            #expect(counters.map(\.count) == [1, 1])
+            #expect(try auth.restoreSession() == nil)
+        }
+    }
+
     @Test func aNewerSignInSurvivesTheOldSessionsRejection() throws {
         let (auth, old, oldToken) = try signIn("same-user")
         let portal = Portal(credentials: old, apiHost: nil, http: HTTPClient(), validate: false)

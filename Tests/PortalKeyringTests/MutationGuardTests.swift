@@ -63,13 +63,16 @@ private final class SlowDeleteStorage: SessionStorage, @unchecked Sendable {
     private let deleting = Atomic<Bool>(false)
     init(delayMicroseconds: UInt32) { self.delayMicroseconds = delayMicroseconds }
 
-    func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem] {
-        try inner.items(authEnvironmentId: authEnvironmentId, withSecrets: withSecrets)
+    func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored? {
+        try inner.restore(authEnvironmentId: authEnvironmentId)
     }
-    func store(authEnvironmentId: String, generation: String, persistedAt: UInt64, label: String,
-               secret: SecretBytes) throws(StorageFailure) {
-        try inner.store(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
-                        label: label, secret: secret)
+    func replace(authEnvironmentId: String, generation: String, now: UInt64, label: String,
+                 document: (UInt64) -> SecretBytes) throws(StorageFailure) -> UInt64 {
+        try inner.replace(authEnvironmentId: authEnvironmentId, generation: generation, now: now, label: label,
+                          document: document)
+    }
+    func observe(authEnvironmentId: String) throws(StorageFailure) -> SessionObservation {
+        try inner.observe(authEnvironmentId: authEnvironmentId)
     }
     func delete(itemId: String) throws(StorageFailure) {
         deleting.store(true, ordering: .releasing)

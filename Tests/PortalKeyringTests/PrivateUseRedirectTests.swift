@@ -42,10 +42,11 @@ import FoundationEssentials
             }
         }
         // The scheme may come back in another case (URL handlers lower-case or not).
-        guard case .authenticated(let session) = try a.handleRedirect(url: "COM.Example.App:/oauth2redirect" + query) else {
+        guard case .authenticated(let sessionResult) = try a.handleRedirect(url: "COM.Example.App:/oauth2redirect" + query) else {
             Issue.record("a private-use redirect must complete the sign-in")
             return
         }
+        let session = sessionResult.session
         #expect(session.endUserId == "eu-private-use")
         #expect(try a.restoreSession()?.endUserId == "eu-private-use")
     }

@@ -14,7 +14,7 @@ private let validations = "/api/v3/auth/magic-links/validations"
 private func freshAuth() throws -> PortalAuth {
     _ = try KeyringControl.environment()
     return try PortalAuth(authEnvironmentId: "csrf-\(PortalAuth.newGeneration().prefix(12))", redirectUrl: redirect,
-                          apiHost: try FakePortalAPI.host(),
+                          apiHost: try FakePortalAPI.host(), magicLink: testMagicLink,
                           keyringTimeouts: KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000))
 }
 
@@ -41,10 +41,11 @@ private func now() -> Int64 { Int64(time(nil)) }
         #expect(try FakePortalAPI.requests(validations).total == before, "an unsolicited grant was exchanged")
         #expect(try a.restoreSession() == nil)
         // The opt-out (an app whose sign-ins start elsewhere).
-        guard case .authenticated(let session) = try a.handleRedirect(url: url, options: .allowUnsolicited) else {
+        guard case .authenticated(let sessionResult) = try a.handleRedirect(url: url, options: .allowUnsolicited) else {
             Issue.record("allowUnsolicited must exchange the grant")
             return
         }
+        let session = sessionResult.session
         #expect(session.endUserId == "eu-attacker")
         try a.clearPersistedSession()
     }
@@ -64,17 +65,19 @@ private func now() -> Int64 { Int64(time(nil)) }
         let handler = try PortalAuth(authEnvironmentId: starter.authEnvironmentId, redirectUrl: redirect, apiHost: starter.apiHost)
         #expect(handler.pendingSignIn.isPending())
         let url = try grant("magic_link", user: "eu-own")
-        guard case .authenticated(let session) = try handler.handleRedirect(url: url) else {
+        guard case .authenticated(let sessionResult) = try handler.handleRedirect(url: url) else {
             Issue.record("a started sign-in must complete")
             return
         }
+        let session = sessionResult.session
         #expect(session.endUserId == "eu-own")
         #expect(!handler.pendingSignIn.isPending(), "a completed sign-in must consume the marker")
         let before = try FakePortalAPI.requests(validations).total
-        guard case .authenticated(let again) = try handler.handleRedirect(url: url) else {
+        guard case .authenticated(let againResult) = try handler.handleRedirect(url: url) else {
             Issue.record("a repeat delivery must return the cached result")
             return
         }
+        let again = againResult.session
         #expect(try again.getToken() == session.getToken())
         #expect(try FakePortalAPI.requests(validations).total == before)
         // A second grant after the sign-in completed is unsolicited.
@@ -134,20 +137,22 @@ private func now() -> Int64 { Int64(time(nil)) }
         #expect(try a.restoreSession()?.getToken() == stored.getToken(), "the victim's session was replaced")
         #expect(try FakePortalAPI.requests(route).total == before + 1)
         #expect(a.pendingSignIn.isPending(), "a refused switch must not consume the pending sign-in")
-        guard case .authenticated(let session) = try a.handleRedirect(url: url, options: .replaceDifferentEndUser) else {
+        guard case .authenticated(let sessionResult) = try a.handleRedirect(url: url, options: .replaceDifferentEndUser) else {
             Issue.record("the confirmation must persist the new end user")
             return
         }
+        let session = sessionResult.session
         #expect(session.endUserId == "eu-other")
         #expect(try a.restoreSession()?.endUserId == "eu-other")
         #expect(try FakePortalAPI.requests(route).total == before + 1, "the confirmation exchanged again")
         #expect(!a.pendingSignIn.isPending())
         // The same end user signing in again: silent.
         try a.pendingSignIn.record()
-        guard case .authenticated(let again) = try a.handleRedirect(url: try grant("magic_link", user: "eu-other")) else {
+        guard case .authenticated(let againResult) = try a.handleRedirect(url: try grant("magic_link", user: "eu-other")) else {
             Issue.record("the same end user must sign in silently")
             return
         }
+        let again = againResult.session
         #expect(try a.restoreSession()?.getToken() == again.getToken())
         try a.clearPersistedSession()
     }
@@ -172,10 +177,11 @@ private func now() -> Int64 { Int64(time(nil)) }
         try KeyringControl.unlock()
         #expect(try FakePortalAPI.requests(validations).total == before, "the grant was spent although the keyring was locked")
         let handler = try PortalAuth(authEnvironmentId: a.authEnvironmentId, redirectUrl: redirect, apiHost: a.apiHost)
-        guard case .authenticated(let session) = try handler.handleRedirect(url: url) else {
+        guard case .authenticated(let sessionResult) = try handler.handleRedirect(url: url) else {
             Issue.record("the same URL must sign in once the keyring is unlocked")
             return
         }
+        let session = sessionResult.session
         #expect(session.endUserId == "eu-locked")
         try a.clearPersistedSession()
     }
@@ -187,10 +193,11 @@ private func now() -> Int64 { Int64(time(nil)) }
         let a = try freshAuth()
         let victim = try a.persistSession(endUserId: "eu-victim", clientSessionToken: "victim-token")
         try a.pendingSignIn.record()
-        guard case .totpRequired(let jwt, _) = try a.handleRedirect(url: try grant("magic_link", user: "eu-totp-other", totp: true)) else {
+        guard case .totpRequired(let step) = try a.handleRedirect(url: try grant("magic_link", user: "eu-totp-other", totp: true)) else {
             Issue.record("expected totpRequired")
             return
         }
+        let jwt = step.userJwt
         struct Code: Decodable { let code: String }
         struct Wrapped: Decodable { let data: Code }
         let code = try JSONDecoder().decode(Wrapped.self,
@@ -202,7 +209,7 @@ private func now() -> Int64 { Int64(time(nil)) }
         }
         #expect(try FakePortalAPI.requests(route).total == before, "the code was sent although another end user is stored")
         #expect(try a.restoreSession()?.getToken() == victim.getToken(), "the victim's session was replaced")
-        let session = try a.verifyTotp(code: code, userJwt: jwt, options: .replaceDifferentEndUser)
+        let session = try a.verifyTotp(code: code, userJwt: jwt, options: .replaceDifferentEndUser).session
         #expect(session.endUserId == "eu-totp-other")
         #expect(try a.restoreSession()?.endUserId == "eu-totp-other")
         try a.clearPersistedSession()
@@ -224,8 +231,8 @@ private func now() -> Int64 { Int64(time(nil)) }
                 let auth = index == 0 ? first : second
                 var outcome = "other"
                 do throws(PortalAuthError) {
-                    if case .authenticated(let session) = try auth.handleRedirect(url: urls[index]) {
-                        outcome = "signed in " + session.endUserId
+                    if case .authenticated(let signedIn) = try auth.handleRedirect(url: urls[index]) {
+                        outcome = "signed in " + signedIn.session.endUserId
                     }
                 } catch {
                     if case .differentEndUser = error { outcome = "refused" } else { outcome = "error \(error)" }
@@ -319,12 +326,12 @@ private func now() -> Int64 { Int64(time(nil)) }
     @Test func markerDirectoryFallsBackSafely() throws {
         let scratch = try scratchDirectory()
         defer { remove(scratch) }
-        #expect(PendingSignIn.location(runtimeDir: nil, stateHome: nil, home: "/h")! == ("/h/.local/state", "portal-keyring-pending", true))
-        #expect(PendingSignIn.location(runtimeDir: "relative", stateHome: "/s", home: "/h")! == ("/s", "portal-keyring-pending", true))
-        #expect(PendingSignIn.location(runtimeDir: nil, stateHome: "relative", home: nil) == nil)
+        #expect(PrivateDirectory.location(runtimeDir: nil, stateHome: nil, home: "/h")! == ("/h/.local/state", "portal-keyring-pending", true))
+        #expect(PrivateDirectory.location(runtimeDir: "relative", stateHome: "/s", home: "/h")! == ("/s", "portal-keyring-pending", true))
+        #expect(PrivateDirectory.location(runtimeDir: nil, stateHome: "relative", home: nil) == nil)
         // An XDG_RUNTIME_DIR others can enter is not used.
         mkdir(scratch + "/open", 0o755)
-        #expect(PendingSignIn.location(runtimeDir: scratch + "/open", stateHome: nil, home: "/h")!.fallback)
+        #expect(PrivateDirectory.location(runtimeDir: scratch + "/open", stateHome: nil, home: "/h")!.fallback)
         // No XDG_RUNTIME_DIR: under $HOME/.local/state, created 0700.
         mkdir(scratch + "/home", 0o700)
         let marker = PendingSignIn(authEnvironmentId: "env-home", environment: ["HOME": scratch + "/home"])

@@ -68,7 +68,7 @@ import Glibc
         var events = changes.makeAsyncIterator()
         let document = SessionDocument.encode(authEnvironmentId: id, endUserId: "older-user",
                                               token: SecretBytes.copyingUTF8(of: "older-token"), generation: "0a", persistedAt: 1)
-        #expect(try KeyringControl.run(["store", "--schema", LibSecretStorage.schemaName, "auth_environment_id=\(id)",
+        #expect(try KeyringControl.run(["store", "--schema", SecretServiceStorage.schemaName, "auth_environment_id=\(id)",
                                         "session_generation=0b", "persisted_at=1"],
                                        input: document.withUnsafeBytes { Array($0) }).status == 0)
         let writer = try PortalAuth(authEnvironmentId: id, redirectUrl: "app://cb")
@@ -80,6 +80,8 @@ import Glibc
 
     @Test func cancellingTheIteratingTaskStopsTheWatch() async throws {
         let auth = try newAuth("cancel")
+        // A watch stopped by an earlier test ends its thread on its own, shortly after.
+        _ = await threadsBecome(0)
         let before = watchThreads()
         let changes = try await auth.sessionChanges
         #expect(await threadsBecome(before + 1))
@@ -93,10 +95,90 @@ import Glibc
         #expect(await threadsBecome(before))
     }
 
+    /// Cancelling the iterating task while the watch's read hangs on a stopped provider neither
+    /// blocks the canceller (the stream's termination handler runs inside `cancel()`) nor a
+    /// thread of the cooperative pool: the watch thread finishes its read on its own
+    /// (docs/threading.md). Before, `cancel()` joined the watch thread for the read's deadline.
+    @Test func cancellingDuringAHungReadBlocksNobody() async throws {
+        let provider = try #require(KeyringControl.providerPID(), "no provider pid (scripts/with-keyring.sh)")
+        let auth = try newAuth("hung")
+        let writer = try PortalAuth(authEnvironmentId: auth.authEnvironmentId, redirectUrl: "app://cb")
+        let changes = try await auth.sessionChanges
+        let consumer = Task { () -> Int in
+            var count = 0
+            for await _ in changes { count += 1 }
+            return count
+        }
+        // The first persist is read at once; the second one's read waits out the 100 ms
+        // coalescing window, and starts while the provider is stopped: it hangs.
+        _ = try await writer.persistSession(endUserId: "eu-hung-1", clientSessionToken: "tok-1")
+        _ = try await writer.persistSession(endUserId: "eu-hung-2", clientSessionToken: "tok-2")
+        kill(provider, SIGSTOP)
+        defer { kill(provider, SIGCONT) }
+        try await Task.sleep(for: .milliseconds(300))
+        let beats = Heartbeat()
+        let heart = Task { await beats.run() }
+        let started = monotonicMilliseconds()
+        consumer.cancel()
+        let cancelling = monotonicMilliseconds() - started
+        _ = await consumer.value
+        let ended = monotonicMilliseconds() - started
+        try await Task.sleep(for: .milliseconds(200))
+        beats.running = false
+        await heart.value
+        kill(provider, SIGCONT)
+        print("cancel during a hung read: cancel() \(cancelling) ms, iteration ended after \(ended) ms, largest heartbeat gap \(beats.maxGap) ms")
+        #expect(cancelling < 500, "cancel() blocked \(cancelling) ms")
+        #expect(ended < 1000, "the iteration ended only after \(ended) ms")
+        #expect(beats.maxGap < 500, "the cooperative pool stalled \(beats.maxGap) ms")
+        try await writer.clearPersistedSession()
+    }
+
+    /// `await portal.closeAsync()` with a request in flight keeps the main actor responsive: the wait
+    /// for the aborted request happens on a library worker (the blocking `close()` held the
+    /// main actor for up to a second).
+    @Test @MainActor func asyncCloseKeepsTheMainActorFree() async throws {
+        let auth = try newAuth("close")
+        let token = try FakePortalAPI.issueToken(endUserId: "u-close")
+        let session = try await auth.persistSession(endUserId: "u-close", clientSessionToken: token)
+        let portal = try Portal(credentials: session)
+        try FakePortalAPI.admin("POST", "faults", #"{"route":"/api/v3/close-slow","delayMs":3000,"count":1}"#)
+        let request = Task.detached { try? await portal.send(PortalRequest(target: "/api/v3/close-slow")) }
+        try await Task.sleep(for: .milliseconds(300))  // the request is in flight
+        let gaps = MainActorTicker()
+        let ticker = Task { @MainActor in await gaps.tick() }
+        let started = monotonicMilliseconds()
+        await portal.closeAsync()
+        let took = monotonicMilliseconds() - started
+        gaps.running = false
+        await ticker.value
+        _ = await request.value
+        print("await close() with a request in flight: \(took) ms, largest main-actor gap \(gaps.maxGap) ms")
+        #expect(took < 2500, "close waited for the whole slow request")
+        #expect(gaps.maxGap <= 200, "the main actor stalled for \(gaps.maxGap) ms")
+        try await auth.clearPersistedSession()
+    }
+
     @Test func aLockIsNotASignOut() {
         #expect(SessionChange.between(.signedIn(generation: "g", endUserId: "u"), .locked) == .locked)
         #expect(SessionChange.between(.locked, .signedIn(generation: "g", endUserId: "u")) == .signedIn(endUserId: "u"))
         #expect(SessionChange.between(.signedIn(generation: "g", endUserId: "u"), .signedIn(generation: "g", endUserId: "u")) == nil)
         #expect(SessionChange.between(nil, .signedOut) == .signedOut)
+    }
+}
+
+/// A task on the cooperative pool that notes the largest gap between its 10 ms sleeps.
+final class Heartbeat: @unchecked Sendable {
+    var running = true
+    var maxGap = 0
+
+    func run() async {
+        var last = monotonicMilliseconds()
+        while running {
+            try? await Task.sleep(for: .milliseconds(10))
+            let now = monotonicMilliseconds()
+            maxGap = max(maxGap, now - last)
+            last = now
+        }
     }
 }

@@ -7,6 +7,8 @@ import Glibc
 #endif
 
 let redirect = "portalkeyring://auth/callback"
+/// The sender and template the tests' magic links use (the fake API requires both, as Portal does).
+let testMagicLink = MagicLinkConfig(fromEmail: "login@example.com", templateId: "tpl-test")
 
 private struct Grant: Decodable { let token: String?; let redirectUrl: String }
 private struct Envelope<T: Decodable>: Decodable { let data: T }
@@ -28,7 +30,7 @@ func grant(_ kind: String, user: String, totp: Bool = false, provider: String? =
     private func auth() throws -> PortalAuth {
         _ = try KeyringControl.environment()
         let auth = try PortalAuth(authEnvironmentId: "signin-\(PortalAuth.newGeneration().prefix(12))", redirectUrl: redirect,
-                              apiHost: try FakePortalAPI.host(),
+                              apiHost: try FakePortalAPI.host(), magicLink: testMagicLink,
                               keyringTimeouts: KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000))
         try auth.pendingSignIn.record()
         return auth
@@ -42,6 +44,8 @@ func grant(_ kind: String, user: String, totp: Bool = false, provider: String? =
         #expect(google.hasPrefix("http"))
         #expect(try a.loginWithApple().hasPrefix("http"))
         #expect(PortalAuth.formEncode("portalkeyring://auth/callback?x=1 2") == "portalkeyring%3A%2F%2Fauth%2Fcallback%3Fx%3D1%202")
+        // The SDKs' encoding (Java URLEncoder, space as %20): "*" kept, "~" encoded.
+        #expect(PortalAuth.formEncode("a~b*c_d-e.f+") == "a%7Eb*c_d-e.f%2B")
     }
 
     @Test func magicLinkEmailIsNormalizedAndNotRetried() throws {
@@ -61,10 +65,11 @@ func grant(_ kind: String, user: String, totp: Bool = false, provider: String? =
     func redirectsPersistBeforeReturningAndRestoreElsewhere(kind: String, provider: String?) throws {
         let a = try auth()
         let url = try grant(kind, user: "eu-\(kind)", provider: provider)
-        guard case .authenticated(let session) = try a.handleRedirect(url: url) else {
+        guard case .authenticated(let sessionResult) = try a.handleRedirect(url: url) else {
             Issue.record("expected authenticated")
             return
         }
+        let session = sessionResult.session
         #expect(session.endUserId == "eu-\(kind)")
         let other = try PortalAuth(authEnvironmentId: a.authEnvironmentId, redirectUrl: redirect, apiHost: a.apiHost)
         #expect(try other.restoreSession()?.getToken() == session.getToken())
@@ -79,7 +84,7 @@ func grant(_ kind: String, user: String, totp: Bool = false, provider: String? =
         let before = try FakePortalAPI.requests("/api/v3/auth/magic-links/validations").total
         var tokens: [String] = []
         let results = [try a.handleRedirect(url: url), try a.handleRedirect(url: url)]
-        for case .authenticated(let s) in results { tokens.append(try s.getToken()) }
+        for case .authenticated(let s) in results { tokens.append(try s.session.getToken()) }
         #expect(tokens.count == 2 && tokens[0] == tokens[1])
         #expect(try FakePortalAPI.requests("/api/v3/auth/magic-links/validations").total == before + 1)
         // Concurrent deliveries of one grant also exchange once (a new sign-in: the first completed).
@@ -104,10 +109,11 @@ func grant(_ kind: String, user: String, totp: Bool = false, provider: String? =
             if case PortalAuthError.sessionStorageFailure = error { return true } else { return false }
         }
         try KeyringControl.unlock()
-        guard case .authenticated(let session) = try a.handleRedirect(url: url) else {
+        guard case .authenticated(let sessionResult) = try a.handleRedirect(url: url) else {
             Issue.record("the retry must complete the sign-in")
             return
         }
+        let session = sessionResult.session
         #expect(session.endUserId == "eu-locked")
         #expect(try FakePortalAPI.requests("/api/v3/auth/magic-links/validations").total == before + 1)
         #expect(try a.restoreSession()?.endUserId == "eu-locked")
@@ -117,17 +123,20 @@ func grant(_ kind: String, user: String, totp: Bool = false, provider: String? =
     @Test func totpRequiredThenVerifyPersists() throws {
         let a = try auth()
         let url = try grant("magic_link", user: "eu-totp", totp: true)
-        guard case .totpRequired(let jwt, _) = try a.handleRedirect(url: url) else {
+        guard case .totpRequired(let step) = try a.handleRedirect(url: url) else {
             Issue.record("expected totpRequired")
             return
         }
+        let jwt = step.userJwt
         #expect(try a.restoreSession() == nil) // nothing persisted yet
-        #expect(PortalAuth.endUserId(fromJWT: jwt) == "eu-totp")
+        #expect(try UserJwt.endUserId(of: jwt) == "eu-totp")
+        #expect(step.endUserId == "") // the TOTP step's answer names no end user (the fake is strict)
+        #expect(step.totpSecret?.isEmpty == false)
         #expect(throws: PortalAuthError.self) { try a.verifyTotp(code: "000000", userJwt: jwt + "x") }
         struct Code: Decodable { let code: String }
         let code = try JSONDecoder().decode(Envelope<Code>.self,
                                             from: Data(try FakePortalAPI.admin("GET", "totp?endUserId=eu-totp").utf8)).data.code
-        let session = try a.verifyTotp(code: code, userJwt: jwt)
+        let session = try a.verifyTotp(code: code, userJwt: jwt).session
         #expect(session.endUserId == "eu-totp")
         #expect(try a.restoreSession()?.getToken() == session.getToken())
         try a.clearPersistedSession()
@@ -144,11 +153,13 @@ func grant(_ kind: String, user: String, totp: Bool = false, provider: String? =
         let route = "/api/v3/auth/magic-links/validations"
         try FakePortalAPI.admin("POST", "faults", #"{"route":"\#(route)","status":429,"count":1}"#)
         let url = try grant("magic_link", user: "eu-fail")
-        // An injected 429 carries the fake API's default `Retry-After: 1`.
-        #expect(throws: PortalAuthError.rateLimited(retryAfterSeconds: 1)) { try a.handleRedirect(url: url) }
+        // A 429 without Retry-After (the backend sends none): no wait is made up.
+        #expect(throws: PortalAuthError.rateLimited(retryAfterSeconds: nil)) { try a.handleRedirect(url: url) }
         try FakePortalAPI.admin("POST", "faults",
                                 #"{"route":"\#(route)","status":200,"count":1,"body":{"data":{"endUserId":"eu-fail","clientId":"c"}}}"#)
-        #expect(throws: PortalAuthError.malformedResponse(field: "clientSessionToken")) { try a.handleRedirect(url: url) }
+        // Neither a session token nor a user JWT: an invalid grant response (PortalSwift's
+        // invalidGrantResponse).
+        #expect(throws: PortalAuthError.invalidGrant) { try a.handleRedirect(url: url) }
         // Failed exchanges stay retryable: the grant was never used up.
         guard case .authenticated = try a.handleRedirect(url: url) else {
             Issue.record("a failed exchange must stay retryable")
@@ -184,5 +195,25 @@ func grant(_ kind: String, user: String, totp: Bool = false, provider: String? =
         // server (used → invalid).
         try a.pendingSignIn.record()
         #expect(throws: PortalAuthError.invalidGrant) { try a.handleRedirect(url: url) }
+    }
+
+    /// A host sign-out through the Portal (`clearSession`, C `portal_clear_session`) ends the
+    /// remembered sign-in too: delivering the same redirect again is a used link, never the old
+    /// "authenticated" session replayed (docs/security.md).
+    @Test func aSignedOutSessionIsNeverReplayed() throws {
+        let a = try auth()
+        let url = try grant("magic_link", user: "eu-replay")
+        guard case .authenticated(let sessionResult) = try a.handleRedirect(url: url) else {
+            Issue.record("the sign-in did not complete")
+            return
+        }
+        let session = sessionResult.session
+        let portal = Portal(credentials: session, apiHost: try FakePortalAPI.host(), http: HTTPClient(), validate: false)
+        try portal.clearSession()
+        portal.close()
+        #expect(try a.restoreSession() == nil)
+        try a.pendingSignIn.record()
+        #expect(throws: PortalAuthError.invalidGrant) { try a.handleRedirect(url: url) }
+        #expect(try a.restoreSession() == nil)
     }
 }

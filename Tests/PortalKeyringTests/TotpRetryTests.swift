@@ -7,11 +7,11 @@ import Synchronization
 import Glibc
 #endif
 
-/// The real keyring (`LibSecretStorage`) with a fault seam in front of the sign-in's write: the
+/// The real keyring (`SecretServiceStorage`) with a fault seam in front of the sign-in's write: the
 /// next `failures` writes fail as a locked keyring with its prompt dismissed would, and with a
 /// gate, the first write announces itself (`entered`) and waits for `open()`.
 private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
-    let inner: LibSecretStorage
+    let inner: SecretServiceStorage
     private let failures: Mutex<Int>
     private let gated: Mutex<Bool>
     let entered = DispatchSemaphore(value: 0)
@@ -19,23 +19,21 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
     let written = DispatchSemaphore(value: 0)
 
     init(timeouts: KeyringTimeouts, failures: Int = 0, gated: Bool = false) {
-        inner = LibSecretStorage(timeouts: timeouts)
+        inner = SecretServiceStorage(timeouts: timeouts)
         self.failures = Mutex(failures)
         self.gated = Mutex(gated)
     }
 
     func open() { gate.signal() }
 
-    func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem] {
-        try inner.items(authEnvironmentId: authEnvironmentId, withSecrets: withSecrets)
+    func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored? {
+        try inner.restore(authEnvironmentId: authEnvironmentId)
     }
-    func store(authEnvironmentId: String, generation: String, persistedAt: UInt64, label: String,
-               secret: SecretBytes) throws(StorageFailure) {
-        try replace(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
-                    label: label, secret: secret)
+    func observe(authEnvironmentId: String) throws(StorageFailure) -> SessionObservation {
+        try inner.observe(authEnvironmentId: authEnvironmentId)
     }
-    func replace(authEnvironmentId: String, generation: String, persistedAt: UInt64, label: String,
-                 secret: SecretBytes) throws(StorageFailure) {
+    func replace(authEnvironmentId: String, generation: String, now: UInt64, label: String,
+                 document: (UInt64) -> SecretBytes) throws(StorageFailure) -> UInt64 {
         let fail = failures.withLock { n -> Bool in
             guard n > 0 else { return false }
             n -= 1
@@ -47,8 +45,8 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
             gate.wait()
         }
         defer { written.signal() }
-        try inner.replace(authEnvironmentId: authEnvironmentId, generation: generation, persistedAt: persistedAt,
-                          label: label, secret: secret)
+        return try inner.replace(authEnvironmentId: authEnvironmentId, generation: generation, now: now,
+                                 label: label, document: document)
     }
     func delete(itemId: String) throws(StorageFailure) { try inner.delete(itemId: itemId) }
     func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int {
@@ -70,9 +68,10 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
                                   redirectUrl: redirect, apiHost: try FakePortalAPI.host(), storage: storage,
                                   keyringTimeouts: storage.inner.timeouts)
         try auth.pendingSignIn.record()
-        guard case .totpRequired(let jwt, _) = try auth.handleRedirect(url: try grant("magic_link", user: user, totp: true)) else {
+        guard case .totpRequired(let step) = try auth.handleRedirect(url: try grant("magic_link", user: user, totp: true)) else {
             throw PortalAuthError.authenticationFailed(message: "expected totpRequired")
         }
+        let jwt = step.userJwt
         struct Code: Decodable { let code: String }
         let code = try JSONDecoder().decode(Envelope<Code>.self,
                                             from: Data(try FakePortalAPI.admin("GET", "totp?endUserId=\(user)").utf8)).data.code
@@ -81,9 +80,10 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
 
     private static let timeouts = KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000)
 
-    /// The keyring write fails after Portal accepted the code; a retry of the same verify from
-    /// another thread persists the remembered session, and Portal saw exactly one verification.
-    /// Kills: csrf/totp-exchange-forgotten.
+    /// The keyring write fails after Portal accepted the code; a retry with the same JWT from
+    /// another thread, and the fresh code the end user types then, persists the remembered
+    /// session, and Portal saw exactly one verification (the JWT is spent: a second one would
+    /// fail). Kills: csrf/totp-exchange-forgotten, totp/retry-keyed-on-code.
     @Test func storageFailureThenRetryPersistsWithoutASecondExchange() throws {
         let storage = FaultyWriteStorage(timeouts: Self.timeouts, failures: 1)
         let (a, jwt, code) = try atTotpStep("eu-totp-retry", storage)
@@ -95,38 +95,42 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
         }
         #expect(try a.restoreSession() == nil)
         #expect(try FakePortalAPI.requests(Self.route).total == before + 1)
-        // Another code with the same JWT is not the remembered exchange: it goes to Portal.
-        #expect(throws: PortalAuthError.self) { try a.verifyTotp(code: code == "000000" ? "111111" : "000000", userJwt: jwt) }
-        #expect(try FakePortalAPI.requests(Self.route).total == before + 2)
 
+        // The end user types the code shown now (here: any other code): the same JWT finishes
+        // the accepted sign-in.
+        let fresh = code == "000000" ? "111111" : "000000"
         let retried = Mutex<Result<PortalSession, PortalAuthError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             let result: Result<PortalSession, PortalAuthError>
-            do throws(PortalAuthError) { result = .success(try a.verifyTotp(code: code, userJwt: jwt)) } catch { result = .failure(error) }
+            do throws(PortalAuthError) { result = .success(try a.verifyTotp(code: fresh, userJwt: jwt).session) } catch { result = .failure(error) }
             retried.withLock { $0 = result }
             done.signal()
         }
         done.wait()
         let session = try #require(try retried.withLock { $0 }?.get())
         #expect(session.endUserId == "eu-totp-retry")
-        #expect(try FakePortalAPI.requests(Self.route).total == before + 2) // no second exchange
+        #expect(try FakePortalAPI.requests(Self.route).total == before + 1) // no second exchange
         #expect(try a.restoreSession()?.getToken() == session.getToken())
-        // Once persisted, the same verify returns the same session, still without an exchange.
-        #expect(try a.verifyTotp(code: code, userJwt: jwt).getToken() == session.getToken())
-        #expect(try FakePortalAPI.requests(Self.route).total == before + 2)
+        // Once persisted, the same JWT returns the same session, still without an exchange.
+        let again = try a.verifyTotp(code: code, userJwt: jwt)
+        #expect(try again.session.getToken() == session.getToken())
+        #expect(again.clientId?.isEmpty == false)
+        #expect(try FakePortalAPI.requests(Self.route).total == before + 1)
         try a.clearPersistedSession()
     }
 
     /// `clearPersistedSession()` forgets a remembered TOTP exchange: the same verify afterwards
-    /// goes to Portal again (which refuses the spent JWT).
+    /// goes to Portal again, which refuses the spent JWT with the bare 401 it gives a wrong code.
     @Test func clearForgetsTheRememberedExchange() throws {
         let storage = FaultyWriteStorage(timeouts: Self.timeouts, failures: 1)
         let (a, jwt, code) = try atTotpStep("eu-totp-forget", storage)
         #expect(throws: PortalAuthError.self) { try a.verifyTotp(code: code, userJwt: jwt) }
         try a.clearPersistedSession()
         let before = try FakePortalAPI.requests(Self.route).total
-        #expect(throws: PortalAuthError.invalidUserJwt) { try a.verifyTotp(code: code, userJwt: jwt) }
+        #expect(throws: PortalAuthError.authenticationFailed(message: PortalAuth.totpCodeRejected)) {
+            try a.verifyTotp(code: code, userJwt: jwt)
+        }
         #expect(try FakePortalAPI.requests(Self.route).total == before + 1)
         #expect(try a.restoreSession() == nil)
     }
@@ -146,7 +150,7 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
         storage.open()
         #expect(await Self.wait(for: storage.written), "the worker never finished the write")
         #expect(try await a.restoreSession()?.endUserId == "eu-totp-cancel") // the worker persisted
-        let session = try await a.verifyTotp(code: code, userJwt: jwt)
+        let session = try await a.verifyTotp(code: code, userJwt: jwt).session
         #expect(session.endUserId == "eu-totp-cancel")
         #expect(try FakePortalAPI.requests(Self.route).total == before + 1)
         #expect(try await a.restoreSession()?.getToken() == session.getToken())
@@ -160,18 +164,17 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
         }
     }
 
-    /// The ledger key is the SHA-256 digest (libgcrypt) of the JWT, a zero byte and the code, so
-    /// distinct (JWT, code) pairs differ and the JWT itself is never kept.
-    @Test func ledgerKeyIsSHA256() throws {
+    /// The ledger key is the SHA-256 digest (libgcrypt) of the JWT alone, so the JWT itself is
+    /// never kept and any code retries an accepted exchange.
+    @Test func ledgerKeyIsSHA256OfTheJwt() throws {
         func hex(_ bytes: [UInt8]) -> String {
             bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
         }
         let jwt = SecretBytes.copyingUTF8(of: "a.b.c")
-        let key = try #require(TotpExchangeKey(userJwt: jwt, code: "123456"))
-        // SHA-256("a.b.c\0123456"), from `printf 'a.b.c\000123456' | sha256sum`.
-        #expect(hex(key.digest) == "a37e2cbc8c60f2f0af01b534aea0f33fd7fa4787f40f81a85f753d905f165b42")
-        #expect(key == TotpExchangeKey(userJwt: jwt, code: "123456"))
-        #expect(key != TotpExchangeKey(userJwt: jwt, code: "123457"))
-        #expect(key != TotpExchangeKey(userJwt: SecretBytes.copyingUTF8(of: "a.b.d"), code: "123456"))
+        let key = try #require(TotpExchangeKey(userJwt: jwt))
+        // SHA-256("a.b.c"), from `printf 'a.b.c' | sha256sum`.
+        #expect(hex(key.digest) == "845e30448809e2bc8958eb025bfc795235d13b077a53d0c3abbd2385170dc9b8")
+        #expect(key == TotpExchangeKey(userJwt: SecretBytes.copyingUTF8(of: "a.b.c")))
+        #expect(key != TotpExchangeKey(userJwt: SecretBytes.copyingUTF8(of: "a.b.d")))
     }
 }

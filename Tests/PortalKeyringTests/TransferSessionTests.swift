@@ -1,6 +1,6 @@
 import Testing
 @testable import PortalKeyring
-import CLibSecret
+import CGLib
 
 // The transfer session's primitives (issue 11: the library's own `dh-ietf1024-sha256-aes128-cbc-pkcs7`
 // session instead of libsecret's on a subclassed proxy). Interoperability with real providers is

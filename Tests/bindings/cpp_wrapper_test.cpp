@@ -164,6 +164,15 @@ static void test_errors_and_arguments() {
     EXPECT_THROW(pk::invalid_argument, PORTAL_ERR_INVALID_ARGUMENT, a.set_keyring_timeouts(10ms, 601s));
     CHECK(!a.restore_session().has_value());
     CHECK(pk::library_matches_header());
+    // The sign-in statuses appended to portal_status each have their class.
+    EXPECT_THROW(pk::magic_link_not_configured, PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED,
+                 pk::detail::throw_error(PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED, "m"));
+    EXPECT_THROW(pk::auth_method_unavailable, PORTAL_ERR_AUTH_METHOD_UNAVAILABLE,
+                 pk::detail::throw_error(PORTAL_ERR_AUTH_METHOD_UNAVAILABLE, "m"));
+    EXPECT_THROW(pk::account_abstraction_unavailable, PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE,
+                 pk::detail::throw_error(PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE, "m"));
+    EXPECT_THROW(pk::server_error, PORTAL_ERR_SERVER, pk::detail::throw_error(PORTAL_ERR_SERVER, "m"));
+    EXPECT_THROW(pk::request_refused, PORTAL_ERR_REQUEST_REFUSED, pk::detail::throw_error(PORTAL_ERR_REQUEST_REFUSED, "m"));
 }
 
 static void test_round_trip_and_moves() {

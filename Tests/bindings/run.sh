@@ -13,7 +13,8 @@
 #      with g++ (and clang++ when found) -std=c++17 -Wall -Wextra -pedantic -Werror (plus
 #      -Wshadow -Wconversion -Wsign-conversion -Wold-style-cast), then examples/cpp/*.cpp and
 #      Tests/bindings/cpp_wrapper_test.cpp; BUILD_DIR defaults to build/bindings;
-#   4. mypy --strict on python/portal_keyring, examples/python and Tests/python (mypy installed
+#   4. mypy --strict on python/portal_keyring, examples/python, Tests/python and
+#      Tests/bindings/typing/watch_good.py, and that it rejects watch_bad.py (mypy installed
 #      like pytest when missing: pip, else apt-get install python3-mypy), then the pytest suite
 #      Tests/python (python3 -m pytest -W error) with PYTHONPATH=python;
 #   5. cpp_wrapper_test;
@@ -159,11 +160,24 @@ fi
 section "Python: mypy --strict on the package, the examples and the tests"
 mypy_log=$build/mypy.log
 if (cd "$repo" && MYPYPATH=$repo/python "$python" -m mypy --strict --no-incremental \
-    python/portal_keyring examples/python Tests/python) >"$mypy_log" 2>&1; then
+    python/portal_keyring examples/python Tests/python Tests/bindings/typing/watch_good.py) >"$mypy_log" 2>&1; then
     pass "mypy --strict: $(tail -n1 "$mypy_log")"
 else
     sed 's/^/  | /' "$mypy_log" | tail -n 30
     fail "mypy --strict: $(tail -n1 "$mypy_log")"
+fi
+# The typing is precise, not Any: a misspelt attribute of a watch change is an error, at each of
+# watch_bad.py's three uses (session_changes(), a watch() callback, a watch() lambda).
+bad_log=$build/mypy-bad.log
+(cd "$repo" && MYPYPATH=$repo/python "$python" -m mypy --strict --no-incremental \
+    Tests/bindings/typing/watch_bad.py) >"$bad_log" 2>&1
+bad_rc=$?
+knd=$(grep -c 'has no attribute "knd"' "$bad_log")
+if ((bad_rc == 1 && knd == 3)); then
+    pass "mypy --strict rejects change.knd on session_changes() and watch() changes (3 of 3)"
+else
+    sed 's/^/  | /' "$bad_log" | tail -n 30
+    fail "mypy --strict on watch_bad.py: exit $bad_rc, $knd of 3 uses of change.knd rejected"
 fi
 
 # ------------------------------------------------------------------------------- pytest

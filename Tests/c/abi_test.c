@@ -421,10 +421,17 @@ static void test_async_arguments(void) {
     CHECK_STATUS(portal_auth_watch(auth, (portal_completion_queue *)auth, watch_event, NULL, async_destroy, &watch),
                  PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(watch == NULL);
+    /* portal_auth_watch_async checks the same arguments, at once, in the same order. */
+    CHECK_STATUS(portal_auth_watch_async(NULL, q, watch_event, NULL, async_destroy, &watch), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_watch_async(auth, q, NULL, NULL, async_destroy, &watch), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_watch_async(auth, q, watch_event, NULL, async_destroy, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_watch_async(auth, (portal_completion_queue *)auth, watch_event, NULL, async_destroy, &watch),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(watch == NULL);
     portal_watch_free(NULL);
     portal_watch_free((portal_watch *)auth); /* another kind of handle: ignored */
     portal_auth_free(auth);
-    CHECK(async_destroyed == 25);
+    CHECK(async_destroyed == 29);
     /* A queue handle where another kind is expected, and the other way round. */
     CHECK_STATUS(portal_auth_restore_session_async((portal_auth *)q, q, async_done, NULL, NULL, NULL),
                  PORTAL_ERR_INVALID_ARGUMENT);
@@ -442,7 +449,9 @@ static void test_status_str(void) {
                                    PORTAL_ERR_MALFORMED_RESPONSE, PORTAL_ERR_INVALID_GRANT,
                                    PORTAL_ERR_INVALID_USER_JWT, PORTAL_ERR_AUTHENTICATION_FAILED,
                                    PORTAL_ERR_UNSOLICITED_REDIRECT, PORTAL_ERR_DIFFERENT_END_USER,
-                                   PORTAL_ERR_CANCELLED};
+                                   PORTAL_ERR_CANCELLED, PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED,
+                                   PORTAL_ERR_AUTH_METHOD_UNAVAILABLE, PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE,
+                                   PORTAL_ERR_SERVER, PORTAL_ERR_REQUEST_REFUSED, PORTAL_ERR_TOTP_QR_UNAVAILABLE};
     const size_t n = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < n; i++) {
         const char *s = portal_status_str(codes[i]);
@@ -457,7 +466,10 @@ static void test_status_str(void) {
     CHECK(strcmp(portal_status_str(PORTAL_ERR_INVALID_ARGUMENT), "invalid argument") == 0);
     CHECK(PORTAL_ERR_UNSOLICITED_REDIRECT == 12 && PORTAL_ERR_DIFFERENT_END_USER == 13); /* appended (docs/ABI.md) */
     CHECK(PORTAL_ERR_CANCELLED == 14); /* appended (docs/ABI.md) */
-    const int unknown[] = {15, 42, 1000, -1, INT32_MAX};
+    CHECK(PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED == 15 && PORTAL_ERR_AUTH_METHOD_UNAVAILABLE == 16 &&
+          PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE == 17 && PORTAL_ERR_SERVER == 18 &&
+          PORTAL_ERR_REQUEST_REFUSED == 19 && PORTAL_ERR_TOTP_QR_UNAVAILABLE == 20); /* appended (docs/ABI.md) */
+    const int unknown[] = {21, 42, 1000, -1, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = portal_status_str((portal_status)unknown[i]);
         CHECK_MSG(s != NULL && strcmp(s, "unknown status") == 0, "code %d gave \"%s\"", unknown[i],
@@ -708,9 +720,67 @@ static void test_null_arguments(void) {
     CHECK_STATUS(portal_session_copy_token(real, NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_ERROR_MENTIONS("out");
     check_token(real, "token-nulls", 11);
+    /* A persisted (not signed-in) session: the sign-in's client is unknown. */
+    CHECK(portal_session_get_client_id(real) == NULL);
+    CHECK_NO_ERROR();
+    CHECK(portal_session_get_is_account_abstracted(real) == -1);
     portal_session_free(real);
+    CHECK(portal_session_get_client_id(NULL) == NULL);
+    CHECK_ERROR_MENTIONS("session");
+    CHECK(portal_session_get_is_account_abstracted(NULL) == -1);
+    CHECK_ERROR_MENTIONS("session");
+    CHECK_STATUS(portal_user_jwt_get_end_user_id(NULL, &token), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("user_jwt");
+    CHECK_STATUS(portal_user_jwt_get_end_user_id("h.eyJlbmRVc2VySWQiOiJldS1hYmkifQ.s", NULL), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_totp_link_get_secret(NULL, &token), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("totp_link");
+    CHECK(token == SENTINEL_STRING);
     CHECK_OK(portal_auth_clear_persisted_session(auth));
     portal_auth_free(auth);
+}
+
+static void test_totp_step_accessors(void) {
+    begin("TOTP step: the JWT's end user, the enrolment link's secret (no I/O)");
+    char *out = SENTINEL_STRING;
+    CHECK_OK(portal_user_jwt_get_end_user_id("h.eyJlbmRVc2VySWQiOiJldS1hYmkifQ.s", &out));
+    CHECK(out != SENTINEL_STRING && strcmp(out, "eu-abi") == 0);
+    portal_string_free(out);
+    out = SENTINEL_STRING;
+    /* {"sub":"eu-abi"}: no endUserId claim. */
+    CHECK_STATUS(portal_user_jwt_get_end_user_id("h.eyJzdWIiOiJldS1hYmkifQ.s", &out), PORTAL_ERR_INVALID_USER_JWT);
+    CHECK(out == SENTINEL_STRING);
+    CHECK_STATUS(portal_user_jwt_get_end_user_id("not-a-jwt", &out), PORTAL_ERR_INVALID_USER_JWT);
+    CHECK_OK(portal_totp_link_get_secret("otpauth://totp/Portal:a?secret=jbswy3dp&issuer=Portal", &out));
+    CHECK(out != SENTINEL_STRING && out && strcmp(out, "JBSWY3DP") == 0);
+    portal_string_free(out);
+    out = SENTINEL_STRING;
+    CHECK_OK(portal_totp_link_get_secret("otpauth://totp/a?secret=JBSW1", &out));
+    CHECK(out == NULL);
+    out = SENTINEL_STRING;
+    CHECK_OK(portal_totp_link_get_secret("https://example.com/?secret=JBSWY3DP", &out));
+    CHECK(out == NULL);
+
+    /* The link as a QR code: size * size modules of '1'/'0' with a light quiet zone and the
+     * top-left finder pattern; the SVG of the same code; no code without a valid secret. */
+    size_t size = 0;
+    out = SENTINEL_STRING;
+    CHECK_OK(portal_totp_qr_code("otpauth://totp/Portal:a?secret=JBSWY3DP&issuer=Portal", &size, &out));
+    CHECK(out != SENTINEL_STRING && size >= 29 && strlen(out) == size * size);
+    CHECK(strspn(out, "01") == size * size && strspn(out, "0") >= 4 * size);
+    CHECK(out[4 * size + 4] == '1' && out[4 * size + 10] == '1' && out[5 * size + 5] == '0');
+    portal_string_free(out);
+    out = SENTINEL_STRING;
+    CHECK_OK(portal_totp_qr_svg("otpauth://totp/Portal:a?secret=JBSWY3DP&issuer=Portal", &out));
+    CHECK(out != SENTINEL_STRING && strncmp(out, "<svg ", 5) == 0 && strstr(out, "</svg>") != NULL);
+    portal_string_free(out);
+    out = SENTINEL_STRING;
+    size = 7;
+    CHECK_STATUS(portal_totp_qr_code("otpauth://totp/a?secret=JBSW1", &size, &out), PORTAL_ERR_TOTP_QR_UNAVAILABLE);
+    CHECK(out == SENTINEL_STRING && size == 7);
+    CHECK_STATUS(portal_totp_qr_svg("https://example.com/?secret=JBSWY3DP", &out), PORTAL_ERR_TOTP_QR_UNAVAILABLE);
+    CHECK_STATUS(portal_totp_qr_code(NULL, &size, &out), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_totp_qr_code("otpauth://totp/a?secret=JBSWY3DP", NULL, &out), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_totp_qr_svg("otpauth://totp/a?secret=JBSWY3DP", NULL), PORTAL_ERR_INVALID_ARGUMENT);
 }
 
 static void test_persist_arguments(void) {
@@ -1420,6 +1490,16 @@ static void test_portal_arguments(void) {
     CHECK_ERROR_MENTIONS("out");
     CHECK(load(&ls.destroys) == 3);
     CHECK(load(&ls.calls) == 0);
+    /* A freed (stale) queue: PORTAL_ERR_INVALID_ARGUMENT, and destroy_notify exactly once before the
+     * return (the header's rule for failed registrations). */
+    portal_completion_queue *stale = NULL;
+    CHECK_OK(portal_completion_queue_new_pollable(&stale));
+    portal_completion_queue_free(stale);
+    CHECK_STATUS(portal_on_session_invalidated_queued(key_portal, stale, on_invalidated, &ls, on_destroy, &h),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("queue");
+    CHECK(load(&ls.destroys) == 4);
+    CHECK(load(&ls.calls) == 0);
     const char *bad_methods[] = {NULL, "", "get", "TRACE", "G\xff", "GET\r\nX-Injected: 1", "GET / HTTP/1.1\r\n\r\nGET",
                                  "GET ", "CONNECT"};
     for (size_t i = 0; i < sizeof bad_methods / sizeof bad_methods[0]; i++) {
@@ -1777,6 +1857,14 @@ static void test_sign_in_arguments(void) {
     CHECK_STATUS(portal_auth_get_methods(auth, NULL, &wallet), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_get_methods(auth, &text, &wallet), PORTAL_ERR_NETWORK);
     CHECK(text == (char *)0x1);
+    /* No magic-link sender and template yet: refused before anything else (README "Sign-in"). */
+    CHECK_STATUS(portal_auth_send_magic_link(auth, "a@example.com"), PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED);
+    CHECK_ERROR_MENTIONS("portal_auth_set_magic_link");
+    CHECK_STATUS(portal_auth_set_magic_link(auth, NULL, "tpl"), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("from_email");
+    CHECK_OK(portal_auth_set_magic_link(auth, "login@example.com", "tpl"));
+    CHECK_STATUS(portal_auth_set_account_abstraction(auth, (portal_account_abstraction)7), PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_OK(portal_auth_set_account_abstraction(auth, PORTAL_ACCOUNT_ABSTRACTION_DEFAULT));
     CHECK_STATUS(portal_auth_send_magic_link(auth, NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_send_magic_link(auth, ""), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_send_magic_link(auth, "no-at-sign"), PORTAL_ERR_INVALID_ARGUMENT);
@@ -1829,7 +1917,29 @@ static void test_sign_in_arguments(void) {
         CHECK_MSG(seconds < 0.25, "an 8192-byte URL of slashes took %.3f s", seconds);
         url[8192] = '/';
         url[8193] = '\0';
-        CHECK_STATUS(portal_auth_handle_redirect(auth, url, &kind, NULL, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+        kind = PORTAL_REDIRECT_AUTHENTICATED;
+        CHECK_OK(portal_auth_handle_redirect(auth, url, &kind, NULL, NULL, NULL));
+        CHECK_MSG(kind == PORTAL_REDIRECT_NOT_HANDLED, "8193 characters: kind %d, want not handled", (int)kind);
+    }
+    {
+        /* Not this app's, as PortalSwift decides: not handled, nothing done, no error. Blank, no
+         * or an empty token, an unknown or wrongly cased method, over 8192 UTF-16 code units (a
+         * C string of more than 24576 bytes is not even read to its end). */
+        static char huge[30000];
+        snprintf(huge, sizeof huge, "myapp://auth/callback?token=g&authMethod=EMAIL_MAGIC_LINK&pad=");
+        size_t used = strlen(huge);
+        memset(huge + used, 'x', sizeof huge - used - 1);
+        huge[sizeof huge - 1] = '\0';
+        const char *not_ours[] = {"", "  ", "myapp://auth/callback?authMethod=EMAIL_MAGIC_LINK",
+                                  "myapp://auth/callback?token=&authMethod=EMAIL_MAGIC_LINK",
+                                  "myapp://auth/callback?token=g&authMethod=email_magic_link",
+                                  "myapp://auth/callback?token=g&login_type=GOOGLE&token=", huge};
+        for (size_t i = 0; i < sizeof not_ours / sizeof not_ours[0]; i++) {
+            kind = PORTAL_REDIRECT_AUTHENTICATED;
+            CHECK_OK(portal_auth_handle_redirect(auth, not_ours[i], &kind, NULL, NULL, NULL));
+            CHECK_MSG(kind == PORTAL_REDIRECT_NOT_HANDLED, "\"%.60s\": kind %d, want not handled", not_ours[i], (int)kind);
+        }
+        CHECK_STATUS(portal_auth_handle_redirect(auth, NULL, &kind, NULL, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
         CHECK_ERROR_MENTIONS("url");
     }
     /* send_magic_link above recorded the pending sign-in before its request failed, so the grant
@@ -1858,7 +1968,9 @@ static void test_sign_in_arguments(void) {
     CHECK_STATUS(portal_auth_verify_totp(auth, NULL, "jwt", NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_verify_totp(auth, "12ab56", "jwt", NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_verify_totp(auth, "123456", NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(portal_auth_verify_totp(auth, "123456", "a.b.c", NULL), PORTAL_ERR_NETWORK);
+    /* The JWT's endUserId claim is read before anything is sent: without one, nothing is. */
+    CHECK_STATUS(portal_auth_verify_totp(auth, "123456", "a.b.c", NULL), PORTAL_ERR_INVALID_USER_JWT);
+    CHECK_STATUS(portal_auth_verify_totp(auth, "123456", "h.eyJlbmRVc2VySWQiOiJldS1hYmkifQ.s", NULL), PORTAL_ERR_NETWORK);
     portal_auth_free(auth);
 }
 
@@ -1936,6 +2048,7 @@ int main(int argc, char **argv) {
     test_auth_new_arguments();
     test_timeouts();
     test_null_arguments();
+    test_totp_step_accessors();
     test_persist_arguments();
     test_round_trip();
     test_clear();

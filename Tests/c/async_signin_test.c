@@ -150,6 +150,7 @@ static int fault(const char *json) {
 static portal_auth *new_auth(void) {
     portal_auth *auth = NULL;
     CHECK(portal_auth_new(&auth, env_id, "app://cb", getenv("PORTAL_TEST_API_HOST")) == PORTAL_OK);
+    CHECK(portal_auth_set_magic_link(auth, "login@example.com", "tpl-c") == PORTAL_OK);
     return auth;
 }
 
@@ -246,7 +247,22 @@ static void test_totp(portal_auth *auth) {
     CHECK(redirect.kind == PORTAL_REDIRECT_TOTP_REQUIRED);
     CHECK(redirect.user_jwt != NULL && redirect.session == NULL);
     CHECK(redirect.totp_link != NULL && strncmp(redirect.totp_link, "otpauth://", 10) == 0);
+    /* The step's end user (the JWT's claim) and the enrolment secret (the link's, validated). */
+    char *end_user = NULL, *secret = NULL, expected_secret[128], client_id[128];
+    CHECK(portal_user_jwt_get_end_user_id(redirect.user_jwt ? redirect.user_jwt : "x", &end_user) == PORTAL_OK);
+    CHECK(end_user && strcmp(end_user, "user-totp-async") == 0);
+    portal_string_free(end_user);
+    CHECK(portal_totp_link_get_secret(redirect.totp_link ? redirect.totp_link : "x", &secret) == PORTAL_OK);
+    CHECK(admin("GET", "/_admin/totp?endUserId=user-totp-async", NULL, "d[\"data\"][\"secret\"]", expected_secret,
+                sizeof expected_secret) == 0);
+    CHECK(secret && strcmp(secret, expected_secret) == 0);
+    portal_string_free(secret);
     CHECK(admin("GET", "/_admin/totp?endUserId=user-totp-async", NULL, "d[\"data\"][\"code\"]", code, sizeof code) == 0);
+    /* A mistyped code: Portal's bare 401 is a rejected code, and the same JWT stays usable. */
+    portal_session *none = NULL;
+    CHECK(portal_auth_verify_totp(auth, strcmp(code, "000000") ? "000000" : "111111",
+                                  redirect.user_jwt ? redirect.user_jwt : "x", &none) == PORTAL_ERR_AUTHENTICATION_FAILED);
+    CHECK(none == NULL);
     probe verify;
     probe_init(&verify);
     gap_reset();
@@ -255,6 +271,12 @@ static void test_totp(portal_auth *auth) {
     CHECK(run_until(&verify.destroyed, 1, 15000));
     expect_once(&verify, PORTAL_OK, "", "verify_totp_async");
     CHECK(verify.session && strcmp(portal_session_get_end_user_id(verify.session), "user-totp-async") == 0);
+    /* The client the answer named, on the session handle the sign-in returned. */
+    CHECK(admin("POST", "/_admin/end-users", "{\"endUserId\":\"user-totp-async\"}", "d[\"data\"][\"clientId\"]",
+                client_id, sizeof client_id) == 0);
+    CHECK(verify.session && portal_session_get_client_id(verify.session) &&
+          strcmp(portal_session_get_client_id(verify.session), client_id) == 0);
+    CHECK(verify.session && portal_session_get_is_account_abstracted(verify.session) == 0);
     gap_report("verify_totp_async");
     probe_clear(&redirect);
     probe_clear(&verify);

@@ -76,6 +76,9 @@ static portal_status (*const p_request)(portal *, const char *, const char *, co
                                         size_t *) = portal_request;
 static portal_status (*const p_auth_get_methods)(portal_auth *, char **, bool *) = portal_auth_get_methods;
 static portal_status (*const p_auth_send_magic_link)(portal_auth *, const char *) = portal_auth_send_magic_link;
+static portal_status (*const p_auth_set_magic_link)(portal_auth *, const char *, const char *) = portal_auth_set_magic_link;
+static portal_status (*const p_auth_set_account_abstraction)(portal_auth *, portal_account_abstraction) =
+    portal_auth_set_account_abstraction;
 static portal_status (*const p_auth_login_with_google)(portal_auth *, char **) = portal_auth_login_with_google;
 static portal_status (*const p_auth_login_with_apple)(portal_auth *, char **) = portal_auth_login_with_apple;
 static portal_status (*const p_auth_handle_redirect)(portal_auth *, const char *, portal_redirect_kind *,
@@ -84,6 +87,14 @@ static portal_status (*const p_auth_handle_redirect_v2)(portal_auth *, const cha
                                                         portal_session **, char **, char **) = portal_auth_handle_redirect_v2;
 static portal_status (*const p_auth_verify_totp)(portal_auth *, const char *, const char *,
                                                  portal_session **) = portal_auth_verify_totp;
+/* What a sign-in says besides the session. */
+static const char *(*const p_session_get_client_id)(const portal_session *) = portal_session_get_client_id;
+static int (*const p_session_get_is_account_abstracted)(const portal_session *) =
+    portal_session_get_is_account_abstracted;
+static portal_status (*const p_user_jwt_get_end_user_id)(const char *, char **) = portal_user_jwt_get_end_user_id;
+static portal_status (*const p_totp_link_get_secret)(const char *, char **) = portal_totp_link_get_secret;
+static portal_status (*const p_totp_qr_code)(const char *, size_t *, char **) = portal_totp_qr_code;
+static portal_status (*const p_totp_qr_svg)(const char *, char **) = portal_totp_qr_svg;
 
 /* The non-blocking calls (issue 12). */
 static portal_status (*const p_cq_new_for_main_context)(portal_completion_queue **, void *) =
@@ -138,6 +149,8 @@ static portal_status (*const p_auth_handle_redirect_async)(portal_auth *, const 
     portal_auth_handle_redirect_async;
 static portal_status (*const p_auth_watch)(portal_auth *, portal_completion_queue *, portal_watch_cb, void *,
                                           portal_destroy_notify, portal_watch **) = portal_auth_watch;
+static portal_status (*const p_auth_watch_async)(portal_auth *, portal_completion_queue *, portal_watch_cb, void *,
+                                                portal_destroy_notify, portal_watch **) = portal_auth_watch_async;
 static void (*const p_watch_free)(portal_watch *) = portal_watch_free;
 static portal_status (*const p_auth_verify_totp_async)(portal_auth *, const char *, const char *,
                                                       portal_completion_queue *, portal_sign_in_cb, void *,
@@ -216,7 +229,16 @@ static const struct {
     ENTRY(portal_auth_handle_redirect_async),
     ENTRY(portal_auth_verify_totp_async),
     ENTRY(portal_auth_watch),
+    ENTRY(portal_auth_watch_async),
     ENTRY(portal_watch_free),
+    ENTRY(portal_session_get_client_id),
+    ENTRY(portal_session_get_is_account_abstracted),
+    ENTRY(portal_user_jwt_get_end_user_id),
+    ENTRY(portal_totp_link_get_secret),
+    ENTRY(portal_auth_set_magic_link),
+    ENTRY(portal_auth_set_account_abstraction),
+    ENTRY(portal_totp_qr_code),
+    ENTRY(portal_totp_qr_svg),
 };
 
 int main(void) {
@@ -248,7 +270,11 @@ int main(void) {
         (any_function)p_auth_get_methods_async, (any_function)p_auth_send_magic_link_async,
         (any_function)p_auth_login_with_google_async, (any_function)p_auth_login_with_apple_async,
         (any_function)p_auth_handle_redirect_async, (any_function)p_auth_verify_totp_async,
-        (any_function)p_auth_watch, (any_function)p_watch_free,
+        (any_function)p_auth_watch, (any_function)p_auth_watch_async, (any_function)p_watch_free,
+        (any_function)p_session_get_client_id, (any_function)p_session_get_is_account_abstracted,
+        (any_function)p_user_jwt_get_end_user_id, (any_function)p_totp_link_get_secret,
+        (any_function)p_auth_set_magic_link, (any_function)p_auth_set_account_abstraction,
+        (any_function)p_totp_qr_code, (any_function)p_totp_qr_svg,
     };
     const size_t n = sizeof functions / sizeof functions[0];
     size_t i;

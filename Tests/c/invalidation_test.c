@@ -330,6 +330,7 @@ static void test_sign_in_flow(void) {
     char id[128];
     snprintf(id, sizeof id, "c-signin-%d", (int)getpid());
     CHECK(portal_auth_new(&auth, id, "portalkeyring://auth/callback", api_host) == PORTAL_OK);
+    CHECK(portal_auth_set_magic_link(auth, "login@example.com", "tpl-c") == PORTAL_OK);
     char *methods = NULL;
     CHECK(portal_auth_get_methods(auth, &methods, NULL) == PORTAL_OK && methods && strstr(methods, "EMAIL_MAGIC_LINK"));
     portal_string_free(methods);
@@ -372,10 +373,14 @@ static void test_sign_in_flow(void) {
 
 /* 16 threads, released together by a spin barrier, report the same rejected token through the
  * C ABI, 150 rounds with a fresh credential each: exactly one report per round says
- * "invalidated" and each listener is called once (SPEC §3: at most once per credential,
- * however many requests are rejected at once). */
+ * "invalidated" and each listener is called once (at most once per credential, however many
+ * requests are rejected at once). On KeePassXC, 30 rounds: each round's persist runs its
+ * provider's prompts (about 2 s there), and 150 made this test the test command's long pole
+ * (past 900 s beside other lanes); the race itself is in the library, and the other providers
+ * run all 150. */
 #define RACE_THREADS 16
 #define RACE_ROUNDS 150
+static int race_rounds = RACE_ROUNDS;
 static struct {
     portal *client[RACE_ROUNDS];
     atomic_int wins[RACE_ROUNDS];
@@ -385,7 +390,7 @@ static struct {
 
 static void *race_worker(void *unused) {
     (void)unused;
-    for (int round = 0; round < RACE_ROUNDS; round++) {
+    for (int round = 0; round < race_rounds; round++) {
         int target = RACE_THREADS * (round + 1), spins = 0;
         atomic_fetch_add(&race.arrived, 1);
         while (atomic_load(&race.arrived) < target)
@@ -405,7 +410,9 @@ static void test_concurrent_reports_invalidate_once(void) {
     portal_session *sessions[RACE_ROUNDS] = {0};
     probe heard[RACE_ROUNDS][2];
     memset(heard, 0, sizeof heard);
-    for (int r = 0; r < RACE_ROUNDS; r++) {
+    const char *provider = getenv("PORTAL_TEST_PROVIDER");
+    race_rounds = provider && strncmp(provider, "keepassxc", 9) == 0 ? 30 : RACE_ROUNDS;
+    for (int r = 0; r < race_rounds; r++) {
         atomic_init(&race.wins[r], 0);
         CHECK(portal_auth_persist_session(auth, "u-race", token, &sessions[r]) == PORTAL_OK);
         CHECK(portal_new(&race.client[r], sessions[r], NULL) == PORTAL_OK);
@@ -419,7 +426,7 @@ static void test_concurrent_reports_invalidate_once(void) {
     for (int t = 0; t < RACE_THREADS; t++) CHECK(pthread_create(&threads[t], NULL, race_worker, NULL) == 0);
     for (int t = 0; t < RACE_THREADS; t++) pthread_join(threads[t], NULL);
     int multiple = 0, none = 0, overheard = 0, unheard = 0;
-    for (int r = 0; r < RACE_ROUNDS; r++) {
+    for (int r = 0; r < race_rounds; r++) {
         for (int l = 0; l < 2; l++) wait_for(&heard[r][l].calls, 1);
         portal_free(race.client[r]); /* waits for deliveries; destroy_notify runs */
         int wins = atomic_load(&race.wins[r]);

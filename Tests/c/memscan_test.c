@@ -16,6 +16,15 @@
  *               portal_string_free must wipe past the NUL);
  *   invalidate  portal_request answered 401 (the token was revoked): the session is invalidated,
  *               its item deleted, the listener fired; then portal_session_invalidate.
+ *   the _async forms of these (docs/security.md, "Token copies left in memory"): persist-async,
+ *   restore-async, sign-in-async (portal_auth_handle_redirect_async), request-async (the bearer
+ *   of portal_request_async to the Portal API), invalidate-401-async (portal_request_async
+ *   answered 401, then portal_session_invalidate_async), invalidate-async
+ *   (portal_session_invalidate_async on a live session: the token also leaves memory before the
+ *   handle is freed), nul-body-async (portal_request_async's body "ok\0<token>");
+ *   the other exports that take a secret, each blocking and async: report (the rejected token
+ *   of portal_report_unauthorized and _async), api-key (portal_new_with_api_key; no _async
+ *   form), totp-jwt (the user JWT of portal_auth_verify_totp and _async, answered 401 by the API);
  *   core-dump   (issue 14 item 5) a held session's token is left out of a gcore dump of this
  *               process (MADV_DONTDUMP pages); control: a held copy_token string is in it.
  * After each path every readable, writable mapping of /proc/self/maps is read through
@@ -35,6 +44,7 @@
 #include <portal_keyring.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,7 +254,7 @@ static void expect_none(const char *path, const struct marker *m) {
     show_where = getenv("PORTAL_MEMSCAN_WHERE") != NULL;
     long n = count_copies(m);
     show_where = 0;
-    printf("  %-11s %ld cop%s of the token after the handles were freed\n", path, n, n == 1 ? "y" : "ies");
+    printf("  %-20s %ld cop%s of the token after the handles were freed\n", path, n, n == 1 ? "y" : "ies");
     if (report_only) return;
     long known = known_copies(path);
     CHECK(n <= known, "%s: %ld copies of the token remain in memory (known and documented: at most %ld)", path, n, known);
@@ -255,7 +265,67 @@ static portal_auth *new_auth(const char *label, char *env_id, size_t size) {
     snprintf(env_id, size, "c-memscan-%s-%d", label, (int)getpid());
     portal_auth *auth = NULL;
     CHECK(portal_auth_new(&auth, env_id, "portalkeyring://auth/callback", api_host) == PORTAL_OK, "portal_auth_new");
+    CHECK(portal_auth_set_magic_link(auth, "login@example.com", "tpl-c") == PORTAL_OK, "portal_auth_set_magic_link");
     return auth;
+}
+
+/* ---- the non-blocking exports: one pollable queue, dispatched until the callback ran */
+
+static portal_completion_queue *queue;
+static int async_done;
+static portal_status async_status;
+static long async_http_status;
+static portal_redirect_kind async_kind;
+static portal_session *async_session;
+static char *async_body;
+static size_t async_body_len;
+
+static void on_done(portal_status status, portal_result *result, const char *message, void *user_data) {
+    (void)message;
+    (void)user_data;
+    async_status = status;
+    async_http_status = result->http_status;
+    if (result->body) { /* take it: freed by the path with portal_string_free */
+        async_body = result->body;
+        async_body_len = result->body_len;
+        result->body = NULL;
+    }
+    if (result->session) { /* take it: freed by the path with portal_session_free */
+        async_session = result->session;
+        result->session = NULL;
+    }
+    async_done = 1;
+}
+
+static void on_sign_in_done(portal_status status, portal_sign_in_result *result, const char *message, void *user_data) {
+    (void)message;
+    (void)user_data;
+    async_status = status;
+    async_kind = result->kind;
+    if (result->session) {
+        async_session = result->session;
+        result->session = NULL;
+    }
+    async_done = 1;
+}
+
+/* Dispatches the queue until the callback ran (10 s at most); returns its status. */
+static portal_status finish_async(portal_status started) {
+    if (started != PORTAL_OK) return started;
+    struct pollfd fd = {.fd = portal_completion_queue_get_fd(queue), .events = POLLIN};
+    for (int i = 0; i < 1000 && !async_done; i++) {
+        if (poll(&fd, 1, 10) > 0) portal_completion_queue_dispatch(queue, NULL);
+    }
+    CHECK(async_done, "the completion never ran");
+    async_done = 0;
+    return async_status;
+}
+
+/* The session the last callback delivered (NULL when none); the caller frees it. */
+static portal_session *take_async_session(void) {
+    portal_session *session = async_session;
+    async_session = NULL;
+    return session;
 }
 
 static void path_persist(void) {
@@ -273,15 +343,22 @@ static void path_persist(void) {
     expect_none("persist", &m);
 }
 
-static void path_restore(void) {
+static void path_restore(int async) {
     struct marker m;
-    make_marker(&m, "restore-");
+    make_marker(&m, async ? "restore-async-" : "restore-");
     char env_id[96];
-    portal_auth *auth = new_auth("restore", env_id, sizeof env_id);
+    portal_auth *auth = new_auth(async ? "restore-async" : "restore", env_id, sizeof env_id);
     persist_elsewhere(&m, env_id, "memscan-user");
     CHECK(count_copies(&m) == 0, "the token is in memory before this process restored it");
     portal_session *session = NULL;
-    CHECK(portal_auth_restore_session(auth, &session) == PORTAL_OK && session, "restore");
+    if (async) {
+        CHECK(finish_async(portal_auth_restore_session_async(auth, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
+              "restore_async");
+        session = take_async_session();
+        CHECK(session != NULL, "restore_async delivered the stored session");
+    } else {
+        CHECK(portal_auth_restore_session(auth, &session) == PORTAL_OK && session, "restore");
+    }
     /* Control: a held copy is seen by the scan. */
     char *copy = NULL;
     CHECK(session && portal_session_copy_token(session, &copy) == PORTAL_OK && copy, "copy_token");
@@ -291,12 +368,12 @@ static void path_restore(void) {
     portal_session_free(session);
     CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
-    expect_none("restore", &m);
+    expect_none(async ? "restore-async" : "restore", &m);
 }
 
-static void path_sign_in(void) {
+static void path_sign_in(int async) {
     char env_id[96];
-    portal_auth *auth = new_auth("signin", env_id, sizeof env_id);
+    portal_auth *auth = new_auth(async ? "signin-async" : "signin", env_id, sizeof env_id);
     char redirect[2048] = "";
     CHECK(admin("grants", "{\"kind\":\"magic_link\",\"endUserId\":\"eu-memscan\",\"redirectUrl\":\"portalkeyring://auth/callback\"}",
                 "redirectUrl", redirect, sizeof redirect) == 0 && redirect[0],
@@ -305,9 +382,19 @@ static void path_sign_in(void) {
     CHECK(portal_auth_send_magic_link(auth, "memscan@example.com") == PORTAL_OK, "send_magic_link");
     portal_redirect_kind kind = PORTAL_REDIRECT_NOT_HANDLED;
     portal_session *session = NULL;
-    CHECK(portal_auth_handle_redirect(auth, redirect, &kind, &session, NULL, NULL) == PORTAL_OK &&
-              kind == PORTAL_REDIRECT_AUTHENTICATED && session,
-          "handle_redirect");
+    if (async) {
+        async_kind = PORTAL_REDIRECT_NOT_HANDLED;
+        CHECK(finish_async(portal_auth_handle_redirect_async(auth, redirect, 0, queue, on_sign_in_done, NULL, NULL, NULL)) ==
+                  PORTAL_OK,
+              "handle_redirect_async");
+        kind = async_kind;
+        session = take_async_session();
+        CHECK(kind == PORTAL_REDIRECT_AUTHENTICATED && session, "handle_redirect_async authenticated (kind %d)", (int)kind);
+    } else {
+        CHECK(portal_auth_handle_redirect(auth, redirect, &kind, &session, NULL, NULL) == PORTAL_OK &&
+                  kind == PORTAL_REDIRECT_AUTHENTICATED && session,
+              "handle_redirect");
+    }
     struct marker m = {.len = 0};
     char *token = NULL;
     if (session && portal_session_copy_token(session, &token) == PORTAL_OK && token) {
@@ -319,10 +406,10 @@ static void path_sign_in(void) {
     portal_session_free(session);
     CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
-    if (m.len > SKIP + 8) expect_none("sign-in", &m);
+    if (m.len > SKIP + 8) expect_none(async ? "sign-in-async" : "sign-in", &m);
 }
 
-static void path_body_with_nul(portal *p);
+static void path_body_with_nul(portal *p, int async);
 
 /* Copies of the marker in a file (a core dump), read in chunks with an overlap. */
 static long count_in_file(const struct marker *m, const char *path) {
@@ -394,11 +481,18 @@ static void path_core_dump(void) {
 
 static void on_invalidated(void *user_data) { (*(int *)user_data)++; }
 
-static void path_request(int invalidate) {
+/* The bearer of a request to the Portal API (blocking or _async); with `invalidate` the token
+ * is revoked first, so the request is answered 401 and invalidates the session, which is then
+ * invalidated by the caller too (portal_session_invalidate or _async). */
+static void path_request(int invalidate, int async) {
+    static const char *labels[2][2] = {{"request", "request-async"}, {"invalidate", "invalidate-401-async"}};
+    const char *label = labels[invalidate][async];
     struct marker m;
-    make_marker(&m, invalidate ? "invalidate-" : "request-");
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%s-", label);
+    make_marker(&m, prefix);
     char env_id[96];
-    portal_auth *auth = new_auth(invalidate ? "invalidate" : "request", env_id, sizeof env_id);
+    portal_auth *auth = new_auth(label, env_id, sizeof env_id);
     issue(&m, "eu-memscan");
     persist_elsewhere(&m, env_id, "eu-memscan");
     portal_session *session = NULL;
@@ -412,15 +506,30 @@ static void path_request(int invalidate) {
     long status = 0;
     char *body = NULL;
     size_t body_len = 0;
-    portal_status st = p ? portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, &body, &body_len) : PORTAL_ERR_INTERNAL;
+    portal_status st = PORTAL_ERR_INTERNAL;
+    if (p && async) {
+        async_http_status = 0;
+        st = finish_async(portal_request_async(p, "GET", "/api/v3/clients/me", NULL, queue, on_done, NULL, NULL, NULL));
+        status = async_http_status;
+        body = async_body;
+        body_len = async_body_len;
+        async_body = NULL;
+    } else if (p) {
+        st = portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, &body, &body_len);
+    }
     if (invalidate) {
         CHECK((st == PORTAL_OK && status == 401) || st == PORTAL_ERR_SESSION_INVALIDATED, "a revoked token gets 401 (status %d, HTTP %ld)", st, status);
-        CHECK(portal_session_invalidate(session) == PORTAL_OK, "portal_session_invalidate");
+        if (async)
+            CHECK(finish_async(portal_session_invalidate_async(session, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
+                  "portal_session_invalidate_async");
+        else
+            CHECK(portal_session_invalidate(session) == PORTAL_OK, "portal_session_invalidate");
     } else {
         CHECK(st == PORTAL_OK && status == 200 && body && body_len > 0, "request (status %d, HTTP %ld)", st, status);
     }
     portal_string_free(body);
-    if (!invalidate && p) path_body_with_nul(p);
+    if (!invalidate && !async && p) path_body_with_nul(p, 0);
+    if (!invalidate && !async && p) path_body_with_nul(p, 1);
     /* Delivery is asynchronous (a library thread): wait for it, at most 10 s. */
     for (int i = 0; invalidate && fired == 0 && i < 1000; i++) usleep(10000);
     portal_free(p);
@@ -428,16 +537,43 @@ static void path_request(int invalidate) {
     portal_session_free(session);
     CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
-    expect_none(invalidate ? "invalidate" : "request", &m);
+    expect_none(label, &m);
+}
+
+/* portal_session_invalidate_async on a live session: the token leaves memory while the caller
+ * still holds the handle (dropped before the call returns), and the stored item is deleted. */
+static void path_invalidate_async(void) {
+    struct marker m;
+    make_marker(&m, "invalidate-async-");
+    char env_id[96];
+    portal_auth *auth = new_auth("invalidate-async", env_id, sizeof env_id);
+    persist_elsewhere(&m, env_id, "memscan-user");
+    portal_session *session = NULL;
+    CHECK(portal_auth_restore_session(auth, &session) == PORTAL_OK && session, "restore");
+    long held = count_copies(&m);
+    CHECK(held >= 1, "the restored session's token is not in memory (%ld): scanner blind", held);
+    CHECK(session && finish_async(portal_session_invalidate_async(session, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
+          "portal_session_invalidate_async");
+    long after = count_copies(&m);
+    CHECK(after == 0, "%ld copies of the token remain while the invalidated session's handle is held", after);
+    char *copy = NULL;
+    CHECK(session && portal_session_copy_token(session, &copy) == PORTAL_ERR_SESSION_INVALIDATED && !copy,
+          "the invalidated session hands out no token");
+    portal_session *again = NULL;
+    CHECK(portal_auth_restore_session(auth, &again) == PORTAL_OK && !again, "the stored item was deleted");
+    portal_session_free(again);
+    portal_session_free(session);
+    portal_auth_free(auth);
+    expect_none("invalidate-async", &m);
 }
 
 /* A response body with a NUL byte before the token: portal_string_free must wipe the whole
  * body (the length recorded when it was handed out), not stop at the first NUL. The body comes
  * from a one-shot loopback HTTP server (Tests/c/one_shot_server.py, another process) through
  * portal_request to its absolute URL (no bearer: not the Portal API host). */
-static void path_body_with_nul(portal *p) {
+static void path_body_with_nul(portal *p, int async) {
     struct marker m;
-    make_marker(&m, "nul-body-");
+    make_marker(&m, async ? "nul-body-async-" : "nul-body-");
     char dir[512], port_file[600], command[1400];
     snprintf(dir, sizeof dir, "%s", __FILE__);
     char *slash = strrchr(dir, '/');
@@ -469,12 +605,102 @@ static void path_body_with_nul(portal *p) {
     long status = 0;
     char *body = NULL;
     size_t body_len = 0;
-    CHECK(port[0] && portal_request(p, "GET", url, NULL, &status, &body, &body_len) == PORTAL_OK && status == 200 &&
-              body && body_len == 3 + m.len && memcmp(body, "ok", 3) == 0,
+    if (async) {
+        status = 200;
+        CHECK(port[0] && finish_async(portal_request_async(p, "GET", url, NULL, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
+              "request_async to the one-shot server");
+        body = async_body;
+        body_len = async_body_len;
+        async_body = NULL;
+    } else {
+        CHECK(port[0] && portal_request(p, "GET", url, NULL, &status, &body, &body_len) == PORTAL_OK, "request");
+    }
+    CHECK(status == 200 && body && body_len == 3 + m.len && memcmp(body, "ok", 3) == 0,
           "request to the one-shot server (HTTP %ld, %zu bytes)", status, body_len);
     portal_string_free(body);
     pclose(server);
-    expect_none("nul-body", &m);
+    expect_none(async ? "nul-body-async" : "nul-body", &m);
+}
+
+static void path_persist_async(void) {
+    struct marker m;
+    make_marker(&m, "persist-async-");
+    char env_id[96];
+    portal_auth *auth = new_auth("persist-async", env_id, sizeof env_id);
+    char *token = marker_copy(&m);
+    portal_status st = portal_auth_persist_session_async(auth, "memscan-user", token, queue, on_done, NULL, NULL, NULL);
+    drop(token);
+    CHECK(finish_async(st) == PORTAL_OK, "persist_async");
+    portal_session *session = take_async_session();
+    CHECK(session != NULL, "persist_async delivered the session");
+    portal_session_free(session);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    portal_auth_free(auth);
+    expect_none("persist-async", &m);
+}
+
+/* The rejected token of report_unauthorized (another token than the session's: nothing is
+ * invalidated, only the argument's copies count). */
+static void path_report(void) {
+    struct marker session_token, rejected;
+    make_marker(&session_token, "report-session-");
+    make_marker(&rejected, "report-rejected-");
+    char env_id[96];
+    portal_auth *auth = new_auth("report", env_id, sizeof env_id);
+    char *token = marker_copy(&session_token);
+    portal_session *session = NULL;
+    CHECK(portal_auth_persist_session(auth, "memscan-user", token, &session) == PORTAL_OK && session, "persist");
+    drop(token);
+    portal *p = NULL;
+    CHECK(session && portal_new(&p, session, "127.0.0.1:1") == PORTAL_OK && p, "portal_new");
+    bool invalidated = true;
+    char *copy = marker_copy(&rejected);
+    CHECK(p && portal_report_unauthorized(p, copy, &invalidated) == PORTAL_OK && !invalidated, "report_unauthorized");
+    drop(copy);
+    expect_none("report", &rejected);
+    make_marker(&rejected, "report-rejected-async-");
+    copy = marker_copy(&rejected);
+    portal_status st = portal_report_unauthorized_async(p, copy, queue, on_done, NULL, NULL, NULL);
+    drop(copy);
+    CHECK(finish_async(st) == PORTAL_OK, "report_unauthorized_async");
+    expect_none("report-async", &rejected);
+    portal_free(p);
+    portal_session_free(session);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    portal_auth_free(auth);
+}
+
+static void path_api_key(void) {
+    struct marker m;
+    make_marker(&m, "api-key-");
+    char *key = marker_copy(&m);
+    portal *p = NULL;
+    CHECK(portal_new_with_api_key(&p, key, "127.0.0.1:1") == PORTAL_OK && p, "portal_new_with_api_key");
+    drop(key);
+    portal_free(p);
+    expect_none("api-key", &m);
+}
+
+/* A user JWT the fake API does not know: the verification fails (401) after the argument was read.
+ * The marker is a JWT with an endUserId claim (read before anything is sent), so it reaches the API. */
+#define TOTP_JWT_PREFIX "eyJhbGciOiJIUzI1NiJ9.eyJlbmRVc2VySWQiOiJldS1tZW1zY2FuIn0."
+static void path_totp_jwt(void) {
+    struct marker m;
+    make_marker(&m, TOTP_JWT_PREFIX "totp-jwt-");
+    char env_id[96];
+    portal_auth *auth = new_auth("totp-jwt", env_id, sizeof env_id);
+    char *jwt = marker_copy(&m);
+    portal_session *session = NULL;
+    CHECK(portal_auth_verify_totp(auth, "123456", jwt, &session) != PORTAL_OK && !session, "verify_totp fails");
+    drop(jwt);
+    expect_none("totp-jwt", &m);
+    make_marker(&m, TOTP_JWT_PREFIX "totp-jwt-async-");
+    jwt = marker_copy(&m);
+    portal_status st = portal_auth_verify_totp_async(auth, "123456", jwt, queue, on_sign_in_done, NULL, NULL, NULL);
+    drop(jwt);
+    CHECK(finish_async(st) != PORTAL_OK, "verify_totp_async fails");
+    portal_auth_free(auth);
+    expect_none("totp-jwt-async", &m);
 }
 
 int main(void) {
@@ -488,12 +714,23 @@ int main(void) {
     }
     report_only = getenv("PORTAL_MEMSCAN_REPORT") && strcmp(getenv("PORTAL_MEMSCAN_REPORT"), "1") == 0;
     srandom((unsigned)time(NULL) ^ (unsigned)getpid());
+    CHECK(portal_completion_queue_new_pollable(&queue) == PORTAL_OK, "pollable queue");
     path_persist();
-    path_restore();
-    path_sign_in();
-    path_request(0);
-    path_request(1);
+    path_restore(0);
+    path_restore(1);
+    path_sign_in(0);
+    path_sign_in(1);
+    path_request(0, 0);
+    path_request(1, 0);
+    path_request(0, 1);
+    path_request(1, 1);
+    path_invalidate_async();
+    path_persist_async();
+    path_report();
+    path_api_key();
+    path_totp_jwt();
     path_core_dump();
+    portal_completion_queue_free(queue);
     printf("memscan_test: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;
 }

@@ -5,7 +5,10 @@
  *      older item is still deletable (the collection is locked right before CreateItem and no
  *      unlock prompt can be shown), persist fails and the older session is still there.
  *   2. A newer sign-in stored by another process during this persist (right before its
- *      CreateItem, so this persist's sign-in is the older one) survives, and restore returns it.
+ *      CreateItem, so this persist's sign-in is the older one; that process does not take its
+ *      turn, PersistTurn: it has another private directory) survives, and restore returns it;
+ *      this persist removes its own item and fails (PORTAL_ERR_SESSION_STORAGE, "replaced this
+ *      one"): it never reports success for a session that is no longer stored.
  *
  * The library calls secret_item_set_secret_sync(NULL, NULL, …) right before CreateItem only when
  * a program interposes that symbol (FaultInjectionSeam.swift); this program does (linked with
@@ -56,11 +59,16 @@ int secret_item_set_secret_sync(void *item, void *value, void *cancellable, void
               "keyringctl lock, or keyring-restart.sh --locked");
     }
     if (what == 2) {
-        char command[1024];
+        /* A persist that does not take its turn (this one holds it): another private directory,
+         * as an older version of the library or another sandbox has (PersistTurn). */
+        char command[1024], runtime[] = "/tmp/persist-order-XXXXXX";
+        CHECK(mkdtemp(runtime) != NULL, "mkdtemp");
         snprintf(command, sizeof command,
-                 "printf token-newer | '%s' --env '%s' --redirect-url order://cb persist --end-user-id eu-newer >/dev/null",
-                 getenv("PORTAL_SESSION_BIN"), env);
+                 "printf token-newer | XDG_RUNTIME_DIR='%s' '%s' --env '%s' --redirect-url order://cb persist --end-user-id eu-newer >/dev/null",
+                 runtime, getenv("PORTAL_SESSION_BIN"), env);
         CHECK(system(command) == 0, "another process persists a newer sign-in");
+        snprintf(command, sizeof command, "rm -rf '%s'", runtime);
+        CHECK(system(command) == 0, "rm the other private directory");
     }
     return 1;
 }
@@ -105,10 +113,12 @@ int main(void) {
           "the older session survives a failed persist (restored %s, %s)", user, portal_status_str(st));
     }
 
-    /* 2. A newer sign-in by another process, stored during this persist, survives it. */
+    /* 2. A newer sign-in by another process, stored during this persist, survives it, and this
+     *    persist says so instead of reporting a success that restore would not show. */
     inject = 2;
-    CHECK(portal_auth_persist_session(auth, "eu-mine", "token-mine", NULL) == PORTAL_OK, "persist eu-mine: %s",
-          portal_last_error_message());
+    st = portal_auth_persist_session(auth, "eu-mine", "token-mine", NULL);
+    CHECK(st == PORTAL_ERR_SESSION_STORAGE && strstr(portal_last_error_message(), "replaced this one"),
+          "persist eu-mine, overtaken by a newer sign-in, fails (%s: %s)", portal_status_str(st), portal_last_error_message());
     user = restored_user(auth, &st);
     CHECK(st == PORTAL_OK && strcmp(user, "eu-newer") == 0,
           "the newer sign-in stored by another process survives and wins (restored %s)", user);
@@ -120,6 +130,24 @@ int main(void) {
              getenv("PORTAL_TEST_KEYRINGCTL"), env) == 0, "remove the newer sign-in (as an invalidation would)");
     user = restored_user(auth, &st);
     CHECK(st == PORTAL_OK && strcmp(user, "(none)") == 0, "signed out after the newer sign-in is gone (restored %s)", user);
+    /* 3. An item dated far in the future (a clock that was ahead, another app's plant) neither
+     *    survives a new sign-in nor outranks it (docs/security.md, "Ordering sign-ins"). */
+    {
+        char plant[1024];
+        snprintf(plant, sizeof plant,
+                 "printf 'portal-keyring-session/2 e=%%s u=cGxhbnRlZA g=0f t=18446744073709551615 c=dA' "
+                 "\"$(printf %%s '%s' | basenc --base64url | tr -d '=')\" | '%s' store --schema io.portalhq.PortalKeyring.Session "
+                 "auth_environment_id='%s' session_generation=0f persisted_at=18446744073709551615 >/dev/null",
+                 env, getenv("PORTAL_TEST_KEYRINGCTL"), env);
+        CHECK(system(plant) == 0, "keyringctl store of a future-dated item");
+    }
+    user = restored_user(auth, &st);
+    CHECK(st == PORTAL_OK && strcmp(user, "planted") == 0, "the planted item is what restore sees first (restored %s)", user);
+    CHECK(portal_auth_persist_session(auth, "eu-after-future", "token-after-future", NULL) == PORTAL_OK, "persist after it");
+    user = restored_user(auth, &st);
+    CHECK(st == PORTAL_OK && strcmp(user, "eu-after-future") == 0, "the new sign-in wins over the future-dated item (restored %s)", user);
+    CHECK(sh2("test \"$('%s' count --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s)\" = 1",
+             getenv("PORTAL_TEST_KEYRINGCTL"), env) == 0, "the future-dated item is gone");
     /* The next persist removes every older one. */
     CHECK(portal_auth_persist_session(auth, "eu-last", "token-last", NULL) == PORTAL_OK, "persist eu-last");
     user = restored_user(auth, &st);

@@ -15,6 +15,8 @@
 #      PORTAL_ABI_TEST_STOP_AT_FIRST=1 stops at the first), invalidation_test, async_test (the
 #      non-blocking calls on a real GMainLoop and a poll() loop; gnome-keyring only),
 #      async_signin_test (the non-blocking sign-in calls against the fake Portal API),
+#      signin_contract_test (magic-link configuration, account abstraction, disabled providers
+#      and status codes against the strict fake Portal API),
 #      listener_lifetime_test (the listener-lifetime rule), watch_test (portal_auth_watch across
 #      processes, issue 16: it restarts the provider), the GLib
 #      example app (examples/c/glib_app.c), wipe_test (a memory scan for a marker token after
@@ -109,10 +111,14 @@ compile async_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tes
     -o "$build/async_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
 compile async_signin_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/async_signin_test.c" \
     -o "$build/async_signin_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
+compile signin_contract_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/signin_contract_test.c" \
+    -o "$build/signin_contract_test" "${link[@]}"
 compile listener_lifetime_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/listener_lifetime_test.c" \
     -o "$build/listener_lifetime_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
 compile watch_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/watch_test.c" \
     -o "$build/watch_test" "${link[@]}"
+compile watch_loop_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/watch_loop_test.c" \
+    -o "$build/watch_loop_test" $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
 compile "examples/c/glib_app" gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$repo/Include" \
     "$repo/examples/c/glib_app.c" -o "$build/glib_app" $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
 compile wipe_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/wipe_test.c" \
@@ -265,6 +271,15 @@ else
     fail "async_signin_test: $out"
 fi
 
+section "signin_contract_test (the backend's magic-link, OAuth URL and status contract through the C ABI)"
+if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
+    fail "signin_contract_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
+elif out=$(timeout 120 "$build/signin_contract_test" 2>&1); then
+    pass "$(tail -n 1 <<<"$out")"
+else
+    fail "signin_contract_test: $out"
+fi
+
 section "listener_lifetime_test (a live handle delivers; portal_free(_async) closes: no delete nobody is told about)"
 if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
     fail "listener_lifetime_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
@@ -273,6 +288,14 @@ elif out=$(timeout 120 "$build/listener_lifetime_test" 2>&1); then
     sed 's/^/  | /' <<<"$out" | grep -v 'listener_lifetime_test:'
 else
     fail "listener_lifetime_test: $out"
+fi
+
+section "watch_loop_test (a GLib loop never waits for a watch to start or stop, also with a hung provider)"
+if out=$(PORTAL_SESSION_BIN=${PORTAL_SESSION_BIN:-$libdir/portal-session} timeout 120 "$build/watch_loop_test" 2>&1); then
+    pass "watch_loop_test: portal_auth_watch_async and portal_watch_free return at once; STARTED, FAILED, events on the loop"
+    sed 's/^/  | /' <<<"$out" | grep -v 'watch_loop_test:'
+else
+    fail "watch_loop_test: $out"
 fi
 
 section "watch_test (portal_auth_watch across processes: events once, in order; filtering; lock; restart; burst; idle)"

@@ -191,6 +191,8 @@ static const char *kind_name(portal_watch_event k) {
     case PORTAL_WATCH_SIGNED_OUT: return "signed-out";
     case PORTAL_WATCH_LOCKED: return "locked";
     case PORTAL_WATCH_RESYNC: return "resync";
+    case PORTAL_WATCH_STARTED: return "started";  /* portal_auth_watch_async only */
+    case PORTAL_WATCH_FAILED: return "failed";
     }
     return "?";
 }
@@ -374,7 +376,9 @@ int main(int argc, char **argv) {
     int bound = 2 + (int)((now_ms() - t0) / 100);
     CHECK(burst >= 1 && nevents <= (int)(sizeof events / sizeof events[0]));
     CHECK(nevents > burst_start && strcmp(events[nevents - 1].user, last_user) == 0);
-    CHECK(burst <= bound && (rounds < 100 || burst < rounds / 4));
+    /* The promise is a rate (one read per 100 ms), not a count: a loaded machine persists more
+     * slowly and so sees more events (CI: 1,000 persists in 30 s gave 258, against 53-109 quiet). */
+    CHECK(burst <= bound);
     for (int i = burst_start; i < nevents; i++) {
         CHECK(events[i].kind == PORTAL_WATCH_SIGNED_IN);
         if (events[i].kind != PORTAL_WATCH_SIGNED_IN)

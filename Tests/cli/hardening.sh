@@ -59,6 +59,7 @@ PY
 
 redirect="portalkeyring://auth/callback"
 env_id="cli-hardening-$$"
+export PORTAL_MAGIC_LINK_FROM_EMAIL=login@example.com PORTAL_MAGIC_LINK_TEMPLATE_ID=tpl-cli
 cli=("$ps_bin" --env "$env_id" --api-host "$PORTAL_TEST_API_HOST" --redirect-url "$redirect")
 dir=$(mktemp -d "${TMPDIR:-/tmp}/cli-hardening.XXXXXX")
 trap 'admin DELETE faults >/dev/null 2>&1; "${cli[@]}" clear >/dev/null 2>&1; rm -rf "$dir"' EXIT

@@ -47,6 +47,10 @@ PY
 field() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]).get(sys.argv[2]); print("" if v is None else v)' "$1" "$2"; }
 
 export PORTAL_API_HOST=$PORTAL_TEST_API_HOST
+# Portal sends magic links only with a sender and a template: every send-magic-link below gets
+# them from the environment, as a desktop integration would ("magic-link contract" checks the
+# options, and their absence).
+export PORTAL_MAGIC_LINK_FROM_EMAIL=login@example.com PORTAL_MAGIC_LINK_TEMPLATE_ID=tpl-cli
 provider=${PORTAL_TEST_PROVIDER:-gnome-keyring}
 restart=${PORTAL_TEST_KEYRING_RESTART:-$repo/scripts/keyring-restart.sh}
 skip() { printf '  skip  %s\n' "$*"; }
@@ -107,6 +111,25 @@ header_version=$(awk '/define PORTAL_KEYRING_VERSION_(MAJOR|MINOR|PATCH)/ {print
 [[ $out == "portal-session $header_version" ]] && ok "--version prints the library's version ($header_version)" || bad "--version: '$out' (header $header_version)"
 expect 64 "--version with an argument" -- "$ps_bin" --version extra
 expect 64 "--version with another option" -- "$ps_bin" --version --json
+# --json prints one object whatever the outcome, a usage error included (help: "--json prints").
+usage_json() { # DESCRIPTION: $out is exactly one {"status":"usage","message":…} with a message
+    if python3 -c 'import json,sys; o=json.loads(sys.argv[1]); sys.exit(0 if set(o)=={"status","message"} and o["status"]=="usage" and o["message"] else 1)' "$out" 2>/dev/null &&
+        [[ $(wc -l <<<"$out") == 1 ]]; then
+        ok "$1: one {status: usage, message} object on stdout"
+    else
+        bad "$1: stdout is not one usage object: $out"
+    fi
+}
+usage_json "--version --json"
+expect 64 "clear --json with an unknown option" -- "${cli[@]}" clear --json --frob
+usage_json "clear --json --frob"
+[[ $(field "$out" message) == *--frob* ]] && ok "the usage object's message names --frob" || bad "usage message: $out"
+expect 64 "--json before an unknown command" -- "${cli[@]}" --json frobnicate
+usage_json "--json frobnicate"
+expect 64 "restore --json without an auth environment" -- env -u PORTAL_AUTH_ENVIRONMENT_ID "$ps_bin" restore --json
+usage_json "restore --json without --env"
+expect 64 "a usage error without --json" -- "${cli[@]}" clear --frob
+[[ -z $out ]] && ok "without --json a usage error prints nothing on stdout" || bad "clear --frob printed: $out"
 expect 0 "help help" -- "$ps_bin" help help
 grep -q "^usage: portal-session" <<<"$out" && ok "help help prints the usage" || bad "help help: $out"
 expect 0 "-h" -- "$ps_bin" -h
@@ -178,6 +201,14 @@ expect 0 "restore --json --show-token" -- "${cli[@]}" restore --json --show-toke
 expect 0 "status" -- "${cli[@]}" status
 grep -q "session stored" <<<"$out" && ! grep -q -- "$token" <<<"$out" && ok "status shows a stored session, no token" || bad "status: $out"
 expect 0 "status --json" -- "${cli[@]}" status --json
+[[ $(field "$out" secretMemory) == "locked in RAM"* ]] && ok "status: the token memory is locked in RAM" || bad "secretMemory: $out"
+# Without CAP_IPC_LOCK (root has it; dropped from the bounding set) and with RLIMIT_MEMLOCK 0, no
+# mlock succeeds: the token memory is used unlocked, and everything still works.
+if command -v setpriv >/dev/null; then
+    out=$(sh -c 'ulimit -l 0 && exec setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock -- "$@" status --json' sh "${cli[@]}" 2>/dev/null); rc=$?
+    [[ $rc == 0 && $(field "$out" keyring) == "session stored" && $(field "$out" secretMemory) == *"not locked in RAM"* ]] &&
+        ok "RLIMIT_MEMLOCK 0: status restores the session, memory reported unlocked" || bad "RLIMIT_MEMLOCK 0: exit $rc: $out"
+fi
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); v=d.get("defaultCollectionLocked"); sys.exit(0 if v is False else 1)' "$out" \
     && ok "status --json: defaultCollectionLocked is the boolean false" || bad "status --json defaultCollectionLocked: $out"
 if [[ $provider == gnome-keyring-passwordless || $provider == kwallet ]]; then
@@ -206,6 +237,9 @@ else
     expect 2 "status while locked" -- "${cli[@]}" status
     expect 2 "persist while locked" -- sh -c "printf 'other\n' | \"\$@\" persist --end-user-id eu-other" sh "${cli[@]}"
     expect 2 "clear while locked does not report cleared" -- "${cli[@]}" --timeout-ms 3000 clear
+    expect 2 "clear --json while locked prints one JSON object" -- "${cli[@]}" --timeout-ms 3000 clear --json
+    [[ $(field "$out" status) == unavailable && -n $(field "$out" message) ]] && ok "clear --json: status unavailable, with the message" ||
+        bad "clear --json while locked: $out"
     "$kctl" unlock >/dev/null || bad "keyringctl unlock"
     expect 0 "restore after unlock keeps the session" -- "${cli[@]}" restore --json --show-token
     [[ $(field "$out" clientSessionToken) == "$token" ]] && ok "nothing was lost while locked" || bad "after unlock: $out"
@@ -232,6 +266,17 @@ got_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["endUserId"]
 [[ $got_id == "$odd_id" ]] && ok "the JSON endUserId is exactly the stored one" || bad "JSON endUserId: $(printf '%q' "$got_id")"
 if LC_ALL=C grep -q $'[\x01-\x1f\x7f]\|\xc2[\x80-\x9f]' <<<"$out"; then bad "raw control characters in JSON: $(printf '%q' "$out")"
 else ok "the JSON holds them escaped"; fi
+expect 0 "clear" -- "${cli[@]}" clear
+# An item dated far in the future (a clock that was ahead at an earlier sign-in, or another app's
+# plant) neither survives a new sign-in nor outranks it: persist's success is what restore returns.
+printf 'portal-keyring-session/2 e=%s u=%s g=0f t=18446744073709551615 c=%s' "$(b64 "$env_id")" "$(b64 planted-user)" "$(b64 tok-planted)" |
+    "$kctl" store --schema io.portalhq.PortalKeyring.Session auth_environment_id="$env_id" session_generation=0f \
+        persisted_at=18446744073709551615 >/dev/null || bad "keyringctl store of a future-dated item"
+expect 0 "persist after a future-dated item" -- sh -c "printf 'tok-new-user' | \"\$@\" persist --end-user-id new-user" sh "${cli[@]}"
+expect 0 "restore after it" -- "${cli[@]}" restore --json
+[[ $(field "$out" endUserId) == new-user ]] && ok "the new sign-in wins over the future-dated item" || bad "restore: $out"
+[[ $("$kctl" count --schema io.portalhq.PortalKeyring.Session auth_environment_id="$env_id") == 1 ]] &&
+    ok "the future-dated item is gone" || bad "items left: $("$kctl" count --schema io.portalhq.PortalKeyring.Session auth_environment_id="$env_id")"
 expect 0 "clear" -- "${cli[@]}" clear
 
 echo "== send-magic-link / handle-redirect / verify-totp"
@@ -261,8 +306,8 @@ else ok "no control characters in the output"; fi
 [[ $err == *denied* && $err == *'[2J'* ]] && ok "the visible text is kept" || bad "stderr: $err"
 a_count=$(tr -cd A <<<"$err" | wc -c)
 [[ $a_count -le 100 ]] && ok "the error value is cut to 100 characters ($a_count A's shown)" || bad "$a_count A's shown"
-expect 64 "an 8193-byte redirect URL is a usage error" -- "${cli[@]}" handle-redirect "$redirect?x=$(head -c $((8193 - ${#redirect} - 3)) /dev/zero | tr '\0' /)"
-[[ $err == *"longer than 8192 bytes"* ]] && ok "it says why" || bad "stderr: $err"
+expect 1 "a redirect URL over 8192 characters is not handled" -- "${cli[@]}" handle-redirect "$redirect?error=x&y=$(head -c $((8193 - ${#redirect} - 11)) /dev/zero | tr '\0' /)"
+[[ $err == *"not this app's redirect URL"* ]] && ok "it says so: $err" || bad "stderr: $err"
 start_ns=$(date +%s%N)
 expect 1 "an 8192-byte URL of slashes is handled (not ours)" -- "${cli[@]}" handle-redirect "app:$(head -c 8188 /dev/zero | tr '\0' /)"
 elapsed_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
@@ -274,10 +319,48 @@ grant=$(admin POST grants "{\"kind\":\"oauth\",\"provider\":\"GOOGLE\",\"endUser
 expect 0 "handle-redirect → totp required" -- "${cli[@]}" handle-redirect "$(field "$grant" redirectUrl)" --json --show-token
 [[ $(field "$out" status) == totpRequired ]] && ok "status totpRequired" || bad "totp: $out"
 jwt=$(field "$out" userJwt)
-code=$(field "$(admin GET 'totp?endUserId=eu-totp')" code)
-expect 3 "verify-totp with a wrong code" -- sh -c "printf '%s' \"\$0\" | \"\$@\" verify-totp 000000" "$jwt" "${cli[@]}"
-expect 0 "verify-totp" -- sh -c "printf '%s' \"\$0\" | \"\$@\" verify-totp $code" "$jwt" "${cli[@]}"
-[[ $out == eu-totp ]] && ok "verify-totp persisted eu-totp" || bad "verify-totp printed '$out'"
+totp=$(admin GET 'totp?endUserId=eu-totp')
+code=$(field "$totp" code)
+# The step's end user (the JWT's claim: the answer names none) and the enrolment secret.
+[[ $(field "$out" endUserId) == eu-totp ]] && ok "the TOTP step names its end user" || bad "totp endUserId: $out"
+[[ $(field "$out" totpSecret) == "$(field "$totp" secret)" ]] && ok "--show-token shows the enrolment secret" || bad "totpSecret: $out"
+wrong=$([[ $code == 000000 ]] && echo 111111 || echo 000000)
+expect 3 "verify-totp with a wrong code" -- sh -c "printf '%s' \"\$0\" | \"\$@\" verify-totp $wrong" "$jwt" "${cli[@]}"
+[[ $err == *"not accepted"* && $err != *"invalid user JWT"* ]] && ok "a wrong code says the code was not accepted" || bad "wrong code: $err"
+expect 0 "verify-totp with the same JWT and the right code" -- sh -c "printf '%s' \"\$0\" | \"\$@\" verify-totp $code --json" "$jwt" "${cli[@]}"
+[[ $(field "$out" endUserId) == eu-totp ]] && ok "verify-totp persisted eu-totp" || bad "verify-totp printed '$out'"
+[[ -n $(field "$out" clientId) && $(field "$out" isAccountAbstracted) == False ]] && ok "verify-totp reports the client" || bad "verify-totp: $out"
+expect 3 "verify-totp with a JWT without an endUserId claim" -- sh -c "printf '%s' \"\$0\" | \"\$@\" verify-totp $code" "h.eyJzdWIiOiJ4In0.s" "${cli[@]}"
+"${cli[@]}" clear >/dev/null
+"${cli[@]}" login-with-apple >/dev/null || bad "login-with-apple (starts the enrolled TOTP sign-in)"
+grant=$(admin POST grants "{\"kind\":\"oauth\",\"provider\":\"GOOGLE\",\"endUserId\":\"eu-totp\",\"totpRequired\":true,\"redirectUrl\":\"$redirect\"}")
+expect 0 "handle-redirect → totp required (plain text)" -- "${cli[@]}" handle-redirect "$(field "$grant" redirectUrl)"
+[[ $out == $'totp required\nend user: eu-totp' ]] && ok "prints the step and its end user, no secret" || bad "totp text: $out"
+# --qr draws the enrolment link in the terminal; zbarimg reads the drawing back as the link.
+"${cli[@]}" login-with-apple >/dev/null || bad "login-with-apple (starts the TOTP sign-in with --qr)"
+grant=$(admin POST grants "{\"kind\":\"oauth\",\"provider\":\"GOOGLE\",\"endUserId\":\"eu-qr-$$\",\"totpRequired\":true,\"redirectUrl\":\"$redirect\"}")
+expect 0 "handle-redirect --qr --show-token of an enrolment step" -- "${cli[@]}" handle-redirect "$(field "$grant" redirectUrl)" --qr --show-token
+qr_link=$(grep -m1 '^otpauth://' <<<"$out")
+read_back=$(sed -n '/^secret: /,$p' <<<"$out" | tail -n +2 | python3 -c '
+import subprocess, sys, tempfile
+rows = [line.rstrip("\n") for line in sys.stdin if line.strip("\n")]
+light = {"\u2588": (1, 1), "\u2580": (1, 0), "\u2584": (0, 1), " ": (0, 0)}
+grid = []
+for row in rows:
+    pairs = [light[c] for c in row]
+    grid += [[p[0] for p in pairs], [p[1] for p in pairs]]
+scale, side = 4, len(grid[0]) * 4
+pixels = bytes(255 if grid[y // scale][x // scale] else 0 for y in range(len(grid) * scale) for x in range(side))
+with tempfile.NamedTemporaryFile(suffix=".pgm") as f:
+    f.write(b"P5\n%d %d\n255\n" % (side, len(grid) * scale) + pixels)
+    f.flush()
+    print(subprocess.run(["zbarimg", "--quiet", "--raw", f.name], capture_output=True, text=True).stdout.strip())
+')
+[[ -n $qr_link && $read_back == "$qr_link" ]] && ok "the QR code drawn reads back as the enrolment link" || bad "QR read back '$read_back', link '$qr_link'"
+"${cli[@]}" login-with-apple >/dev/null || bad "login-with-apple (starts the TOTP sign-in with --qr --json)"
+grant=$(admin POST grants "{\"kind\":\"oauth\",\"provider\":\"GOOGLE\",\"endUserId\":\"eu-qr2-$$\",\"totpRequired\":true,\"redirectUrl\":\"$redirect\"}")
+expect 0 "handle-redirect --qr --json" -- "${cli[@]}" handle-redirect "$(field "$grant" redirectUrl)" --qr --json
+[[ $(field "$out" totpQrSvg) == "<svg "*"</svg>" && -z $(field "$out" totpLink) ]] && ok "--json --qr gives the SVG, not the link" || bad "qr json: $out"
 expect 64 "verify-totp with a non-numeric code" -- sh -c "printf 'x' | \"\$@\" verify-totp abc" sh "${cli[@]}"
 "${cli[@]}" clear >/dev/null
 
@@ -372,7 +455,7 @@ else
         if [[ $command == *…* ]]; then bad "README line $line_no has a placeholder this test does not fill: $line"; continue; fi
         got=0
         out=$(export PORTAL_API_HOST="$PORTAL_TEST_API_HOST" CST; eval "$readme_prefix $command" 2>/tmp/cli-err.$$) || got=$?
-        [[ $command == export* ]] && readme_prefix="$command;"
+        [[ $command == export* ]] && readme_prefix="$readme_prefix $command;"
         if [[ $got == 0 ]]; then ok "README: $line (exit 0)"; else bad "README: $line: exit $got; $(cat /tmp/cli-err.$$)"; fi
     done <<<"$readme_lines"
     "$ps_bin" --env "$readme_env" --redirect-url myapp://auth/callback clear >/dev/null 2>&1
@@ -411,7 +494,7 @@ grep -q 'tok-watch' "$watch_out" "$watch_err" && bad "watch printed a token"
 "${cli[@]}" watch >"$watch_out" 2>"$watch_err" &
 watch_pid=$!
 wait_for "$watch_err" "^watching " || bad "watch (text) never said it was watching"
-printf 'tok-watch-2' | "${cli[@]}" persist --end-user-id eu-watch-2 >/dev/null
+printf 'tok-watch-2' | "${cli[@]}" persist --end-user-id eu-watch-2 >/dev/null || bad "watch (text): the persist failed (exit $?)"
 wait_for "$watch_out" '^signed-in eu-watch-2$' || bad "watch (text): no line for the persist"
 kill -TERM "$watch_pid"
 wait "$watch_pid" && got=0 || got=$?
@@ -421,6 +504,37 @@ expect 64 "watch takes no arguments" -- "${cli[@]}" watch extra
 "${cli[@]}" clear >/dev/null
 "$ps_bin" --env "$env_id-other" clear >/dev/null
 rm -f "$watch_out" "$watch_err"
+
+echo "== magic-link contract: sender and template, account abstraction, disabled providers, statuses"
+mcli=("$ps_bin" --env "cli-contract-$$" --redirect-url "$redirect")
+ml_requests() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])["routes"].get("/api/v3/auth/magic-links",{}).get("requests",0))' "$(admin GET stats)"; }
+last_link() { python3 -c 'import json,sys; l=json.loads(sys.argv[1])["links"][-1]; print(l["fromEmail"], l["templateId"], json.dumps(l["isAccountAbstracted"]))' "$(admin GET magic-links)"; }
+before=$(ml_requests)
+expect 64 "send-magic-link without a sender and template" -- env -u PORTAL_MAGIC_LINK_FROM_EMAIL -u PORTAL_MAGIC_LINK_TEMPLATE_ID "${mcli[@]}" send-magic-link c@example.com
+[[ $err == *"magic link not configured"*--from-email*--template-id* ]] && ok "the message names the options" || bad "err: $err"
+[[ $(ml_requests) == "$before" ]] && ok "nothing was sent" || bad "a request went out without a sender and template"
+expect 64 "--from-email without --template-id" -- env -u PORTAL_MAGIC_LINK_FROM_EMAIL -u PORTAL_MAGIC_LINK_TEMPLATE_ID "${mcli[@]}" send-magic-link c@example.com --from-email a@example.com
+expect 64 "a blank --template-id" -- "${mcli[@]}" send-magic-link c@example.com --template-id " "
+[[ $err == *"invalid --template-id"* ]] && ok "names --template-id" || bad "err: $err"
+expect 64 "--from-email on a command that sends no email" -- "${mcli[@]}" handle-redirect "$redirect" --from-email a@example.com
+expect 0 "send-magic-link with --from-email and --template-id (over the environment's)" -- env -u PORTAL_MAGIC_LINK_FROM_EMAIL "${mcli[@]}" send-magic-link c@example.com --from-email sender@example.com --template-id tpl-opt
+[[ $(last_link) == "sender@example.com tpl-opt null" ]] && ok "sent with them, isAccountAbstracted left out" || bad "sent: $(last_link)"
+expect 0 "--account-abstracted false" -- "${mcli[@]}" send-magic-link c@example.com --account-abstracted false
+[[ $(last_link) == "login@example.com tpl-cli false" ]] && ok "from the environment, isAccountAbstracted false" || bad "sent: $(last_link)"
+expect 64 "--account-abstracted yes" -- "${mcli[@]}" send-magic-link c@example.com --account-abstracted yes
+admin POST config '{"accountAbstractionAvailable":false}' >/dev/null
+expect 3 "account abstraction the environment does not offer" -- env PORTAL_ACCOUNT_ABSTRACTED=true "${mcli[@]}" login-with-google
+[[ $err == *"account abstraction unavailable"* ]] && ok "says so: $err" || bad "err: $err"
+admin POST config '{"accountAbstractionAvailable":true,"allowedMethods":["EMAIL_MAGIC_LINK","GOOGLE"]}' >/dev/null
+expect 3 "login-with-apple when Apple is not enabled" -- "${mcli[@]}" login-with-apple
+[[ $err == *"APPLE is not enabled"* ]] && ok "names the provider" || bad "err: $err"
+admin POST config '{"allowedMethods":["EMAIL_MAGIC_LINK","GOOGLE","APPLE"]}' >/dev/null
+admin POST faults '{"route":"/api/v3/auth/magic-links","status":503,"count":1}' >/dev/null
+expect 3 "send-magic-link answered 503" -- "${mcli[@]}" send-magic-link c@example.com --json
+[[ $err == *"server error (HTTP 503)"* && $err != *"authentication failed"* ]] && ok "a server error, not a failed sign-in" || bad "err: $err"
+admin POST faults '{"route":"/api/v3/auth/magic-links","status":429,"count":1}' >/dev/null
+expect 3 "send-magic-link answered 429 without Retry-After" -- "${mcli[@]}" send-magic-link c@example.com
+[[ $err == *"rate limited by the Portal API; retry later"* ]] && ok "no wait made up: $err" || bad "429: $err"
 
 echo "== private-use redirect URLs and Retry-After (issue 15)"
 private=com.example.app:/oauth2redirect
@@ -442,7 +556,7 @@ expect 3 "send-magic-link answered 429" -- "${pcli[@]}" send-magic-link someone@
 echo "== persist refuses a token with whitespace or control characters; restore reads old ones (issue 15)"
 wcli=("$ps_bin" --env "cli-ws-$$")
 printf 'tok-ws-before\n' | "${wcli[@]}" persist --end-user-id eu-ws >/dev/null || bad "persist tok-ws-before"
-for spaced in 'tok en\n' ' tok\n' 'tok\t\n' 'tok\n\n' 'tok\r\r\n' '\001tok\n'; do
+for spaced in 'tok en\n' ' tok\n' 'tok\t\n' 'tok\n\n' 'tok\r\r\n' 'tok\r' '\001tok\n'; do
     expect 64 "persist of printf '$spaced' is refused" -- sh -c "printf '$spaced' | \"\$@\" persist --end-user-id eu-ws" sh "${wcli[@]}"
     [[ $err == *"invalid token on stdin"*"without whitespace or control characters"* ]] && ok "it says why" || bad "message: $err"
 done
@@ -450,11 +564,44 @@ expect 0 "the stored session is intact" -- "${wcli[@]}" restore --json --show-to
 [[ $(field "$out" clientSessionToken) == tok-ws-before ]] && ok "still tok-ws-before" || bad "after refusals: $out"
 expect 0 "a token with CRLF from stdin: the line end is not part of it" -- sh -c "printf 'tok-crlf\r\n' | \"\$@\" persist --end-user-id eu-ws" sh "${wcli[@]}"
 "${wcli[@]}" clear >/dev/null
-printf '%s' '{"v":1,"endUserId":"eu-old","clientSessionToken":"old tok\twith\nwhitespace "}' |
+# The tab and line end as \u escapes: gnome-keyring's passwordless keyring unescapes \t and \n in a
+# secret whenever it reloads its key file (docs/providers.md), which would change the item under test.
+printf '%s' '{"v":1,"endUserId":"eu-old","clientSessionToken":"old tok\u0009with\u000awhitespace "}' |
     "$kctl" store --schema io.portalhq.PortalKeyring.Session "auth_environment_id=cli-ws-$$" >/dev/null || bad "keyringctl store"
 expect 0 "restore of an item an earlier version stored with whitespace in its token" -- "${wcli[@]}" restore --json --show-token
 [[ $(field "$out" clientSessionToken) == $'old tok\twith\nwhitespace ' ]] && ok "its token comes back byte-exact" || bad "restore: $out"
 "${wcli[@]}" clear >/dev/null
+# A token with a terminal escape (planted in the keyring, or sent by a server): plain output never
+# prints a control character; --json prints it escaped and exact.
+esc_token=$'tok\e]0;pwned\a\e[2J'
+printf 'portal-keyring-session/2 e=%s u=%s g=0e t=1 c=%s' "$(b64 "cli-ws-$$")" "$(b64 eu-esc)" "$(b64 "$esc_token")" |
+    "$kctl" store --schema io.portalhq.PortalKeyring.Session "auth_environment_id=cli-ws-$$" session_generation=0e \
+        persisted_at=1 >/dev/null || bad "keyringctl store of a token with escapes"
+expect 0 "restore --show-token of a token with escape sequences" -- "${wcli[@]}" restore --show-token
+if LC_ALL=C grep -q $'[\x01-\x1f\x7f]' <<<"$out"; then bad "plain --show-token printed control characters: $(printf '%q' "$out")"
+else ok "plain --show-token prints no control character"; fi
+[[ $err == *"control characters"* ]] && ok "stderr says why the token was not printed" || bad "stderr: $err"
+expect 0 "restore --json --show-token of that token" -- "${wcli[@]}" restore --json --show-token
+[[ $(field "$out" clientSessionToken) == "$esc_token" ]] && ok "--json gives it back exact (escaped)" || bad "json: $(printf '%q' "$out")"
+"${wcli[@]}" clear >/dev/null
+
+# The library's cross-process locks (the persist turn on every provider, KeePassXC's delete-prompt
+# lock) live where only this user can create files: with XDG_RUNTIME_DIR unset, under
+# $HOME/.local/state (0700), never /tmp, where another local user could hold them and stall every
+# sign-in or sign-out (docs/security.md, "The prompt lock's place").
+lock_home=$(mktemp -d)
+rm -f /tmp/portal-keyring-prompt.lock /tmp/prompt.lock /tmp/persist-*.lock
+printf 'tok-lock' | env -u XDG_RUNTIME_DIR -u XDG_STATE_HOME HOME="$lock_home" "$ps_bin" --env "cli-lock-$$" persist --end-user-id eu-lock >/dev/null &&
+    env -u XDG_RUNTIME_DIR -u XDG_STATE_HOME HOME="$lock_home" "$ps_bin" --env "cli-lock-$$" clear >/dev/null || bad "persist and clear without XDG_RUNTIME_DIR"
+lock_dir=$lock_home/.local/state/portal-keyring-pending
+in_tmp=$(ls /tmp/portal-keyring-prompt.lock /tmp/prompt.lock /tmp/persist-*.lock 2>/dev/null)
+[[ -z $in_tmp && $(stat -c %a "$lock_dir" 2>/dev/null) == 700 ]] && ls "$lock_dir"/persist-*.lock >/dev/null 2>&1 &&
+    ok "without XDG_RUNTIME_DIR the persist lock is in \$HOME/.local/state (0700), nothing in /tmp" ||
+    bad "persist lock: in /tmp: '$in_tmp'; $(ls -la "$lock_dir" 2>&1 | tr '\n' ' ')"
+if [[ $provider == keepassxc ]]; then
+    [[ -f $lock_dir/prompt.lock ]] && ok "... and so is KeePassXC's delete-prompt lock" || bad "prompt lock: $(ls -la "$lock_dir" 2>&1 | tr '\n' ' ')"
+fi
+rm -rf "$lock_home"
 
 rm -f /tmp/cli-err.$$ /tmp/cli-out.$$ /tmp/cli-pattern.$$
 printf '\ncli/run.sh: %d passed, %d failed\n' "$passed" "$failed"

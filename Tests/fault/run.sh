@@ -6,7 +6,7 @@
 #
 #   Tests/fault/run.sh [--slow] [CONDITION...]
 #
-# CONDITION is a number 1..14 or "session" (the encrypted transfer session) or "fuzz"; default:
+# CONDITION is a number 1..15 or "session" (the encrypted transfer session) or "fuzz"; default:
 # all of them. Each condition runs in its own throwaway keyring (scripts/with-keyring.sh: a
 # private dbus-daemon + gnome-keyring-daemon), started and stopped here. Builds what it needs
 # (swift build, the C programs into build/fault). Output: "ok"/"FAIL" per check and "time" lines
@@ -405,6 +405,14 @@ cond_10() { run_c_condition 10 "token bytes: byte-exact or rejected, never trunc
 cond_13() { run_c_condition 13 "bad input at every entry point" bad-input; }
 cond_14() { run_c_condition 14 "callbacks that re-enter the library" reentry; }
 
+cond_15() {
+    section "15. a slow provider: one restore (read, attributes, delete of an unusable item) is one deadline"
+    local out=$build/c15.out
+    PORTAL_TEST_KEYRINGCTL=$build/keyringctl "$build/slow_provider_test" >"$out" 2>"$out.err"
+    check "slow_provider_test exits 0" [ $? -eq 0 ]
+    absorb "$out"
+}
+
 cond_11() {
     run_c_condition 11 "16 threads, first call at once, 100 rounds each" threads "${PORTAL_FAULT_ROUNDS:-100}"
     section "11. 8 processes, 100 rounds each, one auth environment"
@@ -515,11 +523,11 @@ for arg in "$@"; do
     case $arg in
     --slow) slow=1 ;;
     -h | --help) sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-    [0-9] | 1[0-4] | session | fuzz) conditions+=("$arg") ;;
+    [0-9] | 1[0-5] | session | fuzz) conditions+=("$arg") ;;
     *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
     esac
 done
-((${#conditions[@]})) || conditions=(1 2 3 4 5 6 7 8 9 10 11 12 13 14 session fuzz)
+((${#conditions[@]})) || conditions=(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 session fuzz)
 
 cd "$repo" || exit 2
 # shellcheck source=scripts/deps.sh
@@ -553,6 +561,8 @@ check "build keyringctl" gcc -O1 -Wall -Wextra -Werror -o "$build/keyringctl" "$
 check "build fault_op" gcc -std=c11 -O1 -g -Wall -Wextra -Werror -I"$repo/Include" "$here/fault_op.c" -o "$build/fault_op" "${link[@]}"
 check "build fault_test" gcc -std=c11 -O1 -g -Wall -Wextra -Werror -I"$repo/Include" "$here/fault_test.c" \
     -o "$build/fault_test" -rdynamic -ldl -pthread "${link[@]}"
+check "build slow_provider_test" gcc -std=c11 -O1 -g -Wall -Wextra -Werror -I"$repo/Include" "$here/slow_provider_test.c" \
+    -o "$build/slow_provider_test" -rdynamic -pthread "${link[@]}"
 
 # Runs conditions inside a fresh keyring; adds their counts.
 inside() { # [--no-unlock] CONDITION...

@@ -6,9 +6,9 @@
 // picks one of a few configured redirect URLs; the rest is the URL. Checked for every input,
 // besides "no crash, no trap, no ASan report":
 //  - parsing is deterministic;
-//  - a URL accepted as ours has exactly our redirect URL's scheme and host (both
-//    case-insensitively, RFC 3986 §6.2.2.1) and path (case-sensitively) before its query: a
-//    look-alike is never treated as the app's redirect;
+//  - a URL accepted as ours has, once surrounding whitespace is trimmed, exactly our redirect
+//    URL's scheme and host (both case-insensitively, RFC 3986 §6.2.2.1) and path
+//    (case-sensitively) before its query: a look-alike is never treated as the app's redirect;
 //  - every decoded parameter value is valid UTF-8 (it is a Swift String) and percent-decoding
 //    never produces more bytes than the input.
 #if canImport(Glibc)
@@ -42,6 +42,14 @@ private func caseNormalized(_ url: String) -> String {
     return scheme + "://" + userinfo + host.lowercased() + path
 }
 
+/// The oracle's own trim: Unicode whitespace off both ends.
+private func trimmed(_ text: String) -> String {
+    var scalars = Substring(text).unicodeScalars
+    while let first = scalars.first, first.properties.isWhitespace { scalars.removeFirst() }
+    while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
+    return String(scalars)
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func redirectURLFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data, size > 0 else { return 0 }
@@ -51,7 +59,8 @@ public func redirectURLFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     let second = RedirectQuery(url: url, redirectUrl: redirect)
     if (first == nil) != (second == nil) { violation("nondeterministic acceptance of \(url)") }
     guard let query = first else { return 0 }
-    var ours = base(redirect), theirs = base(url)
+    // Surrounding whitespace is not part of the URL (RedirectQuery trims it, as PortalSwift does).
+    var ours = base(redirect), theirs = base(trimmed(url))
     while ours.hasSuffix("/") && ours.count > 3 { ours.removeLast() }
     while theirs.hasSuffix("/") && theirs.count > 3 { theirs.removeLast() }
     if caseNormalized(ours) != caseNormalized(theirs) {

@@ -35,7 +35,7 @@ for target in session-document redirect-url; do
     printf '== %s: build\n' "$target"
     # shellcheck disable=SC2046
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -g -Onone -module-name PortalKeyring \
-        -I "$repo/Sources/CLibSecret" -I "$repo/Sources/CCurl" \
+        -I "$repo/Sources/CGLib" -I "$repo/Sources/CCurl" \
         $(pkg-config --cflags libsecret-1 libcurl | tr " " "\n" | grep -E "^-I" | sed "s/^/-Xcc /") \
         "${sources[@]}" "$source_file" \
         $(pkg-config --libs libsecret-1 libcurl | tr " " "\n" | grep -E "^-[lL]") -o "$bin" 2>"$out/$target-build.log"; then

@@ -7,6 +7,7 @@
 # Steps, each reported as ok/FAIL (every step runs even after a failure):
 #   1. scripts/deps.sh (Debian packages, swift on PATH); abigail-tools via apt-get when missing;
 #      `make` (release: self-contained libportal-keyring.so, portal-keyring.pc, portal-session);
+#      the README's C and C++ build lines, as written, and its build/make/bin/portal-session path;
 #   2. `make install DESTDIR=<tmp>/stage`: the exact file layout under /usr/local (library with
 #      soname symlinks, headers, .pc, portal-session, Python module, desktop files), then
 #      the example desktop files only with `make install-examples`;
@@ -27,6 +28,7 @@
 #        a session in a private keyring with LD_LIBRARY_PATH=<prefix>/lib only and /opt/swift
 #        hidden (a private mount namespace with an empty tmpfs over it, when unshare works);
 #      - the installed Python module and portal-session restore that session the same way;
+#      - `make install PREFIX=$VIRTUAL_ENV` in an active venv: the venv's python imports the module;
 #   4. ABI: abidiff of the header's ABI against the committed baseline abi/portal-keyring.abi;
 #   5. informational: library size, ldd list, symbol count, dlopen + first-call times against
 #      raw libsecret (Tests/install/load_time.c);
@@ -105,6 +107,42 @@ else
     fail "make failed (log above)"
     printf '\ninstall/run.sh: %d passed, %d FAILED (nothing else can run)\n' "$passed" "$failed"
     exit 1
+fi
+# The README's "C in 20 lines" built with the README's own build line, as written, after `make`
+# (from the checkout's root, where a reader runs it).
+readme_line=$(awk '/^## C in 20 lines$/ {s=1} s && /^`cc app.c/ {gsub(/`/, ""); print; exit}' README.md)
+awk '/^## C in 20 lines$/ {s=1} s && /^```c$/ {g=1; next} g && /^```$/ {exit} g {print}' README.md >app.c
+if [[ -n $readme_line ]] && eval "$readme_line -o build/make/readme-app" >"$log" 2>&1 && [[ -x build/make/readme-app ]]; then
+    pass "README's C build line, as written, after make: $readme_line"
+else
+    sed 's/^/  | /' "$log" | tail -n 5
+    fail "README's C build line does not build after make: ${readme_line:-(not found in README.md)}"
+fi
+rm -f app.c build/make/readme-app
+# The README's C++ build line ("Python and C++"), as written, on the README's C++ snippet put in a
+# function (it is not a whole program); the program checks the library it loaded.
+cpp_line=$(grep -o 'g++ -std=c++17 app.cpp[^`]*' README.md | head -n1)
+{
+    awk '/^## Python and C\+\+$/ {s=1} s && /^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' README.md |
+        sed -n '1p'
+    printf 'static int show_sign_in() { return 1; }\nint app();\nint app() {\n'
+    awk '/^## Python and C\+\+$/ {s=1} s && /^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' README.md |
+        sed '1d'
+    printf '    return 0;\n}\nint main() { return portal_keyring::library_matches_header() ? 0 : 1; }\n'
+} >app.cpp
+if [[ -n $cpp_line ]] && eval "$cpp_line -o build/make/readme-app-cpp" >"$log" 2>&1 && build/make/readme-app-cpp; then
+    pass "README's C++ build line, as written, after make (and the program runs): $cpp_line"
+else
+    sed 's/^/  | /' "$log" | tail -n 5
+    fail "README's C++ build line does not build after make: ${cpp_line:-(not found in README.md)}"
+fi
+rm -f app.cpp build/make/readme-app-cpp
+# The path the README gives for the tool `make` builds.
+cli_path=$(grep -o '`make` builds it at `[^`]*`' README.md | sed 's/.*at `//; s/`$//')
+if [[ -n $cli_path && -x $cli_path ]] && "$cli_path" --version >"$log" 2>&1; then
+    pass "README's portal-session path exists after make and runs: $cli_path ($(cat "$log"))"
+else
+    fail "README's portal-session path after make: '${cli_path:-(not found in README.md)}' is not a working program"
 fi
 has_cli=0
 [[ -f build/make/bin/portal-session ]] && has_cli=1
@@ -423,6 +461,26 @@ if [[ -f python/pyproject.toml ]]; then
         sed 's/^/  | /' "$log" | tail -n 20
         fail "pip wheel ./python failed"
     fi
+fi
+
+section "make install PREFIX=\$VIRTUAL_ENV in an active venv: the Python package is the venv's"
+# README "Python and C++": make install PREFIX=$VIRTUAL_ENV installs the module for the venv's
+# python (the Makefile's PYTHON follows VIRTUAL_ENV), and its library into the venv's lib/.
+mkvenv=$work/make-venv
+if "$system_python" -m venv "$mkvenv" >"$log" 2>&1 &&
+    VIRTUAL_ENV=$mkvenv PATH=$mkvenv/bin:$PATH make install PREFIX="$mkvenv" >>"$log" 2>&1; then
+    found=$(cd "$work" && env -u PYTHONPATH -u PORTAL_KEYRING_LIBRARY -u LD_LIBRARY_PATH "$mkvenv/bin/python" -c \
+        'import portal_keyring as pk; print(pk.__file__); print(pk.library_path)' 2>&1)
+    module=$(sed -n 1p <<<"$found") library=$(sed -n 2p <<<"$found")
+    if [[ $module == "$mkvenv"/lib/python3*/site-packages/portal_keyring/__init__.py &&
+        $library == "$mkvenv"/lib/libportal-keyring.so* ]]; then
+        pass "the venv's python imports portal_keyring from the venv ($module, library $library)"
+    else
+        fail "the venv's python after make install PREFIX=\$VIRTUAL_ENV: $found"
+    fi
+else
+    sed 's/^/  | /' "$log" | tail -n 20
+    fail "python3 -m venv or make install PREFIX=\$VIRTUAL_ENV failed"
 fi
 
 env_id="install-test-$$-$RANDOM"

@@ -5,6 +5,15 @@
     mutants.py show CATALOGUE_DIR NAME            the mutant's fields as shell assignments
     mutants.py apply CATALOGUE_DIR NAME TREE      patch TREE/<file>; exit 3 = STALE (search text
                                                   not found exactly once), with the reason on stderr
+    mutants.py check CATALOGUE_DIR TREE           every mutant still applies to TREE (each hunk's search
+                                                  text found exactly once, in order; no build, seconds):
+                                                  prints each STALE one with the reason, exit 1 if any
+    mutants.py select CATALOGUE_DIR TREE SLICES   the mutants CI runs (`run.sh --changed`): every mutant
+                                                  whose patched file, guarding suites' files or own
+                                                  .mutant file changed since the commit recorded in
+                                                  CATALOGUE_DIR/green (the last full green run), and
+                                                  the rotating slice (HEAD's commit count mod SLICES)
+                                                  of the rest; one name per line, the reasons on stderr
     mutants.py sync SOURCE TREE                   make TREE a copy of SOURCE's working tree (tracked
                                                   and untracked-but-not-ignored files, mtimes kept;
                                                   TREE/.build and TREE/build are left alone)
@@ -102,22 +111,123 @@ def find(directory, name):
     raise SystemExit(f"no mutant named {name!r} (see --list)")
 
 
-def apply(mutant, tree):
+def patched(mutant, tree):
+    """The mutant's file in TREE with every hunk applied, or (None, reason) when it is STALE."""
     target = os.path.join(tree, mutant["file"])
     try:
         with open(target, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
-        print(f"{mutant['file']} does not exist", file=sys.stderr)
-        return 3
+        return None, f"{mutant['file']} does not exist"
     for number, (search, replace) in enumerate(mutant["hunks"], 1):
         found = text.count(search)
         if found != 1:
-            print(f"hunk {number}: search text found {found} times in {mutant['file']} (expected once)", file=sys.stderr)
-            return 3
+            return None, f"hunk {number}: search text found {found} times in {mutant['file']} (expected once)"
         text = text.replace(search, replace)
-    with open(target, "w", encoding="utf-8") as f:
+    return text, None
+
+
+def apply(mutant, tree):
+    text, reason = patched(mutant, tree)
+    if text is None:
+        print(reason, file=sys.stderr)
+        return 3
+    with open(os.path.join(tree, mutant["file"]), "w", encoding="utf-8") as f:
         f.write(text)
+    return 0
+
+
+def check(directory, tree):
+    stale = 0
+    mutants = catalogue(directory)
+    for mutant in mutants:
+        text, reason = patched(mutant, tree)
+        if text is None:
+            stale += 1
+            print(f"STALE {mutant['name']} ({os.path.relpath(mutant['path'], tree)}): {reason}")
+    print(f"mutants: {len(mutants) - stale} of {len(mutants)} apply" + (f", {stale} STALE" if stale else ""))
+    return 1 if stale else 0
+
+
+# Files every suite depends on: a change to one of them can change any suite's verdict.
+HARNESS = ("scripts/with-keyring.sh", "scripts/with-portal-api.sh", "scripts/keyring-providers.sh",
+           "scripts/keyring-restart.sh", "Tests/portal-api/", "Package.swift", "Include/")
+
+
+def suite_files(suite, tree):
+    """The files (or folder prefixes ending in /) whose change may change what SUITE reports."""
+    kind, _, arg = suite.partition(" ")
+    if kind in ("swift", "swift-on"):
+        name = arg.split(" ", 1)[1] if kind == "swift-on" else arg
+        first = name.split("/")[0].split(".")[0]
+        folder = os.path.join(tree, "Tests/PortalKeyringTests")
+        found = []
+        for entry in sorted(os.listdir(folder)):
+            with open(os.path.join(folder, entry), encoding="utf-8", errors="replace") as f:
+                if first and first in f.read():
+                    found.append("Tests/PortalKeyringTests/" + entry)
+        # The test support files (stores, helpers) are shared by every suite.
+        return (found or ["Tests/PortalKeyringTests/"]) + ["Tests/PortalKeyringTests/InMemoryStorage.swift"]
+    if kind in ("c", "c-on"):
+        program = arg.split(" ")[-1]
+        return [f"Tests/c/{program}.c", "Tests/providers/provider_test.h", "Tests/c/run.sh"]
+    if kind == "provider":
+        return ["Tests/providers/"]
+    if kind == "pytest":
+        node = arg.split("::")[0]
+        return [f"Tests/python/{node}", "Tests/python/conftest.py", "python/"]
+    if kind == "script":
+        return [arg, os.path.dirname(arg) + "/"]
+    if kind == "fault":
+        return ["Tests/fault/"]
+    return [""]  # unknown kind: every change counts
+
+
+def changed_files(tree, since):
+    """Files changed between SINCE and the working tree (committed or not), or None when SINCE is
+    not a commit of this clone (then everything counts as changed)."""
+    git = ["git", "-C", tree]
+    if subprocess.run(git + ["cat-file", "-e", since + "^{commit}"], capture_output=True).returncode != 0:
+        return None
+    committed = subprocess.run(git + ["diff", "--name-only", since], check=True, capture_output=True, text=True).stdout
+    untracked = subprocess.run(git + ["ls-files", "-o", "--exclude-standard"], check=True, capture_output=True, text=True).stdout
+    return {line for line in (committed + untracked).splitlines() if line}
+
+
+def touches(files, wanted):
+    return any(f == w or (w.endswith("/") and f.startswith(w)) or w == "" for f in files for w in wanted)
+
+
+def select(directory, tree, slices):
+    mutants = catalogue(directory)
+    record = os.path.join(directory, "green")
+    since = None
+    if os.path.exists(record):
+        with open(record, encoding="utf-8") as f:
+            words = f.read().split()
+            since = words[0] if words else None
+    changed = changed_files(tree, since) if since else None
+    count = subprocess.run(["git", "-C", tree, "rev-list", "--count", "HEAD"], capture_output=True, text=True).stdout.strip()
+    turn = int(count) % slices if count.isdigit() else 0
+    chosen, why = [], {"changed": 0, "slice": 0, "no record": 0}
+    for index, mutant in enumerate(sorted(mutants, key=lambda m: m["name"])):
+        if changed is None:
+            reason = "no record"
+        else:
+            own = [mutant["file"], os.path.relpath(mutant["path"], tree)]
+            wanted = own + list(HARNESS) + [f for s in mutant["suite"] for f in suite_files(s, tree)]
+            reason = "changed" if touches(changed, wanted) else ("slice" if index % slices == turn else None)
+        if reason:
+            chosen.append(mutant["name"])
+            why[reason] += 1
+    since_text = since or "none recorded"
+    if since and changed is None:
+        since_text += " (not in this clone: all)"
+    print(f"mutants: {len(chosen)} of {len(mutants)} selected — {why['changed']} guard a change since the green commit "
+          f"{since_text}, {why['slice']} are slice {turn + 1}/{slices} of the rest"
+          + (f", {why['no record']} because there is no usable record" if why["no record"] else ""), file=sys.stderr)
+    for name in chosen:
+        print(name)
     return 0
 
 
@@ -169,6 +279,10 @@ def main(argv):
         return 0
     if len(argv) == 5 and argv[1] == "apply":
         return apply(find(argv[2], argv[3]), argv[4])
+    if len(argv) == 5 and argv[1] == "select":
+        return select(argv[2], argv[3], max(int(argv[4]), 1))
+    if len(argv) == 4 and argv[1] == "check":
+        return check(argv[2], argv[3])
     if len(argv) == 4 and argv[1] == "sync":
         return sync(argv[2], argv[3])
     print(__doc__, file=sys.stderr)

@@ -4,6 +4,11 @@
 #
 #   Tests/mutants/run.sh                   every mutant
 #   Tests/mutants/run.sh --only NAME ...   some of them (repeatable; NAME,NAME also works)
+#   Tests/mutants/run.sh --changed [--slices N]
+#                                          what CI runs: every mutant guarding a file changed since
+#                                          the commit in Tests/mutants/green (the last full green
+#                                          run), and slice (HEAD's commit count mod N, default 4)
+#                                          of the rest (`mutants.py select`)
 #   Tests/mutants/run.sh --list            the catalogue: name, file, promise, guarding suites
 #   Tests/mutants/run.sh --no-baseline     skip the check that every guarding suite passes unmutated
 #   make mutants                           the same as the first line
@@ -20,6 +25,8 @@
 #      in order under a hard timeout until one fails (killed) or all pass (SURVIVED), and puts
 #      the original file back;
 #   3. prints the table: mutant | promise | result | seconds.
+#   4. a full run (no --only, no --changed) in which every mutant was killed records HEAD's commit
+#      in Tests/mutants/green of the working tree: commit that file with the change.
 # Suite kinds (a mutant's `suite:` lines):
 #   swift FILTER     swift test --skip-build --filter FILTER, inside scripts/with-keyring.sh and
 #                    scripts/with-portal-api.sh (must run at least one test)
@@ -48,6 +55,8 @@ export PORTAL_FAULT_TIMEOUT=${PORTAL_FAULT_TIMEOUT:-60}
 
 only=()
 baseline=1
+changed=0
+slices=${PORTAL_MUTANTS_SLICES:-4}
 while (($#)); do
     case $1 in
     --list)
@@ -61,14 +70,22 @@ while (($#)); do
         shift
         ;;
     --no-baseline) baseline=0 ;;
+    --changed) changed=1 ;;
+    --slices) slices=${2:-}; shift ;;
     -h | --help) sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
 
+# The commit the run proves (taken now: the working tree may move on while it runs).
+start_head=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)
 catalogue=$(python3 "$tool" list "$here") || exit 2
 mapfile -t all < <(cut -f1 <<<"$catalogue")
+if ((changed)); then
+    mapfile -t only < <(python3 "$tool" select "$here" "$repo" "$slices") || exit 2
+    ((${#only[@]})) || { echo "mutants: nothing selected"; exit 0; }
+fi
 if ((${#only[@]})); then
     for name in "${only[@]}"; do
         grep -qxF -- "$name" < <(printf '%s\n' "${all[@]}") || { echo "run.sh: no mutant named $name (see --list)" >&2; exit 2; }
@@ -318,4 +335,9 @@ for row in "${rows[@]}"; do
 done | tee "$scratch/build/mutants/table.md"
 printf '\nmutants: %d run in %d s (%d min %d s); %s\n' "${#rows[@]}" "$total" $((total / 60)) $((total % 60)) \
     "$( ((bad)) && echo 'NOT ALL KILLED' || echo 'all killed')"
+if ((!bad && !changed && ${#selected[@]} == ${#all[@]})); then
+    head=$start_head
+    { echo "$head"; sed -n '2,$p' "$here/green"; } >"$here/green.new" && mv "$here/green.new" "$here/green"
+    echo "mutants: the whole catalogue is green at $head (recorded in Tests/mutants/green: commit it)"
+fi
 exit $bad

@@ -73,18 +73,28 @@ Client-auth routes are ``/api/v3/auth/*``.  They require the header
     the name in this project's brief, ``allowedAuthMethods`` the one PortalSwift decodes).
     Configurable with ``/_admin/config``.
 
-``POST /api/v3/auth/magic-links`` ``{email, redirectUrl, fromEmail?, templateId?, isAccountAbstracted?}``
-    Finds or creates the end user for ``email`` (case-insensitive), creates a single-use
-    magic-link grant and "emails" ``redirectUrl?token=<grant>&authMethod=EMAIL_MAGIC_LINK``
-    (recorded, see ``GET /_admin/magic-links``).  200 ``{"data": {}}``.
-    400 when ``email``/``redirectUrl`` is missing or EMAIL_MAGIC_LINK is not an allowed method;
-    401 when ``allowedRedirectUrls`` is configured and does not contain ``redirectUrl``.
+``POST /api/v3/auth/magic-links`` ``{email, redirectUrl, fromEmail, templateId, isAccountAbstracted?}``
+    Finds or creates the end user for ``email``, creates a single-use magic-link grant and
+    "emails" ``redirectUrl?token=<grant>&authMethod=EMAIL_MAGIC_LINK`` (recorded, see
+    ``GET /_admin/magic-links``).  200 with the body the config key ``magicLinkResponse`` picks:
+    ``"data"`` (default, ``{"data": {}}``), ``"empty"`` (no body), ``"object"`` (``{}``) or
+    ``"html"`` (an HTML page): the SDKs never read it.
+    400 ``{"error": "<field> is required"}`` when ``email``, ``redirectUrl``, ``fromEmail`` or
+    ``templateId`` is missing or blank (the backend requires all four); 400 when ``email`` is not
+    lower case (the backend does not fold case) or EMAIL_MAGIC_LINK is not an allowed method;
+    400 ``{"error": ...}`` for ``isAccountAbstracted: true`` while the config key
+    ``accountAbstractionAvailable`` is false, and for a non-boolean ``isAccountAbstracted``;
+    401 when ``allowedRedirectUrls`` is configured and does not contain ``redirectUrl`` (exact
+    string comparison: no case folding, trimming or trailing-slash normalisation).
 
 ``POST /api/v3/auth/magic-links/validations`` ``{token}``
 ``POST /api/v3/auth/oauth/tokens`` ``{token}``
     Grant exchange.  200 ``{"data": {"endUserId", "clientId", "clientSessionToken",
     "isAccountAbstracted"}}``; for a grant whose end user must pass TOTP
-    200 ``{"data": {"endUserId", "clientId", "userJwt", "totpLink"?, "isAccountAbstracted"}}``.
+    200 ``{"data": {"clientId", "userJwt", "totpLink"?, "isAccountAbstracted"}}``: **no
+    ``endUserId``** (the reference SDK allows the backend to omit it on this step and reads the
+    end user from the JWT; the strict choice keeps clients honest).  The config key
+    ``totpStepEndUserId`` (default false) adds it, for tests of a backend that sends it.
     ``totpLink`` (``otpauth://totp/...?secret=BASE32...``) is included until the end user has
     completed one TOTP validation (first-time enrolment), then omitted.
     Grants are **single-use**: a second use -> **401** ``{}``.  Unknown, expired
@@ -92,29 +102,67 @@ Client-auth routes are ``/api/v3/auth/*``.  They require the header
     route and vice versa) -> 401 ``{}``; a wrong-kind attempt does not consume the grant.
     Missing ``token`` -> 400.
 
-``GET /api/v3/auth/oauth/urls?redirectUrl=...[&provider=GOOGLE|APPLE][&isAccountAbstracted=...]``
-    200 ``{"data": {"google": url, "apple": url}}`` with a key per enabled provider (only the
-    requested one with ``provider``, then also ``"url"``).  The URLs point at
-    ``/_admin/oauth/authorize`` on this server and share one single-use ``state``.  Opening one
-    (a browser, or ``GET`` without following redirects) answers 302 to
+``GET /api/v3/auth/oauth/urls?redirectUrl=...[&isAccountAbstracted=true|false]``
+    200 ``{"data": {"google": url, "apple": url}}`` with a key per enabled provider only: a
+    provider that is not enabled is absent (200 ``{"data": {}}`` when none is).  The URLs point
+    at ``/_admin/oauth/authorize`` on this server and share one single-use ``state``.  Opening
+    one (a browser, or ``GET`` without following redirects) answers 302 to
     ``redirectUrl?token=<grant>&login_type=GOOGLE|APPLE``; ``POST /_admin/grants`` with
     ``{"kind": "oauth", "state": ...}`` does the same without the redirect.
-    400 without ``redirectUrl`` or for a disabled/unknown provider; 401 for a redirect URL not in
-    ``allowedRedirectUrls``.
+    400 ``{"error": ...}`` without ``redirectUrl``, for any other query parameter (``provider``
+    among them: the SDKs never send one), for ``isAccountAbstracted`` other than ``true`` /
+    ``false``, and for ``true`` while ``accountAbstractionAvailable`` is false.  401 for a
+    redirect URL not allowed by ``allowedRedirectUrls``: byte-exact, on the query value as sent,
+    which must be the SDKs' form encoding (Java ``URLEncoder``, space as ``%20``: ``A-Z a-z 0-9
+    - _ . *`` kept, every other byte ``%XX`` upper case) of an allowed URL.
 
 ``POST /api/v3/auth/totps/validations`` ``{code}`` with ``Authorization: Bearer <userJwt>``
-    200 ``{"data": {"endUserId", "clientId", "clientSessionToken", "isAccountAbstracted"}}``.
+    200 ``{"data": {"clientId", "clientSessionToken", "isAccountAbstracted"}}``: **no
+    ``endUserId``**, as the backend answers (clients read the JWT's ``endUserId`` claim).
     The user JWT is an HS256 JWT (server-random key) with claims ``iss, sub, endUserId,
     clientId, authEnvironmentId, scope="totp", iat, exp, jti``; it expires after
     ``userJwtTtlSeconds`` (600 s) and is single-use.  The code is a real RFC 6238 TOTP (SHA-1,
     6 digits, 30 s, +/- one step) over the secret in ``totpLink``; ``GET /_admin/totp`` tells
     the current code, and ``staticTotpCode`` in the config adds a fixed accepted code.
-    Wrong code -> **400** ``{"error", "code": "INVALID_TOTP_CODE"}`` and the JWT stays usable,
-    up to ``totpMaxAttempts`` (5) wrong codes, after which the JWT is dead.  Missing, invalid,
-    expired, used or exhausted JWT -> 401 ``{}``.  Missing ``code`` -> 400.
+    The code is compared exactly as sent (a JSON string; no trimming).  Wrong code -> **401**
+    ``{}``, the backend's bare 401 (the reference SDK's fixture), indistinguishable from a dead
+    JWT; the JWT stays usable for another code, up to ``totpMaxAttempts`` (5) wrong codes, after
+    which it is dead.  Missing, invalid, expired, used or exhausted JWT -> 401 ``{}``.
+
+    Leniencies that stay on this route and the grant exchanges, each for a reason:
+
+    * a missing or non-string ``code`` -> 400 ``{"error", "code": "MISSING_FIELD"}``: what the
+      backend answers is unconfirmed, and no client of this project sends one (the library
+      checks the code is 1-16 digits before any request), so a distinct answer only helps debug
+      the fake itself;
+    * ``totpMaxAttempts``: the attempt limit is unconfirmed (the reference says only that the
+      user may retry with the same JWT); a limit makes the "restart the sign-in" path testable,
+      and 5 is above what any test here types by mistake;
+    * ``staticTotpCode``: a fixed extra accepted code, off by default, for demos that cannot read
+      ``GET /_admin/totp``; never used by the strictness tests;
+    * ``totpStepEndUserId`` (above), off by default.
 
 Rate limiting: a route over its limit answers **429** ``{"error", "code": "RATE_LIMITED"}``
-with ``Retry-After`` (seconds).  Requests answered 429 do not count against the window.
+without ``Retry-After`` (the backend sends none), unless the limit was installed with
+``retryAfterSeconds``.  Requests answered 429 do not count against the window.
+
+Every request's ``X-Portal-Trace-Id`` header is recorded (``traceId`` in ``/_admin/stats``) but
+not required.
+
+Leniencies kept on purpose (each differs from the strictest reading of the backend):
+
+* ``GET /api/v3/auth/methods`` answers both ``allowedMethods`` and ``allowedAuthMethods``: older
+  clients of this project read the first name; PortalSwift reads the second.
+* A missing ``X-Portal-Trace-Id`` or ``Content-Type`` is accepted: no stored source says the
+  backend refuses either, and the tests check the trace id through the stats instead.
+* Unknown JSON fields in request bodies are ignored: what the backend does with them is
+  unconfirmed, and refusing them would test a guess.
+* ``GET /api/v3/clients/me`` does not require the auth-environment header by default (see below):
+  it is not a client-auth route.
+* ``allowedRedirectUrls`` is null (any redirect URL) until a test sets it: the suites use many
+  redirect URLs; the allow-list itself, when set, is byte-exact.
+* An ``email`` is not checked beyond being lower case and non-blank: the backend's address rules
+  are unconfirmed, and the client's own check is tested on the client.
 
 Unknown paths -> 404; a known path with another method -> 405 with ``Allow``.
 
@@ -156,6 +204,8 @@ are not counted in the stats and are never subject to faults or rate limits.
 ``POST /_admin/end-users`` ``{endUserId?, email?, clientId?, totpRequired?}`` -> creates or
     updates an end user; ``GET /_admin/end-users`` lists them.
 ``GET /_admin/totp?endUserId=...`` -> ``{"code", "secret", "period", "secondsRemaining"}``.
+    (The TOTP step's answer names no end user: take it from the grant, ``POST /_admin/grants``,
+    or from the user JWT's ``endUserId`` claim.)
 ``POST /_admin/faults`` ``{route: "/api/v3/clients/me" | "/api/v3/auth/*" | "*", method?,
     status?: 500, delayMs?: N, reset?: true, count?: N, when?: "before"|"after", body?,
     retryAfterSeconds?}`` -> ``{"id", ...}``.
@@ -167,21 +217,24 @@ are not counted in the stats and are never subject to faults or rate limits.
     ``"after"`` processes it first (a grant is consumed, a session slides) and then replaces the
     response: "the response was lost".  Only the oldest matching fault applies to a request.
     A route ending in ``*`` is a prefix match; ``*`` matches every non-admin path.
+    A fault sends ``Retry-After`` only when given ``retryAfterSeconds``.
 ``GET /_admin/faults`` lists them; ``DELETE /_admin/faults`` clears all (``?id=`` one).
 ``POST /_admin/rate-limits`` ``{route, method?, limit, windowSeconds, retryAfterSeconds?}``;
     ``GET`` lists, ``DELETE`` clears.  Sliding window on the server clock.
 ``GET /_admin/config`` / ``POST /_admin/config`` ``{key: value, ...}``: ``allowedMethods``,
     ``autoCreateWallet``, ``authEnvironmentId``, ``idleTimeoutSeconds``, ``maxLifetimeSeconds``,
-    ``grantTtlSeconds``, ``userJwtTtlSeconds``, ``totpMaxAttempts``, ``staticTotpCode``,
+    ``grantTtlSeconds``, ``userJwtTtlSeconds``, ``totpMaxAttempts``, ``staticTotpCode``, ``totpStepEndUserId``,
     ``allowedRedirectUrls`` (null = any), ``requireAuthEnvironmentOnClientsMe``,
-    ``defaultRedirectUrl``, ``isAccountAbstracted``.
+    ``defaultRedirectUrl``, ``isAccountAbstracted``, ``accountAbstractionAvailable`` (default
+    true), ``magicLinkResponse`` (``data``/``empty``/``object``/``html``).
 ``GET /_admin/stats[?last=N]`` -> ``{"totalRequests", "routes": {path: {"requests",
     "withBearer", "withAuthorization", "statuses": {"200": n}, "methods": {"GET": n},
     "resets"}}, "recent": [{"seq", "time", "method", "path", "status", "authorization",
-    "bearer", "authEnvironmentHeader", "sessionId", "fault", "durationMs"}], "historySize"}``.
+    "bearer", "authEnvironmentHeader", "traceId", "sessionId", "fault", "durationMs"}],
+    "historySize"}``.  ``traceId`` is the request's ``X-Portal-Trace-Id`` (not a secret), or null.
     ``status`` is null for a reset connection.  ``sessionId`` names the server-side session a
     bearer matched (not the token).  Unknown paths are counted under ``"(unmatched)"``.  No
-    token, header value, query string or body ever appears.  ``DELETE /_admin/stats`` clears.
+    token, other header value, query string or body ever appears.  ``DELETE /_admin/stats`` clears.
 ``GET /_admin/magic-links`` -> ``{"links": [{"email", "redirectUrl", "link", "endUserId",
     "sentAt", "fromEmail", "templateId"}]}`` (newest last, up to 100).  ``link`` is the URL the
     demo "clicks"; it contains the grant.
@@ -213,6 +266,9 @@ API_PREFIX = "/api/v3"
 AUTH_PREFIX = "/api/v3/auth/"
 ADMIN_PREFIX = "/_admin"
 ENV_HEADER = "x-portal-auth-environment-id"
+TRACE_HEADER = "X-Portal-Trace-Id"
+OAUTH_URL_PARAMETERS = ("redirectUrl", "isAccountAbstracted")
+MAGIC_LINK_RESPONSES = ("data", "empty", "object", "html")
 
 ALL_METHODS = ("EMAIL_MAGIC_LINK", "GOOGLE", "APPLE")
 PROVIDERS = ("GOOGLE", "APPLE")
@@ -325,7 +381,21 @@ class Response:
                           separators=(",", ":")).encode("utf-8")
 
 
+class RawResponse(Response):
+    """A response whose body is given as bytes (the non-JSON magic-link answers)."""
+
+    def __init__(self, status, raw, content_type):
+        super().__init__(status)
+        self.raw = raw
+        self.content_type = content_type
+
+    def body(self):
+        return self.raw
+
+
 class Request:
+    raw_query = ""
+
     def __init__(self, method, path, query, headers, body, client_ip):
         self.method = method
         self.path = path
@@ -379,6 +449,22 @@ def optional_bool(body, name, default=None):
     raise ApiError(400, "%s must be a boolean" % name, "INVALID_FIELD")
 
 
+def sdk_form_encode(value):
+    """The query encoding the Portal SDKs send (Java ``URLEncoder``, space as ``%20``)."""
+    keep = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.*"
+    return "".join(chr(b) if b in keep else "%%%02X" % b for b in value.encode("utf-8"))
+
+
+def raw_query_value(query, name):
+    """The last ``name=`` value of a query string exactly as sent (not decoded), or None."""
+    found = None
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if urllib.parse.unquote_plus(key) == name:
+            found = value
+    return found
+
+
 def parse_bool_text(text):
     return text is not None and text.strip().lower() in ("1", "true", "yes", "on")
 
@@ -401,10 +487,13 @@ class App:
         "userJwtTtlSeconds": (int, float),
         "totpMaxAttempts": int,
         "staticTotpCode": (str, type(None)),
+        "totpStepEndUserId": bool,
         "allowedRedirectUrls": (list, type(None)),
         "requireAuthEnvironmentOnClientsMe": bool,
         "defaultRedirectUrl": str,
         "isAccountAbstracted": bool,
+        "accountAbstractionAvailable": bool,
+        "magicLinkResponse": str,
     }
 
     def __init__(self, auth_environment_id=None, rate_limits=(), history=200, quiet=False,
@@ -434,10 +523,13 @@ class App:
                 "userJwtTtlSeconds": 600,
                 "totpMaxAttempts": 5,
                 "staticTotpCode": None,
+                "totpStepEndUserId": False,
                 "allowedRedirectUrls": None,
                 "requireAuthEnvironmentOnClientsMe": False,
                 "defaultRedirectUrl": "portalkeyring://auth/callback",
                 "isAccountAbstracted": False,
+                "accountAbstractionAvailable": True,
+                "magicLinkResponse": "data",
             }
             self.jwt_key = secrets.token_bytes(32)
             self.users = {}
@@ -709,8 +801,11 @@ class App:
                 retry = max(retry or 0, max(1, int(math.ceil(wait))))
                 rl["rejected"] += 1
         if retry is not None:
-            raise ApiError(429, "Too many requests", "RATE_LIMITED",
-                           [("Retry-After", str(retry))])
+            # Like the backend: no Retry-After unless the limit was given one explicitly.
+            explicit = [rl["retryAfterSeconds"] for rl in matching
+                        if rl["retryAfterSeconds"] is not None and len(rl["hits"]) >= rl["limit"]]
+            headers = [("Retry-After", str(max(explicit)))] if explicit else []
+            raise ApiError(429, "Too many requests", "RATE_LIMITED", headers)
         for rl in matching:
             rl["hits"].append(now)
 
@@ -752,6 +847,7 @@ class App:
                 "authorization": bool(auth_values),
                 "bearer": token is not None,
                 "authEnvironmentHeader": req.env_header() is not None,
+                "traceId": req.headers.get(TRACE_HEADER),
                 "sessionId": session_id,
                 "fault": fault_kind,
                 "durationMs": round(duration_ms, 3),
@@ -802,10 +898,21 @@ class App:
         if expected is not None and value != expected:
             raise unauthorized()
 
-    def _check_redirect_allowed(self, redirect_url):
+    def _check_redirect_allowed(self, redirect_url, raw_query_value=None):
+        """Byte-exact: ``redirect_url`` must be an allowed URL as written (JSON bodies); a query
+        value must also have been sent in the SDKs' form encoding of it (``raw_query_value``)."""
         allowed = self.config["allowedRedirectUrls"]
-        if allowed is not None and redirect_url not in allowed:
+        if allowed is None:
+            return
+        if redirect_url not in allowed:
             raise unauthorized()
+        if raw_query_value is not None and raw_query_value != sdk_form_encode(redirect_url):
+            raise unauthorized()
+
+    def _check_account_abstraction(self, requested):
+        if requested is True and not self.config["accountAbstractionAvailable"]:
+            raise ApiError(400, "Account abstraction is not enabled for this environment",
+                           "ACCOUNT_ABSTRACTION_UNAVAILABLE")
 
     # ---- API handlers -----------------------------------------------------------------------
 
@@ -843,9 +950,14 @@ class App:
         body = req.json_object()
         email = require_string(body, "email")
         redirect_url = require_string(body, "redirectUrl")
+        from_email = require_string(body, "fromEmail")
+        template_id = require_string(body, "templateId")
+        if email != email.lower():
+            raise ApiError(400, "email must be lower case", "INVALID_FIELD")
         is_aa = optional_bool(body, "isAccountAbstracted")
         if "EMAIL_MAGIC_LINK" not in self.config["allowedMethods"]:
             raise ApiError(400, "Email magic links are not enabled", "METHOD_DISABLED")
+        self._check_account_abstraction(is_aa)
         self._check_redirect_allowed(redirect_url)
         user = self._get_or_create_user(email=email)
         grant = self._new_grant("magic_link", user, user["totpRequired"], redirect_url,
@@ -857,9 +969,17 @@ class App:
             "link": link,
             "endUserId": user["endUserId"],
             "sentAt": self.now(),
-            "fromEmail": body.get("fromEmail"),
-            "templateId": body.get("templateId"),
+            "fromEmail": from_email,
+            "templateId": template_id,
+            "isAccountAbstracted": is_aa,
         })
+        kind = self.config["magicLinkResponse"]
+        if kind == "empty":
+            return RawResponse(200, b"", "application/json")
+        if kind == "object":
+            return Response(200, {})
+        if kind == "html":
+            return RawResponse(200, b"<!doctype html><html><body>sent</body></html>", "text/html")
         return Response.data({})
 
     def _exchange(self, req, kind):
@@ -878,6 +998,8 @@ class App:
         data = {"endUserId": user["endUserId"], "clientId": user["clientId"],
                 "isAccountAbstracted": is_aa}
         if grant["totpRequired"]:
+            if not self.config["totpStepEndUserId"]:
+                del data["endUserId"]
             data["userJwt"] = self._issue_user_jwt(user)
             if not user["totpEnrolled"]:
                 data["totpLink"] = self._totp_link(user)
@@ -892,20 +1014,18 @@ class App:
         return self._exchange(req, "oauth")
 
     def api_oauth_urls(self, req):
+        unknown = sorted(set(req.query) - set(OAUTH_URL_PARAMETERS))
+        if unknown:
+            raise ApiError(400, "Unknown query parameter: %s" % unknown[0], "INVALID_FIELD")
         redirect_url = req.query_value("redirectUrl")
         if redirect_url is None or not redirect_url.strip():
             raise ApiError(400, "redirectUrl is required", "MISSING_FIELD")
-        enabled = [p for p in PROVIDERS if p in self.config["allowedMethods"]]
-        provider = req.query_value("provider")
-        if provider is not None:
-            provider = provider.strip().upper()
-            if provider not in PROVIDERS or provider not in enabled:
-                raise ApiError(400, "Provider is not enabled", "PROVIDER_DISABLED")
-            enabled = [provider]
-        if not enabled:
-            raise ApiError(400, "No OAuth provider is enabled", "PROVIDER_DISABLED")
-        self._check_redirect_allowed(redirect_url)
         is_aa = req.query_value("isAccountAbstracted")
+        if is_aa is not None and is_aa not in ("true", "false"):
+            raise ApiError(400, "isAccountAbstracted must be true or false", "INVALID_FIELD")
+        self._check_account_abstraction(is_aa == "true")
+        enabled = [p for p in PROVIDERS if p in self.config["allowedMethods"]]
+        self._check_redirect_allowed(redirect_url, raw_query_value(req.raw_query, "redirectUrl"))
         state = secrets.token_urlsafe(16)
         self.oauth_states[state] = {
             "redirectUrl": redirect_url,
@@ -919,8 +1039,6 @@ class App:
             data[p.lower()] = "%s%s/oauth/authorize?%s" % (
                 self.base_url, ADMIN_PREFIX,
                 urllib.parse.urlencode({"state": state, "provider": p.lower()}))
-        if provider is not None:
-            data["url"] = data[provider.lower()]
         return Response.data(data)
 
     def api_totp_validations(self, req):
@@ -936,24 +1054,21 @@ class App:
             raise unauthorized()
         body = req.json_object()
         code = body.get("code")
-        if isinstance(code, int) and not isinstance(code, bool):
-            code = "%0*d" % (TOTP_DIGITS, code)
-        if not isinstance(code, str) or not code.strip():
+        if not isinstance(code, str) or not code:
             raise ApiError(400, "code is required", "MISSING_FIELD")
         user = self.users[record["endUserId"]]
         accepted = {totp_code(user["totpSecret"], now, step) for step in (-1, 0, 1)}
         if self.config["staticTotpCode"]:
             accepted.add(self.config["staticTotpCode"])
-        if code.strip() not in accepted:
+        if code not in accepted:
             record["attempts"] += 1
             if record["attempts"] >= self.config["totpMaxAttempts"]:
                 record["dead"] = True
-            raise ApiError(400, "Invalid TOTP code", "INVALID_TOTP_CODE")
+            raise unauthorized()
         record["used"] = True
         user["totpEnrolled"] = True
         s = self._issue_session(user)
-        return Response.data({"endUserId": user["endUserId"], "clientId": user["clientId"],
-                              "clientSessionToken": s["token"],
+        return Response.data({"clientId": user["clientId"], "clientSessionToken": s["token"],
                               "isAccountAbstracted": self.config["isAccountAbstracted"]})
 
     # ---- admin handlers ---------------------------------------------------------------------
@@ -1237,6 +1352,9 @@ class App:
             if key in ("allowedMethods", "allowedRedirectUrls") and value is not None:
                 if not all(isinstance(v, str) for v in value):
                     raise ApiError(400, "%s must be a list of strings" % key, "INVALID_FIELD")
+            if key == "magicLinkResponse" and value not in MAGIC_LINK_RESPONSES:
+                raise ApiError(400, "magicLinkResponse must be one of %s" % ", ".join(MAGIC_LINK_RESPONSES),
+                               "INVALID_FIELD")
         self.config.update(body)
         return Response.data(dict(self.config))
 
@@ -1402,7 +1520,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(resp.status)
             for name, value in resp.headers:
                 self.send_header(name, value)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Type", getattr(resp, "content_type", "application/json; charset=utf-8"))
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             if self.close_connection:
@@ -1435,8 +1553,6 @@ class Handler(BaseHTTPRequestHandler):
         headers = []
         if fault.get("retryAfterSeconds") is not None:
             headers.append(("Retry-After", str(fault["retryAfterSeconds"])))
-        elif status in (429, 503):
-            headers.append(("Retry-After", "1"))
         if status == 401:
             return Response(401, {}, [("WWW-Authenticate", "Bearer")] + headers)
         payload = fault["body"] if fault["body"] is not None else {
@@ -1452,6 +1568,7 @@ class Handler(BaseHTTPRequestHandler):
         path = split.path or "/"
         req = Request(self.command, path, urllib.parse.parse_qs(split.query, keep_blank_values=True),
                       self.headers, b"", self.client_address[0])
+        req.raw_query = split.query
         is_admin = path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
         route_key = "(admin)" if is_admin else app.api_route_key(path)
 

@@ -97,7 +97,10 @@ class Reply:
         self.status = status
         self.headers = headers
         self.raw = raw
-        self.json = json.loads(raw.decode("utf-8")) if raw else None
+        try:
+            self.json = json.loads(raw.decode("utf-8")) if raw else None
+        except ValueError:
+            self.json = None  # the HTML magic-link answer
 
     @property
     def data(self):
@@ -363,7 +366,7 @@ class GrantTests(FakePortalTestCase):
 
     def test_magic_link_flow(self):
         reply = self.call("POST", "/api/v3/auth/magic-links",
-                          {"email": "Ada@example.com", "redirectUrl": "myapp://auth?x=1",
+                          {"email": "ada@example.com", "redirectUrl": "myapp://auth?x=1",
                            "fromEmail": "a@b.c", "templateId": "t"})
         self.assertEqual(reply.status, 200)
         self.assertEqual(reply.json, {"data": {}})
@@ -379,7 +382,7 @@ class GrantTests(FakePortalTestCase):
         self.assertEqual(done.data["endUserId"], links[0]["endUserId"])
         # Same email, same end user.
         self.call("POST", "/api/v3/auth/magic-links",
-                  {"email": "ada@EXAMPLE.com", "redirectUrl": "myapp://auth"})
+                  {"email": "ada@example.com", "redirectUrl": "myapp://auth", "fromEmail": "login@example.com", "templateId": "tpl-1"})
         self.assertEqual(self.admin("GET", "/_admin/magic-links")["links"][1]["endUserId"],
                          links[0]["endUserId"])
         self.assertEqual(self.call("POST", "/api/v3/auth/magic-links", {"email": "a@b.c"}).status, 400)
@@ -408,11 +411,20 @@ class GrantTests(FakePortalTestCase):
         state = urllib.parse.parse_qs(apple.query)["state"][0]
         self.admin("POST", "/_admin/grants", {"kind": "oauth", "state": state}, expect=400)
 
-    def test_oauth_single_provider_and_disabled(self):
-        reply = self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=x%3A%2F%2Fy&provider=APPLE")
-        self.assertEqual(set(reply.data), {"apple", "url"})
+    def test_oauth_urls_refuse_other_parameters_and_omit_disabled_providers(self):
+        # The SDKs send redirectUrl and, optionally, isAccountAbstracted: nothing else.
+        refused = self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=x%3A%2F%2Fy&provider=APPLE")
+        self.assertEqual(refused.status, 400)
+        self.assertEqual(refused.json["error"], "Unknown query parameter: provider")
+        self.assertEqual(self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=x&isAccountAbstracted=1").status, 400)
+        both = self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=x&isAccountAbstracted=false")
+        self.assertEqual(set(both.data), {"google", "apple"})
+        # A provider that is not enabled is absent, with 200; none enabled is an empty object.
+        self.admin("POST", "/_admin/config", {"allowedMethods": ["EMAIL_MAGIC_LINK", "APPLE"]})
+        self.assertEqual(set(self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=x").data), {"apple"})
         self.admin("POST", "/_admin/config", {"allowedMethods": ["EMAIL_MAGIC_LINK"]})
-        self.assertEqual(self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=x").status, 400)
+        none = self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=x")
+        self.assertEqual((none.status, none.json), (200, {"data": {}}))
         methods = self.call("GET", "/api/v3/auth/methods")
         self.assertEqual(methods.data["allowedMethods"], ["EMAIL_MAGIC_LINK"])
 
@@ -427,9 +439,58 @@ class GrantTests(FakePortalTestCase):
     def test_redirect_allow_list(self):
         self.admin("POST", "/_admin/config", {"allowedRedirectUrls": ["myapp://ok"]})
         self.assert_401(self.call("POST", "/api/v3/auth/magic-links",
-                                  {"email": "a@b.c", "redirectUrl": "myapp://evil"}))
+                                  {"email": "a@b.c", "redirectUrl": "myapp://evil", "fromEmail": "login@example.com", "templateId": "tpl-1"}))
+        # Byte-exact: no trailing-slash, case or whitespace normalisation.
+        for near in ("myapp://ok/", "MYAPP://ok", "myapp://ok "):
+            self.assert_401(self.call("POST", "/api/v3/auth/magic-links",
+                                      {"email": "a@b.c", "redirectUrl": near, "fromEmail": "login@example.com", "templateId": "tpl-1"}))
         self.assertEqual(self.call("POST", "/api/v3/auth/magic-links",
-                                   {"email": "a@b.c", "redirectUrl": "myapp://ok"}).status, 200)
+                                   {"email": "a@b.c", "redirectUrl": "myapp://ok", "fromEmail": "login@example.com", "templateId": "tpl-1"}).status, 200)
+        # On the OAuth query, the value as sent must be the SDKs' form encoding.
+        self.assertEqual(self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=myapp%3A%2F%2Fok").status, 200)
+        self.assert_401(self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=myapp://ok"))
+        self.assert_401(self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=myapp%3a%2f%2fok"))
+
+    def test_magic_links_require_sender_and_template(self):
+        base = {"email": "a@b.c", "redirectUrl": "a://b"}
+        for missing, body in (("fromEmail", dict(base, templateId="t")),
+                              ("templateId", dict(base, fromEmail="f@b.c")),
+                              ("fromEmail", dict(base, fromEmail=" ", templateId="t"))):
+            reply = self.call("POST", "/api/v3/auth/magic-links", body)
+            self.assertEqual((reply.status, reply.json["error"]), (400, missing + " is required"))
+        self.assertEqual(self.call("POST", "/api/v3/auth/magic-links",
+                                   dict(base, email="A@b.c", fromEmail="f", templateId="t")).status, 400)
+        self.assertEqual(self.admin("GET", "/_admin/magic-links")["links"], [])
+        ok = self.call("POST", "/api/v3/auth/magic-links", dict(base, fromEmail="f@b.c", templateId="t"))
+        self.assertEqual(ok.status, 200)
+        sent = self.admin("GET", "/_admin/magic-links")["links"][0]
+        self.assertEqual((sent["fromEmail"], sent["templateId"], sent["isAccountAbstracted"]), ("f@b.c", "t", None))
+
+    def test_magic_link_answer_bodies(self):
+        body = {"email": "a@b.c", "redirectUrl": "a://b", "fromEmail": "login@example.com", "templateId": "tpl-1"}
+        for kind, raw in (("empty", b""), ("object", b"{}"), ("data", b'{"data":{}}')):
+            self.admin("POST", "/_admin/config", {"magicLinkResponse": kind})
+            reply = self.call("POST", "/api/v3/auth/magic-links", body)
+            self.assertEqual((reply.status, reply.raw), (200, raw))
+        self.admin("POST", "/_admin/config", {"magicLinkResponse": "html"})
+        self.assertTrue(self.call("POST", "/api/v3/auth/magic-links", body).raw.startswith(b"<!doctype html>"))
+        self.admin("POST", "/_admin/config", {"magicLinkResponse": "xml"}, expect=400)
+
+    def test_account_abstraction_unavailable(self):
+        body = {"email": "a@b.c", "redirectUrl": "a://b", "fromEmail": "login@example.com", "templateId": "tpl-1"}
+        self.admin("POST", "/_admin/config", {"accountAbstractionAvailable": False})
+        refused = self.call("POST", "/api/v3/auth/magic-links", dict(body, isAccountAbstracted=True))
+        self.assertEqual(refused.status, 400)
+        self.assertIn("error", refused.json)
+        self.assertEqual(self.call("POST", "/api/v3/auth/magic-links", dict(body, isAccountAbstracted=False)).status, 200)
+        self.assertEqual(self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=x&isAccountAbstracted=true").status, 400)
+        self.assertEqual(self.call("GET", "/api/v3/auth/oauth/urls?redirectUrl=x&isAccountAbstracted=false").status, 200)
+
+    def test_stats_record_the_trace_id(self):
+        self.call("GET", "/api/v3/auth/methods", headers={"X-Portal-Trace-Id": "3f1c2b9e-0d4a-4e8b-9c71-5a2e6f0b1d33"})
+        self.call("GET", "/api/v3/auth/methods")
+        recent = self.admin("GET", "/_admin/stats?last=2")["recent"]
+        self.assertEqual([r["traceId"] for r in recent], ["3f1c2b9e-0d4a-4e8b-9c71-5a2e6f0b1d33", None])
 
     def test_error_redirect(self):
         g = self.grant(kind="oauth", provider="GOOGLE", error="access_denied", redirectUrl="myapp://cb")
@@ -442,11 +503,37 @@ class TotpTests(FakePortalTestCase):
         g = self.grant(totpRequired=True, **grant_body)
         reply = self.call("POST", "/api/v3/auth/magic-links/validations", {"token": g["token"]})
         self.assertEqual(reply.status, 200, reply.raw)
-        return reply.data
+        # The TOTP step names no end user (config totpStepEndUserId adds it): the JWT does.
+        self.assertNotIn("endUserId", reply.data)
+        self.assertEqual(jwt_part(reply.data["userJwt"], 1)["endUserId"], g["endUserId"])
+        return dict(reply.data, endUserId=g["endUserId"])
+
+    def test_totp_step_end_user_only_when_configured(self):
+        self.admin("POST", "/_admin/config", {"totpStepEndUserId": True})
+        g = self.grant(totpRequired=True, endUserId="named-user")
+        reply = self.call("POST", "/api/v3/auth/magic-links/validations", {"token": g["token"]})
+        self.assertEqual(reply.data["endUserId"], "named-user")
+        self.assertIn("userJwt", reply.data)
+
+    def test_wrong_code_is_a_bare_401_and_the_jwt_stays_usable(self):
+        data = self.start_totp(endUserId="typo-user")
+        secret = urllib.parse.parse_qs(urllib.parse.urlsplit(data["totpLink"]).query)["secret"][0]
+        now = self.admin("GET", "/_admin/clock")["now"]
+        valid = {totp_at(secret, now, step) for step in (-1, 0, 1)}
+        wrong = next(c for c in ("000000", "111111", "222222", "333333") if c not in valid)
+        self.assert_401(self.call("POST", "/api/v3/auth/totps/validations", {"code": wrong}, bearer=data["userJwt"]))
+        # Compared exactly as sent: a padded valid code is a wrong code, and a number is no code.
+        code = self.admin("GET", "/_admin/totp?endUserId=typo-user")["code"]
+        self.assert_401(self.call("POST", "/api/v3/auth/totps/validations", {"code": " " + code},
+                                  bearer=data["userJwt"]))
+        self.assertEqual(self.call("POST", "/api/v3/auth/totps/validations", {"code": int(code) + 1000000},
+                                   bearer=data["userJwt"]).status, 400)
+        ok = self.call("POST", "/api/v3/auth/totps/validations", {"code": code}, bearer=data["userJwt"])
+        self.assertEqual(ok.status, 200, ok.raw)
+        self.assertNotIn("endUserId", ok.data)
 
     def test_totp_path(self):
         data = self.start_totp(endUserId="totp-user")
-        self.assertEqual(data["endUserId"], "totp-user")
         self.assertNotIn("clientSessionToken", data)
         jwt = data["userJwt"]
         self.assertEqual(jwt_part(jwt, 0)["alg"], "HS256")
@@ -461,16 +548,14 @@ class TotpTests(FakePortalTestCase):
         now = self.admin("GET", "/_admin/clock")["now"]
         valid = {totp_at(secret, now, step) for step in (-1, 0, 1)}
         wrong = next(c for c in ("000000", "111111", "222222", "333333") if c not in valid)
-        bad = self.call("POST", "/api/v3/auth/totps/validations", {"code": wrong}, bearer=jwt)
-        self.assertEqual(bad.status, 400)
-        self.assertEqual(bad.json["code"], "INVALID_TOTP_CODE")
+        self.assert_401(self.call("POST", "/api/v3/auth/totps/validations", {"code": wrong}, bearer=jwt))
         self.assertEqual(self.call("POST", "/api/v3/auth/totps/validations", {}, bearer=jwt).status, 400)
 
         self.assertEqual(self.admin("GET", "/_admin/totp?endUserId=totp-user")["secret"], secret)
         now = self.admin("GET", "/_admin/clock")["now"]
         ok = self.call("POST", "/api/v3/auth/totps/validations", {"code": totp_at(secret, now)}, bearer=jwt)
         self.assertEqual(ok.status, 200, ok.raw)
-        self.assertEqual(ok.data["endUserId"], "totp-user")
+        self.assertEqual(set(ok.data), {"clientId", "clientSessionToken", "isAccountAbstracted"})
         self.assertEqual(self.me(ok.data["clientSessionToken"]).status, 200)
         # The JWT is single-use.
         code = self.admin("GET", "/_admin/totp?endUserId=totp-user")["code"]
@@ -494,15 +579,15 @@ class TotpTests(FakePortalTestCase):
     def test_totp_attempts_exhausted(self):
         data = self.start_totp()
         for _ in range(5):
-            self.assertEqual(self.call("POST", "/api/v3/auth/totps/validations", {"code": "abc"},
-                                       bearer=data["userJwt"]).status, 400)
+            self.assert_401(self.call("POST", "/api/v3/auth/totps/validations", {"code": "abc"},
+                                      bearer=data["userJwt"]))
         code = self.admin("GET", "/_admin/totp?endUserId=" + data["endUserId"])["code"]
         self.assert_401(self.call("POST", "/api/v3/auth/totps/validations", {"code": code},
                                   bearer=data["userJwt"]))
 
     def test_end_user_totp_setting_applies_to_magic_links(self):
         self.admin("POST", "/_admin/end-users", {"email": "t@example.com", "totpRequired": True})
-        self.call("POST", "/api/v3/auth/magic-links", {"email": "t@example.com", "redirectUrl": "a://b"})
+        self.call("POST", "/api/v3/auth/magic-links", {"email": "t@example.com", "redirectUrl": "a://b", "fromEmail": "login@example.com", "templateId": "tpl-1"})
         link = self.admin("GET", "/_admin/magic-links")["links"][0]["link"]
         token = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["token"][0]
         reply = self.call("POST", "/api/v3/auth/magic-links/validations", {"token": token})
@@ -517,13 +602,14 @@ class RateLimitTests(FakePortalTestCase):
     def test_429(self):
         self.admin("POST", "/_admin/rate-limits",
                    {"route": "/api/v3/auth/magic-links", "limit": 2, "windowSeconds": 60})
-        body = {"email": "r@example.com", "redirectUrl": "a://b"}
+        body = {"email": "r@example.com", "redirectUrl": "a://b", "fromEmail": "login@example.com", "templateId": "tpl-1"}
         self.assertEqual(self.call("POST", "/api/v3/auth/magic-links", body).status, 200)
         self.assertEqual(self.call("POST", "/api/v3/auth/magic-links", body).status, 200)
         limited = self.call("POST", "/api/v3/auth/magic-links", body)
         self.assertEqual(limited.status, 429)
         self.assertEqual(limited.json["code"], "RATE_LIMITED")
-        self.assertGreaterEqual(int(limited.headers["Retry-After"]), 1)
+        # Like the backend: no Retry-After unless the limit was installed with one.
+        self.assertNotIn("Retry-After", limited.headers)
         # Other routes are not limited.
         self.assertEqual(self.call("GET", "/api/v3/auth/methods").status, 200)
         self.advance(61)
@@ -533,16 +619,27 @@ class RateLimitTests(FakePortalTestCase):
             self.assertEqual(self.call("POST", "/api/v3/auth/magic-links", body).status, 200)
 
     def test_injected_429(self):
+        body = {"email": "a@b.c", "redirectUrl": "a://b", "fromEmail": "login@example.com", "templateId": "tpl-1"}
         self.admin("POST", "/_admin/faults", {"route": "/api/v3/auth/magic-links", "status": 429, "count": 1})
-        reply = self.call("POST", "/api/v3/auth/magic-links", {"email": "a@b.c", "redirectUrl": "a://b"})
+        reply = self.call("POST", "/api/v3/auth/magic-links", body)
         self.assertEqual(reply.status, 429)
-        self.assertIn("Retry-After", reply.headers)
+        self.assertNotIn("Retry-After", reply.headers)
+        self.admin("POST", "/_admin/faults", {"route": "/api/v3/auth/magic-links", "status": 429, "count": 1,
+                                              "retryAfterSeconds": 9})
+        self.assertEqual(self.call("POST", "/api/v3/auth/magic-links", body).headers["Retry-After"], "9")
+
+    def test_explicit_retry_after_on_a_rate_limit(self):
+        self.admin("POST", "/_admin/rate-limits", {"route": "/api/v3/auth/magic-links", "limit": 1,
+                                                   "windowSeconds": 60, "retryAfterSeconds": 7})
+        body = {"email": "a@b.c", "redirectUrl": "a://b", "fromEmail": "login@example.com", "templateId": "tpl-1"}
+        self.assertEqual(self.call("POST", "/api/v3/auth/magic-links", body).status, 200)
+        self.assertEqual(self.call("POST", "/api/v3/auth/magic-links", body).headers["Retry-After"], "7")
 
 
 class EnvironmentHeaderTests(FakePortalTestCase):
     AUTH_CALLS = [
         ("GET", "/api/v3/auth/methods", None),
-        ("POST", "/api/v3/auth/magic-links", {"email": "a@b.c", "redirectUrl": "a://b"}),
+        ("POST", "/api/v3/auth/magic-links", {"email": "a@b.c", "redirectUrl": "a://b", "fromEmail": "login@example.com", "templateId": "tpl-1"}),
         ("POST", "/api/v3/auth/magic-links/validations", {"token": "x"}),
         ("GET", "/api/v3/auth/oauth/urls?redirectUrl=a", None),
         ("POST", "/api/v3/auth/oauth/tokens", {"token": "x"}),
@@ -582,7 +679,7 @@ class StatsAndProtocolTests(FakePortalTestCase):
         secrets_seen.append(g["token"])
         data = self.call("POST", "/api/v3/auth/magic-links/validations", {"token": g["token"]}).data
         secrets_seen.append(data["userJwt"])
-        code = self.admin("GET", "/_admin/totp?endUserId=" + data["endUserId"])["code"]
+        code = self.admin("GET", "/_admin/totp?endUserId=" + g["endUserId"])["code"]
         done = self.call("POST", "/api/v3/auth/totps/validations", {"code": code}, bearer=data["userJwt"])
         secrets_seen.append(done.data["clientSessionToken"])
         self.me(done.data["clientSessionToken"])
@@ -652,7 +749,8 @@ class StatsAndProtocolTests(FakePortalTestCase):
         conn = self.connect()
         try:
             conn.request("POST", "/api/v3/auth/magic-links",
-                         body=iter([b'{"email":"c@d.e",', b'"redirectUrl":"a://b"}']),
+                         body=iter([b'{"email":"c@d.e",', b'"redirectUrl":"a://b",',
+                                    b'"fromEmail":"f@d.e","templateId":"t"}']),
                          headers={ENV: ENV_ID, "Content-Type": "application/json"},
                          encode_chunked=True)
             resp = conn.getresponse()

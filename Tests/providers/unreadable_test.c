@@ -1,7 +1,7 @@
 /*
  * unreadable_test — a stored session that the provider keeps refusing to hand out is "keyring
  * locked", never "signed out", and is not deleted (issue 11: the "unreadable on the last read
- * attempt" branch of LibSecretStorage.readSecrets).
+ * attempt" branch of SecretServiceStorage.readSecrets).
  *
  * GetSecrets silently skips items it cannot serve. The library then searches again: an item
  * still there is read again (up to 5 attempts in all), and when the last attempt still gets no

@@ -124,6 +124,12 @@ class PortalApi:
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.load(response)["data"]
 
+    def delete(self, path: str) -> None:
+        """DELETE /_admin/PATH (clears faults, rate limits, stats)."""
+        request = urllib.request.Request(f"{self.url}/_admin/{path}", method="DELETE")
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+
     def issue(self, end_user_id: str) -> str:
         """A fresh, valid CST for the end user."""
         return str(self.issue_session(end_user_id)["token"])
@@ -174,7 +180,8 @@ def env_id(request: Any, keyring: Keyring) -> Iterator[str]:
 
 @pytest.fixture
 def auth(pk: Any, env_id: str, api: PortalApi) -> Iterator[Any]:
-    with pk.PortalAuth(env_id, "py-test://portal/redirect", api.host) as a:
+    magic_link = pk.MagicLinkConfig(from_email="login@example.com", template_id="tpl-py")
+    with pk.PortalAuth(env_id, "py-test://portal/redirect", api.host, magic_link=magic_link) as a:
         a.set_keyring_timeouts(5000, 2000)
         yield a
 

@@ -223,7 +223,8 @@ def test_request_report_unauthorized_clear_session_and_loop_listener(pk: Any, au
 
 
 def test_async_def_listener_runs_as_a_task_on_its_loop(pk: Any, auth: Any, api: PortalApi) -> None:
-    token = api.issue("async-def-listener")
+    issued = api.issue_session("async-def-listener")
+    token = issued["token"]
     auth.persist_session("async-def-listener", token).close()
 
     async def main() -> Tuple[List[int], int]:
@@ -248,6 +249,15 @@ def test_async_def_listener_runs_as_a_task_on_its_loop(pk: Any, auth: Any, api: 
             portal.on_session_invalidated(listener, loop=loop)
             portal.on_session_invalidated(AsyncCallable(), loop=loop)
             portal.on_session_invalidated(lambda: listener(), loop=loop)  # returns a coroutine
+            # The Portal's validation request (sent at construction) must have been answered
+            # before the revoke: answered after it, it is the 401 that invalidates, and
+            # report_unauthorized finds the session invalidated already (the flake this was).
+            for _ in range(500):
+                if api.requests_with(issued["sessionId"]) >= 1:
+                    break
+                await asyncio.sleep(PERIOD)
+            else:
+                raise AssertionError("the Portal's validation request never reached the API")
             api.revoke(token)
             assert await portal.report_unauthorized_async(token)
             for _ in range(500):

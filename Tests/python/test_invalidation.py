@@ -79,6 +79,30 @@ def test_report_unauthorized_and_request(pk: Any, auth: Any, api: Any) -> None:
     assert calls == [1]
 
 
+def test_every_portal_on_the_sign_in_hears_its_rejection(pk: Any, auth: Any, api: Any) -> None:
+    """Invalidation is per credential, process-wide: a Portal on another restore of the same
+    sign-in hears the 401 another Portal saw, once."""
+    issued = api.issue_session("user-peers")
+    token = issued["token"]
+    auth.persist_session("user-peers", token)
+    first, second = auth.restore_session(), auth.restore_session()
+    seer, peer = pk.Portal(first), pk.Portal(second)
+    calls: List[str] = []
+    seer.on_session_invalidated(lambda: calls.append("seer"))
+    peer.on_session_invalidated(lambda: calls.append("peer"))
+    # Both Portals' validation requests answered before the revoke: only `seer` sees a 401.
+    wait_until(lambda: api.requests_with(issued["sessionId"]) >= 2, what="the validation requests")
+    api.revoke(token)
+    assert seer.report_unauthorized(token) is True
+    wait_until(lambda: sorted(calls) == ["peer", "seer"], what="both Portals' listeners")
+    assert not second.is_valid
+    assert peer.report_unauthorized(token) is False  # at most once
+    settle()
+    assert sorted(calls) == ["peer", "seer"]
+    seer.close()
+    peer.close()
+
+
 def test_cancel(pk: Any, auth: Any, api: Any) -> None:
     token = api.issue("user-cancel")
     session = auth.persist_session("user-cancel", token)

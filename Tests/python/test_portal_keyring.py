@@ -65,6 +65,12 @@ def test_one_exception_class_per_status_under_a_common_base(pk: Any) -> None:
         pk.Status.UNSOLICITED_REDIRECT: pk.UnsolicitedRedirect,
         pk.Status.DIFFERENT_END_USER: pk.DifferentEndUser,
         pk.Status.CANCELLED: pk.Cancelled,
+        pk.Status.MAGIC_LINK_NOT_CONFIGURED: pk.MagicLinkNotConfigured,
+        pk.Status.AUTH_METHOD_UNAVAILABLE: pk.AuthMethodUnavailable,
+        pk.Status.ACCOUNT_ABSTRACTION_UNAVAILABLE: pk.AccountAbstractionUnavailable,
+        pk.Status.SERVER: pk.ServerError,
+        pk.Status.REQUEST_REFUSED: pk.RequestRefused,
+        pk.Status.TOTP_QR_UNAVAILABLE: pk.TotpQrUnavailable,
     }
     # Every code the header declares has its class.
     header = read_text(os.path.join(REPO, "Include", "portal_keyring.h"))
@@ -298,3 +304,12 @@ def test_close_while_other_threads_use_the_handle(pk: Any, auth: Any, api: Any) 
         for t in threads:
             t.join(60)
         assert not errors
+
+
+def test_is_valid_never_raises_on_a_closed_session(pk: Any, auth: Any) -> None:
+    """Properties never raise (README): a closed session is simply not valid any more."""
+    session = auth.persist_session("user-closed-valid", "tok-closed-valid")
+    assert session.is_valid
+    session.close()
+    assert session.is_valid is False
+    auth.clear_persisted_session()

@@ -140,10 +140,25 @@ def test_asyncio_snippet(pk: Any, env_id: str, api: PortalApi, capsys: Any) -> N
     assert run(code, capsys) == "HTTP 200\n"
 
 
-def main_readme_python_blocks() -> List[str]:
-    """The ```python blocks of the top-level README.md."""
+def main_readme_python_blocks(section: str = "## Python and C++") -> List[str]:
+    """The ```python blocks of the top-level README.md from the heading `section` on."""
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
-        return re.findall(r"^```python\n(.*?)^```", f.read(), re.M | re.S)
+        text = f.read()
+    return re.findall(r"^```python\n(.*?)^```", text[text.index("\n" + section + "\n"):], re.M | re.S)
+
+
+def test_main_readme_sign_in_snippet_compiles_and_configures_magic_links(pk: Any) -> None:
+    """The sign-in section's Python lines are valid Python and give PortalAuth a MagicLinkConfig
+    with the keyword names the package takes."""
+    import ast
+
+    block = main_readme_python_blocks("## Sign-in and the `portal-session` command")[0]
+    tree = ast.parse(block)
+    calls = {node.func.attr: {k.arg for k in node.keywords} for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+    assert calls["PortalAuth"] == {"magic_link", "is_account_abstracted"}
+    assert calls["MagicLinkConfig"] == {"from_email", "template_id"}
+    pk.MagicLinkConfig(from_email="a@b.c", template_id="t")  # the names exist
 
 
 def test_main_readme_python_snippet_runs_signed_out(pk: Any, env_id: str, capsys: Any) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import tempfile
 import urllib.parse
 from typing import Any, Callable, Dict, List
 
@@ -48,13 +50,17 @@ def test_magic_link_signs_in_and_persists(pk: Any, auth: Any, api: PortalApi, en
     user = end_user_of(api, email)
     result = auth.handle_redirect(magic_link(pk, auth, api, email))
     assert isinstance(result, pk.SignedIn)
+    # The client Portal named, on the result and on the session handle.
+    assert result.client_id == user["clientId"] and result.is_account_abstracted is False
     with result.session as session:
         assert session.end_user_id == user["endUserId"]
+        assert (session.client_id, session.is_account_abstracted) == (user["clientId"], False)
         assert session.is_valid
     # Persisted before handle_redirect returned: another handle restores it.
     with pk.PortalAuth(env_id, REDIRECT, api.host) as other:
         restored = other.restore_session()
         assert restored is not None and restored.end_user_id == user["endUserId"]
+        assert (restored.client_id, restored.is_account_abstracted) == (None, None)  # not a sign-in
         restored.close()
 
 
@@ -65,18 +71,32 @@ def test_totp_required_then_verify(pk: Any, auth: Any, api: PortalApi) -> None:
     assert isinstance(result, pk.TotpRequired)
     assert isinstance(result.user_jwt, pk.SecretToken) and len(result.user_jwt) > 20
     assert result.totp_link is not None and result.totp_link.startswith("otpauth://totp/")
-    assert "<redacted>" in repr(result) and result.user_jwt.decode() not in repr(result)
+    # The end user (the JWT's claim: the TOTP step's answer names none) and the enrolment secret.
+    assert result.end_user_id == user["endUserId"]
+    assert result.totp_secret == api.admin(f"totp?endUserId={user['endUserId']}")["secret"]
+    shown = repr(result)
+    assert "<redacted>" in shown and result.user_jwt.decode() not in shown
+    assert "otpauth" not in shown and result.totp_secret not in shown and user["endUserId"] in shown
     assert auth.restore_session() is None  # nothing persisted yet
+    # A mistyped code (Portal's bare 401) is a rejected code, not a dead JWT: the same JWT works.
     with pytest.raises(pk.AuthenticationFailed):
         auth.verify_totp("000000" if api.admin(f"totp?endUserId={user['endUserId']}")["code"] != "000000"
                          else "111111", result.user_jwt)
     code = api.admin(f"totp?endUserId={user['endUserId']}")["code"]
     with auth.verify_totp(code, result.user_jwt) as session:
         assert session.end_user_id == user["endUserId"]
+        assert (session.client_id, session.is_account_abstracted) == (user["clientId"], False)
     result.user_jwt.wipe()
     restored = auth.restore_session()
     assert restored is not None and restored.end_user_id == user["endUserId"]
     restored.close()
+
+
+def test_jwt_without_end_user_sends_no_code(pk: Any, auth: Any, api: PortalApi) -> None:
+    before = api.admin("stats")["routes"].get("/api/v3/auth/totps/validations", {}).get("requests", 0)
+    with pytest.raises(pk.InvalidUserJwt):
+        auth.verify_totp("123456", b"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.sig")  # {"sub":"x"}
+    assert api.admin("stats")["routes"].get("/api/v3/auth/totps/validations", {}).get("requests", 0) == before
 
 
 def test_enrolled_totp_user_gets_no_link(pk: Any, auth: Any, api: PortalApi) -> None:
@@ -85,12 +105,19 @@ def test_enrolled_totp_user_gets_no_link(pk: Any, auth: Any, api: PortalApi) -> 
     first = auth.handle_redirect(magic_link(pk, auth, api, email))
     auth.verify_totp(api.admin(f"totp?endUserId={user['endUserId']}")["code"], first.user_jwt).close()
     second = auth.handle_redirect(magic_link(pk, auth, api, email))
-    assert isinstance(second, pk.TotpRequired) and second.totp_link is None
+    assert isinstance(second, pk.TotpRequired) and second.totp_link is None and second.totp_secret is None
+    assert second.end_user_id == user["endUserId"]
 
 
 def test_other_urls_are_not_handled(pk: Any, auth: Any) -> None:
     assert auth.handle_redirect("https://example.com/somewhere?token=abc") is None
     assert auth.handle_redirect("other-app://portal/redirect?token=abc&authMethod=EMAIL_MAGIC_LINK") is None
+    # Ours, but without a grant or a known method, or over 8192 characters: not handled either,
+    # as PortalSwift decides (no exception, nothing done).
+    for url in ["", REDIRECT + "?authMethod=EMAIL_MAGIC_LINK", REDIRECT + "?token=&authMethod=EMAIL_MAGIC_LINK",
+                REDIRECT + "?token=abc&authMethod=SMS", REDIRECT + "?token=abc&login_type=google",
+                REDIRECT + "?error=x&pad=" + "é" * 8192]:
+        assert auth.handle_redirect(url) is None, url[:80]
 
 
 def test_unsolicited_redirect_and_the_opt_out(pk: Any, auth: Any, api: PortalApi) -> None:
@@ -160,7 +187,8 @@ def test_private_use_redirect_url_signs_in(pk: Any, env_id: str, api: PortalApi)
     """RFC 8252 §7.1 redirect URLs (a scheme, one slash, no authority) are accepted and matched
     with the scheme case-insensitive and the path case-sensitive (issue 15)."""
     private = "com.example.app:/oauth2redirect"
-    with pk.PortalAuth(env_id, private, api.host) as auth:
+    magic = pk.MagicLinkConfig(from_email="login@example.com", template_id="tpl-py")
+    with pk.PortalAuth(env_id, private, api.host, magic_link=magic) as auth:
         email = new_email("private-use")
         user = end_user_of(api, email)
         auth.send_magic_link(email)  # records the pending sign-in
@@ -191,3 +219,26 @@ def test_rate_limited_carries_retry_after(pk: Any, auth: Any, api: PortalApi) ->
     with pytest.raises(pk.RateLimited) as caught:
         auth.send_magic_link(new_email("rate-limited"))
     assert caught.value.retry_after is None  # a date already passed: no wait known
+
+
+def test_totp_qr_code(pk: Any) -> None:
+    """The enrolment link as a QR code: its modules read back with zbarimg (zbar-tools) give the
+    link; a link without a valid secret has none."""
+    link = "otpauth://totp/Portal:py?secret=JBSWY3DPEHPK3PXP&issuer=Portal"
+    code = pk.totp_qr_code(link)
+    assert code.size == len(code.modules) == len(code.modules[0]) >= 29
+    assert not any(code.modules[0]) and code.is_dark(4, 4) and not code.is_dark(-1, 0)
+    assert code.svg.startswith("<svg ") and "JBSWY3DP" not in repr(code)
+    scale = 4
+    side = code.size * scale
+    pixels = bytes(0 if code.is_dark(x // scale, y // scale) else 255 for y in range(side) for x in range(side))
+    with tempfile.NamedTemporaryFile(suffix=".pgm") as image:
+        image.write(b"P5\n%d %d\n255\n" % (side, side) + pixels)
+        image.flush()
+        read = subprocess.run(["zbarimg", "--quiet", "--raw", image.name], capture_output=True, text=True, check=True)
+    assert read.stdout.strip() == link
+    step = pk.TotpRequired(pk.SecretToken(b"jwt"), link, "py")
+    assert step.qr_code() == code
+    for bad in [pk.TotpRequired(pk.SecretToken(b"jwt"), None, "py"), pk.TotpRequired(pk.SecretToken(b"jwt"), "otpauth://x", "")]:
+        with pytest.raises(pk.TotpQrUnavailable):
+            bad.qr_code()

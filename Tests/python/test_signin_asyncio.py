@@ -98,11 +98,14 @@ def test_totp_required_then_verify(pk: Any, auth: Any, api: PortalApi) -> None:
     result, session = run(main())
     assert isinstance(result.user_jwt, pk.SecretToken) and len(result.user_jwt) > 20
     assert result.totp_link is not None and result.totp_link.startswith("otpauth://totp/")
+    assert result.end_user_id == user["endUserId"]
+    assert result.totp_secret == api.admin(f"totp?endUserId={user['endUserId']}")["secret"]
     assert "<redacted>" in repr(result) and result.user_jwt.decode() not in repr(result)
     result.user_jwt.wipe()
     assert isinstance(session, pk.Session)
     with session:
         assert session.end_user_id == user["endUserId"]
+        assert (session.client_id, session.is_account_abstracted) == (user["clientId"], False)
     restored = auth.restore_session()
     assert restored is not None and restored.end_user_id == user["endUserId"]
     restored.close()

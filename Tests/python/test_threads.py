@@ -151,3 +151,41 @@ def test_multiprocessing_child_works_or_fails_at_once(pk: Any, auth: Any, env_id
 def keyring_count_after(auth: Any) -> int:
     session = auth.restore_session()
     return 0 if session is None else 1
+
+
+def test_loop_listener_registered_from_a_worker_thread(pk: Any, auth: Any, api: Any) -> None:
+    """``on_session_invalidated(cb, loop=loop)`` from a thread that does not run the loop works
+    (the README: every call from any thread): the callback runs once, on the loop's thread."""
+    import asyncio
+
+    token = api.issue("user-worker-listener")
+    session = auth.persist_session("user-worker-listener", token)
+    portal = pk.Portal(session)
+    ran: List[str] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        fired = asyncio.Event()
+
+        def listener() -> None:
+            ran.append(threading.current_thread().name)
+            fired.set()
+
+        errors: List[BaseException] = []
+
+        def register() -> None:
+            try:
+                portal.on_session_invalidated(listener, loop=loop)
+            except BaseException as error:  # pragma: no cover - the failure under test
+                errors.append(error)
+
+        worker = threading.Thread(target=register, name="registering-worker")
+        worker.start()
+        await loop.run_in_executor(None, worker.join)
+        assert not errors, errors
+        assert portal.report_unauthorized(token)
+        await asyncio.wait_for(fired.wait(), 10)
+
+    asyncio.run(main())
+    assert ran == [threading.main_thread().name]
+    portal.close()

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import Any, List
 
 from conftest import REPO, wait_until
@@ -23,6 +25,16 @@ def other_process(env_id: str, action: str, user: str = "") -> None:
     )
     subprocess.run([sys.executable, "-c", code, os.path.join(REPO, "python"), env_id, action, user],
                    check=True, timeout=30)
+
+
+def provider_pid() -> int:
+    """The provider's pid now: scripts/with-keyring.sh keeps it in $PORTAL_TEST_KEYRING_DIR/keyring.pid
+    (a restart by an earlier test changes it), else $PORTAL_TEST_KEYRING_PID."""
+    try:
+        with open(os.path.join(os.environ["PORTAL_TEST_KEYRING_DIR"], "keyring.pid")) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError, KeyError):
+        return int(os.environ["PORTAL_TEST_KEYRING_PID"])
 
 
 def test_async_iterator_sees_another_process(pk: Any, auth: Any, env_id: str) -> None:
@@ -82,3 +94,70 @@ def test_callback_form_on_its_own_thread(pk: Any, auth: Any, env_id: str) -> Non
     assert set(names) == {"portal-watch-py"}
     other_process(env_id, "persist", "eu-py-3")  # after close: nothing more
     assert len(seen) == 2
+
+
+def test_aclose_from_another_task_ends_a_waiting_async_for(pk: Any, auth: Any) -> None:
+    """An ``async for`` waiting for the next change ends when another task closes the iterator,
+    as an async generator or a shut-down queue would (it used to wait forever)."""
+
+    from test_asyncio import MAX_GAP, Ticker
+
+    async def main() -> "tuple[int, float]":
+        changes = auth.session_changes()
+        await changes.start()
+        seen = 0
+
+        async def consume() -> None:
+            nonlocal seen
+            async for _ in changes:
+                seen += 1
+
+        task = asyncio.ensure_future(consume())
+        await asyncio.sleep(0.05)
+        ticker = Ticker(asyncio.get_running_loop())
+        await changes.aclose()
+        await asyncio.wait_for(task, 5)  # ends; a hang fails here
+        await asyncio.sleep(0.1)
+        ticker.stop()
+        return seen, ticker.max_gap
+
+    seen, gap = asyncio.run(main())
+    assert seen == 0
+    assert gap <= MAX_GAP, f"the loop was blocked for {gap * 1000:.1f} ms"
+
+
+def test_aclose_during_a_hung_read_never_blocks_the_loop(pk: Any, auth: Any, env_id: str) -> None:
+    """The watch's read hangs on a stopped provider; leaving ``async with`` (aclose) returns at
+    once and the loop keeps ticking (portal_watch_free used to wait out the read: 4.7 s)."""
+    from test_asyncio import MAX_GAP, Ticker
+
+    provider = provider_pid()
+
+    async def main() -> "tuple[float, float]":
+        loop = asyncio.get_running_loop()
+        async with auth.session_changes() as changes:
+            # The first persist is read at once; the second's read waits out the 100 ms
+            # coalescing window and starts while the provider is stopped.
+            await loop.run_in_executor(None, other_process, env_id, "persist", "eu-hung-1")
+            await asyncio.wait_for(changes.__anext__(), 10)
+            writer = pk.PortalAuth(env_id, "py-test://portal/redirect")
+            writer.persist_session("eu-hung-2", "tok-2")
+            os.kill(provider, signal.SIGSTOP)
+            await asyncio.sleep(0.3)
+            ticker = Ticker(loop)
+            started = time.monotonic()
+            await changes.aclose()
+        took = time.monotonic() - started
+        await asyncio.sleep(0.1)
+        ticker.stop()
+        os.kill(provider, signal.SIGCONT)
+        writer.clear_persisted_session()
+        writer.close()
+        return took, ticker.max_gap
+
+    try:
+        took, gap = asyncio.run(main())
+    finally:
+        os.kill(provider, signal.SIGCONT)
+    print(f"aclose during a hung read: {took * 1000:.1f} ms, largest loop gap {gap * 1000:.1f} ms")
+    assert took < MAX_GAP and gap <= MAX_GAP, (took, gap)

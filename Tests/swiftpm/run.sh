@@ -9,7 +9,7 @@
 # snippet (the second ```swift block), and builds it. Checks:
 #   1. the dependent builds and runs (no keyring needed: it only checks arguments);
 #   2. the build prints no "warning:" — in particular not "prohibited flag(s): -pthread", which
-#      libsecret-1.pc's private dependencies used to bring (issue 15, Package.swift's CLibSecret).
+#      libsecret-1.pc's private dependencies used to bring (Package.swift, CGLib).
 # Exits 1 if a check failed. Slow: it builds the package again in WORK_DIR (default a temp dir).
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -36,6 +36,10 @@ static void on_invalidated(void *data) {
 
 static void on_validated(portal_status status, portal_result *result, const char *message, void *data) {
     app *a = data;
+    if (status == PORTAL_ERR_SESSION_INVALIDATED) {
+        /* The portal's own validation (portal_new) got the 401 first: the listener runs next. */
+        return;
+    }
     if (status != PORTAL_OK) {
         /* A network error is not a sign-out: keep the session, retry later. */
         printf("could not validate the session now: %s\n", message);

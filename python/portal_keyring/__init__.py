@@ -30,7 +30,9 @@ Errors: every failed call raises a subclass of :class:`PortalKeyringError`, one 
 :class:`Unauthorized`, :class:`NetworkError`, :class:`InternalError`, and the sign-in codes'
 :class:`RateLimited`, :class:`MalformedResponse`, :class:`InvalidGrant`, :class:`InvalidUserJwt`,
 :class:`AuthenticationFailed`, :class:`UnsolicitedRedirect`, :class:`DifferentEndUser`,
-:class:`Cancelled`), carrying ``status`` and the library's ``message``; a code this
+:class:`Cancelled`, :class:`MagicLinkNotConfigured`, :class:`AuthMethodUnavailable`,
+:class:`AccountAbstractionUnavailable`, :class:`ServerError` (HTTP 5xx: not a failed sign-in),
+:class:`RequestRefused`, :class:`TotpQrUnavailable`), carrying ``status`` and the library's ``message``; a code this
 package does not know raises the base class with the ``int`` status. :class:`InvalidArgument` is
 also a ``ValueError``. "Signed out" is not an error: :meth:`PortalAuth.restore_session` returns
 ``None``. :class:`SessionStorageFailure` means the keyring could not be read *this time*; the end
@@ -43,7 +45,8 @@ detect a rejection, its listeners are kept (and called once on a 401), then rele
 handle shared between threads is safe to close while another thread is using it: the library
 handle is freed when the last call in flight returns.
 
-Sign-in: :meth:`PortalAuth.get_methods`, :meth:`~PortalAuth.send_magic_link`,
+Sign-in: ``PortalAuth(…, magic_link=MagicLinkConfig(from_email=…, template_id=…),
+is_account_abstracted=None)``, :meth:`PortalAuth.get_methods`, :meth:`~PortalAuth.send_magic_link`,
 :meth:`~PortalAuth.login_with_google` / ``_apple``, :meth:`~PortalAuth.handle_redirect` (``None``,
 :class:`SignedIn` or :class:`TotpRequired`) and :meth:`~PortalAuth.verify_totp`.
 
@@ -80,20 +83,26 @@ from ._library import lib as _lib
 from ._strings import SecretToken, TokenLike
 from .auth import PortalAuth, Session
 from .errors import (
+    AccountAbstractionUnavailable,
     AuthenticationFailed,
+    AuthMethodUnavailable,
     Cancelled,
     DifferentEndUser,
     InternalError,
     InvalidArgument,
     InvalidGrant,
     InvalidUserJwt,
+    MagicLinkNotConfigured,
     MalformedResponse,
     NetworkError,
     PortalKeyringError,
     RateLimited,
+    RequestRefused,
+    ServerError,
     SessionInvalidated,
     SessionStorageFailure,
     Status,
+    TotpQrUnavailable,
     Unauthorized,
     UnsolicitedRedirect,
     _errcheck,
@@ -101,7 +110,8 @@ from .errors import (
     status_name,
 )
 from .portal import ListenerHandle, Portal, Response, _registration_count
-from .signin import RedirectResult, SignedIn, SignInMethods, TotpRequired
+from .qrcode import QRCode, totp_qr_code
+from .signin import MagicLinkConfig, RedirectResult, SignedIn, SignInMethods, TotpRequired
 from .watch import SessionChange, SessionWatch
 
 __all__ = [
@@ -122,6 +132,13 @@ __all__ = [
     "UnsolicitedRedirect",
     "DifferentEndUser",
     "Cancelled",
+    "MagicLinkNotConfigured",
+    "AuthMethodUnavailable",
+    "AccountAbstractionUnavailable",
+    "ServerError",
+    "RequestRefused",
+    "TotpQrUnavailable",
+    "MagicLinkConfig",
     "LibraryNotFound",
     "SecretToken",
     "TokenLike",
@@ -134,6 +151,8 @@ __all__ = [
     "SignedIn",
     "TotpRequired",
     "RedirectResult",
+    "QRCode",
+    "totp_qr_code",
     "library_path",
     "library_version",
     "library_version_number",

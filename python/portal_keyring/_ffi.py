@@ -60,6 +60,8 @@ _declare("portal_auth_clear_persisted_session", ctypes.c_int, [_AuthP])
 _declare("portal_auth_persist_session", ctypes.c_int, [_AuthP, _c_char_p, _CharP, ctypes.POINTER(_SessionP)])
 _declare("portal_auth_get_methods", ctypes.c_int, [_AuthP, ctypes.POINTER(_CharP), ctypes.POINTER(ctypes.c_bool)])
 _declare("portal_auth_send_magic_link", ctypes.c_int, [_AuthP, _c_char_p])
+_declare("portal_auth_set_magic_link", ctypes.c_int, [_AuthP, _c_char_p, _c_char_p])
+_declare("portal_auth_set_account_abstraction", ctypes.c_int, [_AuthP, ctypes.c_int])
 _declare("portal_auth_login_with_google", ctypes.c_int, [_AuthP, ctypes.POINTER(_CharP)])
 _declare("portal_auth_login_with_apple", ctypes.c_int, [_AuthP, ctypes.POINTER(_CharP)])
 _declare(
@@ -71,6 +73,18 @@ _declare(
 _declare("portal_auth_verify_totp", ctypes.c_int, [_AuthP, _c_char_p, _CharP, ctypes.POINTER(_SessionP)])
 _declare("portal_session_get_end_user_id", _c_char_p, [_SessionP])
 _declare("portal_session_get_auth_environment_id", _c_char_p, [_SessionP])
+_declare("portal_session_get_client_id", _c_char_p, [_SessionP])
+
+
+class _Tristate(ctypes.c_int):
+    """An ``int`` result that is not a portal_status (1, 0, -1 unknown): no errcheck."""
+
+
+_declare("portal_session_get_is_account_abstracted", _Tristate, [_SessionP])
+_declare("portal_user_jwt_get_end_user_id", ctypes.c_int, [_CharP, ctypes.POINTER(_CharP)])
+_declare("portal_totp_link_get_secret", ctypes.c_int, [_c_char_p, ctypes.POINTER(_CharP)])
+_declare("portal_totp_qr_code", ctypes.c_int, [_c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(_CharP)])
+_declare("portal_totp_qr_svg", ctypes.c_int, [_c_char_p, ctypes.POINTER(_CharP)])
 _declare("portal_session_copy_token", ctypes.c_int, [_SessionP, ctypes.POINTER(_CharP)])
 _declare("portal_session_free", None, [_SessionP])
 _declare("portal_session_invalidate", ctypes.c_int, [_SessionP])

@@ -117,7 +117,7 @@ _DECLARED.add("portal_completion_queue_get_fd")
 class LoopQueue:
     """One event loop's pollable completion queue, watched with ``loop.add_reader``."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, from_other_thread: bool = False) -> None:
         pointer = _QueueP()
         _lib.portal_completion_queue_new_pollable(ctypes.byref(pointer))
         fd = int(_lib.portal_completion_queue_get_fd(pointer))
@@ -131,7 +131,12 @@ class LoopQueue:
         self.fd = fd
         #: How many completions this queue has run on the loop (for tests and diagnostics).
         self.dispatched = 0
-        loop.add_reader(fd, self._dispatch)
+        if from_other_thread:
+            # add_reader is not thread-safe: the loop adds it itself. Completions posted before
+            # that wait in the queue's eventfd, which is readable when the reader is added.
+            loop.call_soon_threadsafe(loop.add_reader, fd, self._dispatch)
+        else:
+            loop.add_reader(fd, self._dispatch)
         self._finalizer = weakref.finalize(loop, _free_queue, pointer)
 
     @property
@@ -166,19 +171,20 @@ _queues_lock = threading.Lock()
 
 def loop_queue(loop: Optional[asyncio.AbstractEventLoop] = None) -> LoopQueue:
     """The completion queue of ``loop`` (default: the running loop), created on first use.
-    Call it on the loop's thread (from a coroutine or callback of that loop, or before it runs).
-    :raises RuntimeError: no running loop, or ``loop`` runs in another thread."""
+    From any thread: when ``loop`` runs in another thread, the loop itself starts watching the
+    new queue (``call_soon_threadsafe``). :raises RuntimeError: no loop given and none running;
+    ``loop`` is closed."""
     running = asyncio._get_running_loop()
     if loop is None:
         if running is None:
             raise RuntimeError("portal_keyring: no running event loop (call from a coroutine)")
         loop = running
-    elif running is not loop and loop.is_running():
-        raise RuntimeError("portal_keyring: call this on the thread that runs the loop")
+    if loop.is_closed():
+        raise RuntimeError("portal_keyring: the event loop is closed")
     with _queues_lock:
         queue = _queues.get(loop)
         if queue is None or not queue._finalizer.alive:
-            queue = _queues[loop] = LoopQueue(loop)
+            queue = _queues[loop] = LoopQueue(loop, from_other_thread=running is not loop and loop.is_running())
         return queue
 
 

@@ -8,7 +8,7 @@ may raise, or copies a secret is a method (``Session.token()``, ``restore_sessio
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from . import aio
 from ._ffi import _AuthP, _CharP, _SessionP
@@ -24,8 +24,11 @@ from ._strings import (
     _take_text,
     _text_arg,
 )
-from .errors import SessionInvalidated
-from .signin import RedirectResult, SignedIn, SignInMethods, TotpRequired
+from .errors import InvalidArgument, InvalidUserJwt, SessionInvalidated
+from .signin import MagicLinkConfig, RedirectResult, SignedIn, SignInMethods, TotpRequired
+
+if TYPE_CHECKING:  # watch imports this module
+    from .watch import SessionChange, SessionChanges, SessionWatch
 
 T = TypeVar("T")
 
@@ -34,6 +37,8 @@ _AUTHENTICATED = 1
 _TOTP_REQUIRED = 2
 _ALLOW_UNSOLICITED = 1
 _REPLACE_END_USER = 2
+# portal_account_abstraction
+_ACCOUNT_ABSTRACTION = {None: 0, False: 1, True: 2}
 
 
 class PortalAuth(_Owner):
@@ -44,22 +49,43 @@ class PortalAuth(_Owner):
         private-use scheme:/path such as ``com.example.app:/oauth2redirect``, at most 8192 bytes).
     :param api_host: the Portal API host (``"host"`` or ``"host:port"``); ``None`` for
         ``api.portalhq.io``.
+    :param magic_link: keyword only: the sender and template :meth:`send_magic_link` sends
+        (Portal requires both); without it that call raises :class:`MagicLinkNotConfigured`.
+    :param is_account_abstracted: keyword only: ``True``/``False`` asks for an account-abstracted
+        client (or not) with magic links and OAuth URLs; ``None`` (the default) sends nothing.
     :raises InvalidArgument: naming the first bad argument.
     """
 
-    def __init__(self, auth_environment_id: str, redirect_url: str, api_host: Optional[str] = None) -> None:
+    def __init__(self, auth_environment_id: str, redirect_url: str, api_host: Optional[str] = None, *,
+                 magic_link: Optional[MagicLinkConfig] = None,
+                 is_account_abstracted: Optional[bool] = None) -> None:
         env = _text_arg(auth_environment_id, "auth_environment_id")
         redirect = _text_arg(redirect_url, "redirect_url")
         host = _api_host_arg(api_host)
+        if magic_link is not None and not isinstance(magic_link, MagicLinkConfig):
+            raise TypeError(f"magic_link must be a MagicLinkConfig, not {type(magic_link).__name__}")
+        if is_account_abstracted not in _ACCOUNT_ABSTRACTION or not isinstance(is_account_abstracted, (bool, type(None))):
+            raise TypeError("is_account_abstracted must be True, False or None")
+        sender = template = None
+        if magic_link is not None:
+            sender = _text_arg(magic_link.from_email, "from_email")
+            template = _text_arg(magic_link.template_id, "template_id")
         out = _AuthP()
         _lib.portal_auth_new(ctypes.byref(out), env, redirect, host)
         self._h = _Handle(out, _lib.portal_auth_free, "auth")
+        with self._use() as auth:
+            if magic_link is not None:
+                _lib.portal_auth_set_magic_link(auth, sender, template)
+            _lib.portal_auth_set_account_abstraction(auth, _ACCOUNT_ABSTRACTION[is_account_abstracted])
         self.auth_environment_id = auth_environment_id
         self.redirect_url = redirect_url
         self.api_host = api_host
+        self.magic_link = magic_link
+        self.is_account_abstracted = is_account_abstracted
 
     def __repr__(self) -> str:
-        return f"PortalAuth({self.auth_environment_id!r}, {self.redirect_url!r}, api_host={self.api_host!r})"
+        return (f"PortalAuth({self.auth_environment_id!r}, {self.redirect_url!r}, api_host={self.api_host!r}, "
+                f"magic_link={self.magic_link!r}, is_account_abstracted={self.is_account_abstracted!r})")
 
     def set_keyring_timeouts(self, call_timeout_ms: int, prompt_timeout_ms: int) -> None:
         """Sets the keyring deadlines of later calls, in milliseconds (1 … 600000 each; defaults
@@ -90,8 +116,8 @@ class PortalAuth(_Owner):
         with self._use() as auth:
             _lib.portal_auth_clear_persisted_session(auth)
 
-    def watch(self, callback: Any) -> Any:
-        """Watches this auth environment's stored session (issue 16): ``callback(change)`` (a
+    def watch(self, callback: "Callable[[SessionChange], None]") -> "SessionWatch":
+        """Watches this auth environment's stored session (docs/threading.md): ``callback(change)`` (a
         :class:`~portal_keyring.watch.SessionChange`) runs on the watch's own Python thread for
         every change made by any process after this returns, in order. Blocks for the
         subscription and a keyring read (at most the call deadline; never a prompt). Returns a
@@ -101,10 +127,10 @@ class PortalAuth(_Owner):
 
         return SessionWatch(self, callback)
 
-    def session_changes(self) -> Any:
+    def session_changes(self) -> "SessionChanges":
         """``async with auth.session_changes() as changes: async for change in changes:`` — the
         changes of this auth environment's stored session, by any process, on the running loop
-        (issue 16): a :class:`~portal_keyring.watch.SessionChanges`. The watch starts on entering
+        (docs/threading.md): a :class:`~portal_keyring.watch.SessionChanges`. The watch starts on entering
         the block (or at the first iteration), off the loop's thread; leaving the block,
         ``aclose()`` or cancelling the iterating task stops it.
         :raises SessionStorageFailure: no session bus."""
@@ -163,7 +189,7 @@ class PortalAuth(_Owner):
 
     def get_methods(self) -> SignInMethods:
         """The sign-in methods the auth environment allows. Blocks (network, at most 30 s).
-        :raises NetworkError, RateLimited, MalformedResponse, AuthenticationFailed:"""
+        :raises NetworkError, RateLimited, MalformedResponse, Unauthorized, ServerError, RequestRefused:"""
         methods = _CharP()
         auto = ctypes.c_bool(False)
         with self._use() as auth:
@@ -172,17 +198,23 @@ class PortalAuth(_Owner):
         return SignInMethods(tuple(m for m in text.split(",") if m), bool(auto.value))
 
     def send_magic_link(self, email: str) -> None:
-        """Emails a sign-in link that opens the redirect URL, after recording the pending sign-in
-        that :meth:`handle_redirect` requires. Never retried automatically. Blocks (network).
-        :raises InvalidArgument, RateLimited, NetworkError, SessionStorageFailure (the pending
-            marker could not be written; nothing sent), AuthenticationFailed:"""
+        """Emails a sign-in link that opens the redirect URL, from the ``magic_link`` sender with
+        its template, after recording the pending sign-in that :meth:`handle_redirect` requires.
+        The answer's body is not read. Never retried automatically. Blocks (network).
+        :raises MagicLinkNotConfigured (no ``magic_link=``; checked first, nothing sent or
+            recorded), InvalidArgument, RateLimited, AccountAbstractionUnavailable, NetworkError,
+            SessionStorageFailure (the pending marker could not be written; nothing sent),
+            ServerError, RequestRefused:"""
         address = _text_arg(email, "email")
         with self._use() as auth:
             _lib.portal_auth_send_magic_link(auth, address)
 
     def login_with_google(self) -> str:
         """The Google authorize URL to open in the browser (records the pending sign-in first,
-        as :meth:`send_magic_link` does; same errors). Blocks (network)."""
+        as :meth:`send_magic_link` does). Fetched fresh every call. Blocks (network).
+        :raises AuthMethodUnavailable (Google is not enabled), AccountAbstractionUnavailable,
+            Unauthorized, RateLimited, NetworkError, SessionStorageFailure, ServerError,
+            RequestRefused:"""
         return self._login(_lib.portal_auth_login_with_google)
 
     def login_with_apple(self) -> str:
@@ -221,20 +253,23 @@ class PortalAuth(_Owner):
                 auth, text, flags, ctypes.byref(kind), ctypes.byref(session), ctypes.byref(jwt), ctypes.byref(link)
             )
         if kind.value == _AUTHENTICATED and session:
-            return SignedIn(Session._adopt(session))
+            return _signed_in(Session._adopt(session))
         if kind.value == _TOTP_REQUIRED and jwt:
-            totp_link = _take_text(link) if link else None
-            return TotpRequired(_take_string(jwt), totp_link)
+            return _totp_required(jwt, link)
         return None
 
     def verify_totp(self, code: str, user_jwt: TokenLike) -> "Session":
         """Completes a TOTP sign-in with the end user's code and the :class:`TotpRequired`
-        user JWT; persists the session and returns it. Blocks (network, keyring). When Portal
-        accepted the code but the keyring write failed (:class:`SessionStorageFailure`), calling
-        this again with the same code and JWT on this handle stores the remembered session
-        without a second exchange (Portal spent the code); forgotten by
-        :meth:`clear_persisted_session`.
-        :raises InvalidUserJwt, AuthenticationFailed (wrong code), RateLimited, NetworkError,
+        user JWT; persists the session and returns it (with :attr:`Session.client_id` and
+        :attr:`Session.is_account_abstracted`). Blocks (network, keyring). The session's end user
+        is the JWT's ``endUserId`` claim, read first: without one, :class:`InvalidUserJwt` and
+        nothing is sent. A rejected code (Portal's 401: mistyped, stale, or the sign-in expired)
+        is :class:`AuthenticationFailed`: ask for a new code and call again with the same JWT.
+        When Portal accepted the code but the keyring write failed
+        (:class:`SessionStorageFailure`), calling this again with the same JWT on this handle,
+        with whatever code, stores the remembered session without a second exchange (Portal
+        spent the JWT); forgotten by :meth:`clear_persisted_session`.
+        :raises InvalidUserJwt, AuthenticationFailed (code rejected), RateLimited, NetworkError,
             SessionStorageFailure, InvalidArgument:"""
         digits = _text_arg(code, "code")
         out = _SessionP()
@@ -288,7 +323,7 @@ class PortalAuth(_Owner):
         """:meth:`verify_totp` as a coroutine: the code and the user JWT are checked and copied
         (the JWT copy wiped) before the first ``await`` suspends. Same result and errors. A task
         cancelled after Portal accepted the code does not stop the keyring write: the session is
-        persisted when the keyring allows, and verifying the same code again returns it."""
+        persisted when the keyring allows, and verifying again with the same JWT returns it."""
         digits = _text_arg(code, "code")
         with _secret_arg(user_jwt, "user_jwt") as jwt, self._use() as auth:
             operation = aio.start_sign_in(_lib.portal_auth_verify_totp_async, _read_session, auth, digits, jwt)
@@ -315,11 +350,34 @@ def _read_session(result: Any) -> "Session":
 
 def _read_redirect(result: Any) -> Optional[RedirectResult]:
     if result.kind == _AUTHENTICATED and result.session:
-        return SignedIn(_read_session(result))
+        return _signed_in(_read_session(result))
     if result.kind == _TOTP_REQUIRED and result.user_jwt:
-        totp_link = _take_text(aio.take_pointer(result, "totp_link", _CharP)) if result.totp_link else None
-        return TotpRequired(_take_string(aio.take_pointer(result, "user_jwt", _CharP)), totp_link)
+        link = aio.take_pointer(result, "totp_link", _CharP) if result.totp_link else None
+        return _totp_required(aio.take_pointer(result, "user_jwt", _CharP), link)
     return None
+
+
+def _signed_in(session: "Session") -> SignedIn:
+    return SignedIn(session, session.client_id, session.is_account_abstracted)
+
+
+def _totp_required(jwt: Any, link: Any) -> TotpRequired:
+    """Takes the library's user JWT and link strings (both freed; the JWT wiped) into a
+    :class:`TotpRequired` with the JWT's end user and the link's secret."""
+    end_user_id = ""
+    out = _CharP()
+    try:
+        _lib.portal_user_jwt_get_end_user_id(jwt, ctypes.byref(out))
+        end_user_id = _take_text(out)
+    except InvalidUserJwt:
+        pass
+    user_jwt = _take_string(jwt)
+    if not link:
+        return TotpRequired(user_jwt, None, end_user_id, None)
+    totp_link = _take_text(link)
+    secret = _CharP()
+    _lib.portal_totp_link_get_secret(totp_link.encode("utf-8"), ctypes.byref(secret))
+    return TotpRequired(user_jwt, totp_link, end_user_id, _take_text(secret) if secret else None)
 
 
 class Session(_Owner):
@@ -328,6 +386,11 @@ class Session(_Owner):
 
     end_user_id: str
     auth_environment_id: str
+    #: The client the sign-in that returned this session named (``handle_redirect``,
+    #: ``verify_totp``); ``None`` when Portal named none, and for restored or persisted sessions.
+    client_id: Optional[str]
+    #: Whether that sign-in reported an account-abstracted client; ``None`` when unknown.
+    is_account_abstracted: Optional[bool]
 
     def __init__(self) -> None:
         raise TypeError("sessions come from PortalAuth.restore_session() or persist_session()")
@@ -339,6 +402,10 @@ class Session(_Owner):
         # Immutable for the handle's lifetime: copy once.
         self.end_user_id = _lib.portal_session_get_end_user_id(pointer).decode("utf-8")
         self.auth_environment_id = _lib.portal_session_get_auth_environment_id(pointer).decode("utf-8")
+        client_id = _lib.portal_session_get_client_id(pointer)
+        self.client_id = client_id.decode("utf-8") if client_id is not None else None
+        abstracted = _lib.portal_session_get_is_account_abstracted(pointer).value
+        self.is_account_abstracted = None if abstracted < 0 else abstracted == 1
         return self
 
     def __repr__(self) -> str:
@@ -360,10 +427,12 @@ class Session(_Owner):
 
     @property
     def is_valid(self) -> bool:
-        """``False`` once the session has been invalidated (its token is gone)."""
+        """``False`` once the session has been invalidated (its token is gone), and once this
+        handle is closed (then nothing can use the token through it). Never raises, like every
+        property."""
         try:
             self.token().wipe()
-        except SessionInvalidated:
+        except (SessionInvalidated, InvalidArgument):  # InvalidArgument: the handle is closed
             return False
         return True
 

@@ -53,6 +53,12 @@ class Status(enum.IntEnum):
     UNSOLICITED_REDIRECT = 12
     DIFFERENT_END_USER = 13
     CANCELLED = 14
+    MAGIC_LINK_NOT_CONFIGURED = 15
+    AUTH_METHOD_UNAVAILABLE = 16
+    ACCOUNT_ABSTRACTION_UNAVAILABLE = 17
+    SERVER = 18
+    REQUEST_REFUSED = 19
+    TOTP_QR_UNAVAILABLE = 20
 
 
 
@@ -101,11 +107,12 @@ class InternalError(PortalKeyringError):
 
 
 class RateLimited(PortalKeyringError):
-    """``PORTAL_ERR_RATE_LIMITED``: the Portal API answered HTTP 429; try again later.
+    """``PORTAL_ERR_RATE_LIMITED``: the Portal API answered HTTP 429; try again later (Portal
+    limits magic links per address per minute). Never retried automatically.
 
     ``retry_after`` is the wait the API's ``Retry-After`` asked for, in whole seconds (an
     ``int``), read from the library's message ("rate limited by the Portal API; retry after N s");
-    ``None`` when the API gave none."""
+    ``None`` when the API gave none, which is what Portal does."""
 
     retry_after: Optional[int]
 
@@ -129,6 +136,37 @@ class InvalidUserJwt(PortalKeyringError):
 
 class AuthenticationFailed(PortalKeyringError):
     """``PORTAL_ERR_AUTHENTICATION_FAILED``: sign-in failed (error redirect, wrong TOTP code)."""
+
+
+class MagicLinkNotConfigured(PortalKeyringError):
+    """``PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED``: :meth:`PortalAuth.send_magic_link` on an auth
+    made without ``magic_link=``; nothing was sent."""
+
+
+class AuthMethodUnavailable(PortalKeyringError):
+    """``PORTAL_ERR_AUTH_METHOD_UNAVAILABLE``: the auth environment has not enabled that provider
+    (Google or Apple); not retryable."""
+
+
+class AccountAbstractionUnavailable(PortalKeyringError):
+    """``PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE``: the ``is_account_abstracted`` asked for is
+    not available for this auth environment; ``message`` is the server's text (200 characters
+    at most)."""
+
+
+class ServerError(PortalKeyringError):
+    """``PORTAL_ERR_SERVER``: the Portal API answered HTTP 5xx; not a failed sign-in (a sign-in
+    link stays usable). Try again later."""
+
+
+class RequestRefused(PortalKeyringError):
+    """``PORTAL_ERR_REQUEST_REFUSED``: the Portal API refused the request with a 4xx status other
+    than 401 and 429 (403 …): configuration or request, not a failed sign-in."""
+
+
+class TotpQrUnavailable(PortalKeyringError):
+    """``PORTAL_ERR_TOTP_QR_UNAVAILABLE``: no QR code could be made of a TOTP enrolment link (not
+    an ``otpauth://`` link with a valid secret, too long, or libqrencode4 not installed)."""
 
 
 class UnsolicitedRedirect(PortalKeyringError):
@@ -159,6 +197,12 @@ _ERRORS: Dict[int, Type[PortalKeyringError]] = {
     Status.UNSOLICITED_REDIRECT: UnsolicitedRedirect,
     Status.DIFFERENT_END_USER: DifferentEndUser,
     Status.CANCELLED: Cancelled,
+    Status.MAGIC_LINK_NOT_CONFIGURED: MagicLinkNotConfigured,
+    Status.AUTH_METHOD_UNAVAILABLE: AuthMethodUnavailable,
+    Status.ACCOUNT_ABSTRACTION_UNAVAILABLE: AccountAbstractionUnavailable,
+    Status.SERVER: ServerError,
+    Status.REQUEST_REFUSED: RequestRefused,
+    Status.TOTP_QR_UNAVAILABLE: TotpQrUnavailable,
 }
 
 

@@ -244,8 +244,8 @@ class Portal(_Owner):
 
         :param loop: ``None``: the callback runs on a library thread. An asyncio loop: it runs
             on that loop's thread (``portal_on_session_invalidated_queued`` on the loop's
-            completion queue); then register from the loop's thread (or before it runs), and
-            note that a delivery already handed to the loop still runs after
+            completion queue); register from any thread, and note that a delivery already
+            handed to the loop still runs after
             :meth:`ListenerHandle.cancel`. An ``async def`` callback needs ``loop``: it runs as
             a task on that loop (without ``loop``, :class:`TypeError`: nothing would await it).
             A rejection that comes after ``loop`` has closed still invalidates the session (the

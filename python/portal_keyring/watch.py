@@ -1,4 +1,4 @@
-"""Watching the stored session across processes (issue 16): ``portal_auth_watch``.
+"""Watching the stored session across processes (docs/threading.md): ``portal_auth_watch``.
 
 Two forms, both started from a :class:`~portal_keyring.PortalAuth`:
 
@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, Optional
 from . import aio
 from ._ffi import _AuthP, _declare
 from ._library import lib as _lib
+from .errors import Status, _error
 
 
 class _Watch(ctypes.Structure):
@@ -46,9 +47,15 @@ _declare(
     ctypes.c_int,
     [_AuthP, aio._QueueP, _WATCH_CB, ctypes.c_void_p, aio._NOTIFY, ctypes.POINTER(_WatchP)],
 )
+_declare(
+    "portal_auth_watch_async",
+    ctypes.c_int,
+    [_AuthP, aio._QueueP, _WATCH_CB, ctypes.c_void_p, aio._NOTIFY, ctypes.POINTER(_WatchP)],
+)
 _declare("portal_watch_free", None, [_WatchP])
 
 _KINDS = {1: "signed_in", 2: "signed_out", 3: "locked", 4: "resync"}
+_STARTED, _FAILED = 5, 6  # portal_auth_watch_async's first event (never a SessionChange)
 
 
 @dataclass(frozen=True)
@@ -60,20 +67,33 @@ class SessionChange:
     end_user_id: Optional[str] = None
 
 
-# Where each watch's events go, by key (the C user_data); removed by destroy_notify.
-_sinks: Dict[int, Callable[[SessionChange], None]] = {}
+# Where each watch's events go, by key (the C user_data): (event, its text); removed by
+# destroy_notify.
+_sinks: Dict[int, Callable[[int, Optional[str]], None]] = {}
 _keys = itertools.count(1)
+
+
+def _change(kind: int, text: Optional[str]) -> SessionChange:
+    return SessionChange(_KINDS.get(kind, f"unknown-{kind}"), text)
+
+
+def _callback_sink(callback: Callable[[SessionChange], object]) -> Callable[[int, Optional[str]], None]:
+    """The callback form's sink: every event is a change, a coroutine returned is refused."""
+
+    def sink(kind: int, text: Optional[str]) -> None:
+        result = callback(_change(kind, text))
+        if inspect.iscoroutine(result):  # a lambda around an async function: nothing would await it
+            result.close()
+            raise TypeError(f"the watch callback {callback!r} returned a coroutine, which its thread cannot await: "
+                            "use `async for change in auth.session_changes()` instead")
+
+    return sink
 
 
 def _on_event(kind: int, end_user_id: Optional[bytes], user_data: Optional[int]) -> None:
     sink = _sinks.get(user_data or 0)
     if sink is not None:
-        text = end_user_id.decode("utf-8", "replace") if end_user_id is not None else None
-        result = sink(SessionChange(_KINDS.get(kind, f"unknown-{kind}"), text))
-        if inspect.iscoroutine(result):  # a lambda around an async function: nothing would await it
-            result.close()
-            raise TypeError(f"the watch callback {sink!r} returned a coroutine, which its thread cannot await: "
-                            "use `async for change in auth.session_changes()` instead")
+        sink(kind, end_user_id.decode("utf-8", "replace") if end_user_id is not None else None)
 
 
 def _release(user_data: Optional[int]) -> None:
@@ -107,23 +127,83 @@ class SessionChanges:
 
     def __init__(self, auth: Any) -> None:
         self._auth = auth
-        self._changes: "Optional[asyncio.Queue[SessionChange]]" = None
+        # Set once the watch is live. None in the queue: the iteration ends (aclose() from
+        # another task wakes a waiting __anext__ with it, as a shut-down asyncio.Queue would).
+        self._changes: "Optional[asyncio.Queue[Optional[SessionChange]]]" = None
+        # While the watch starts: resolved by its first event (STARTED, or FAILED with the
+        # error) or by aclose(); the queue its later events go to; how many start() wait.
+        self._starting: "Optional[asyncio.Future[None]]" = None
+        self._pending: "Optional[asyncio.Queue[Optional[SessionChange]]]" = None
+        self._waiters = 0
         self._key = 0
         self._watch: Any = None
         self._closed = False
 
     async def start(self) -> None:
-        """Starts the watch (off the loop's thread: a bus round trip and a keyring read); a
-        no-op once started. :raises SessionStorageFailure: no session bus."""
+        """Starts the watch and waits until it is live; a no-op once started. Never blocks the
+        loop (``portal_auth_watch_async``: the subscription and the baseline read run on the
+        library's watch thread). Cancelled while it waits — ``asyncio.wait_for`` with a stalled
+        provider — the watch is freed (Tests/python/test_watch_lifecycle.py); a later call
+        starts anew. :raises SessionStorageFailure: no session bus."""
         if self._changes is not None or self._closed:
             return
+        if self._starting is None:
+            self._begin()
+        starting, pending = self._starting, self._pending
+        assert starting is not None
+        self._waiters += 1
+        try:
+            await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # The last waiter gone before the watch became anyone's: nobody will use it.
+            if self._waiters == 1 and self._starting is starting and self._changes is None:
+                self._stop()
+            raise
+        except BaseException:  # FAILED: nothing follows, free the watch
+            if self._starting is starting:
+                self._stop()
+            raise
+        finally:
+            self._waiters -= 1
+        if self._starting is starting and not self._closed:
+            self._changes = pending
+
+    def _begin(self) -> None:
+        """portal_auth_watch_async: returns at once; the first event says how the start went."""
         queue = aio.loop_queue()
-        changes: "asyncio.Queue[SessionChange]" = asyncio.Queue()
+        changes: "asyncio.Queue[Optional[SessionChange]]" = asyncio.Queue()
+        starting: "asyncio.Future[None]" = queue.loop.create_future()
+
+        def sink(kind: int, text: Optional[str]) -> None:  # on the loop's thread (its queue's dispatch)
+            if kind == _STARTED:
+                if not starting.done():
+                    starting.set_result(None)
+            elif kind == _FAILED:
+                if not starting.done():
+                    starting.set_exception(_error(Status.SESSION_STORAGE, text or "the watch could not start"))
+            else:
+                changes.put_nowait(_change(kind, text))
+
         key = next(_keys)
-        _sinks[key] = changes.put_nowait  # runs on the loop's thread (its queue's dispatch)
-        with self._auth._use() as pointer:
-            self._watch = await queue.loop.run_in_executor(None, _start, pointer, queue.pointer, key)
-        self._key, self._changes = key, changes
+        _sinks[key] = sink
+        watch = _WatchP()
+        try:
+            with self._auth._use() as pointer:
+                _lib.portal_auth_watch_async(pointer, queue.pointer, _EVENT, key, _RELEASE, ctypes.byref(watch))
+        except BaseException:  # a failed call ran destroy_notify already; a closed auth made no call
+            _sinks.pop(key, None)
+            raise
+        self._watch, self._key, self._starting, self._pending = watch, key, starting, changes
+
+    def _stop(self) -> None:
+        """Frees the watch (never waits for the keyring) and forgets a start in progress."""
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            _lib.portal_watch_free(watch)
+        _sinks.pop(self._key, None)
+        starting, self._starting, self._pending = self._starting, None, None
+        if starting is not None and not starting.done():
+            starting.set_result(None)  # waiters of a start that aclose() ended return
 
     def __aiter__(self) -> "SessionChanges":
         return self
@@ -133,18 +213,21 @@ class SessionChanges:
         if self._closed or self._changes is None:
             raise StopAsyncIteration
         try:
-            return await self._changes.get()
+            change = await self._changes.get()
         except asyncio.CancelledError:
             await self.aclose()
             raise
+        if change is None:
+            raise StopAsyncIteration
+        return change
 
     async def aclose(self) -> None:
-        """Stops the watch (waits for a keyring read in progress, if any). Idempotent."""
+        """Stops the watch; an ``async for`` waiting in another task ends. Never waits for the
+        keyring (a read in progress finishes on the library's watch thread). Idempotent."""
         self._closed = True
-        watch, self._watch = self._watch, None
-        if watch is not None:
-            _lib.portal_watch_free(watch)
-        _sinks.pop(self._key, None)
+        self._stop()
+        if self._changes is not None:
+            self._changes.put_nowait(None)
 
     async def __aenter__(self) -> "SessionChanges":
         await self.start()
@@ -178,7 +261,7 @@ class SessionWatch:
         self._fd = int(_lib.portal_completion_queue_get_fd(pointer))
         self._stop_r, self._stop_w = os.pipe()
         self._key = next(_keys)
-        _sinks[self._key] = callback
+        _sinks[self._key] = _callback_sink(callback)
         self._watch: Any = None
         try:
             with auth._use() as auth_pointer:

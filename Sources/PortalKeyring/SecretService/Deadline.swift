@@ -1,4 +1,4 @@
-import CLibSecret
+import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +13,7 @@ final class Deadline {
     private var end: Int
 
     fileprivate init(milliseconds: UInt32, context: OpaquePointer) {
-        cancellable = g_cancellable_new()!
+        cancellable = g_cancellable_new()!  // trusted: GLib allocates or aborts, never NULL
         self.context = context
         end = g_get_monotonic_time() + Int(milliseconds) * 1000
         arm(milliseconds)
@@ -36,7 +36,7 @@ final class Deadline {
     }
 
     private func arm(_ milliseconds: UInt32) {
-        let source = g_timeout_source_new(milliseconds)!
+        let source = g_timeout_source_new(milliseconds)!  // trusted: GLib allocates or aborts, never NULL
         g_source_set_callback(source, { data in
             g_cancellable_cancel(data?.assumingMemoryBound(to: GCancellable.self))
             return 0 // G_SOURCE_REMOVE
@@ -64,7 +64,7 @@ final class Deadlines: Sendable {
     private let context: Context
 
     private init() {
-        let context = g_main_context_new()!
+        let context = g_main_context_new()!  // trusted: GLib allocates or aborts, never NULL
         let loop = g_main_loop_new(context, 0)
         let thread = g_thread_new("portal-keyring-deadline", { loop in
             g_main_loop_run(OpaquePointer(loop))
@@ -79,7 +79,7 @@ final class Deadlines: Sendable {
     func run<T>(operation: String, milliseconds: UInt32,
                 _ body: (Deadline) throws(StorageFailure) -> T) throws(StorageFailure) -> T {
         let deadline = Deadline(milliseconds: milliseconds, context: context.pointer)
-        // Issue 12: cancelling the operation this thread runs cancels the deadline's cancellable.
+        // Cancelling the operation this thread runs cancels the deadline's cancellable.
         let unhook = OperationToken.current?.cancels(deadline.cancellable)
         defer { unhook?(); withExtendedLifetime(deadline) {} }
         do {

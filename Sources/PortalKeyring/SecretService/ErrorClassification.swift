@@ -1,17 +1,20 @@
-import CLibSecret
+import CGLib
 
 extension StorageFailure {
     /// How a `GError` is classified before it becomes a `StorageFailure`.
-    enum Kind { case unavailable, locked, gone, cancelled, other }
+    enum Kind { case unavailable, locked, gone, cancelled, timedOut, other }
 
     struct Classified: Error {
         let kind: Kind
         let message: String
+        /// The D-Bus error name of a provider's or the bus's error reply
+        /// (`org.freedesktop.Secret.Error.IsLocked`), nil for a failure of our own side.
+        var name: String? = nil
         var storageFailure: StorageFailure {
             switch kind {
             case .unavailable: return .unavailable(message)
             case .locked: return .locked(message)
-            case .gone, .cancelled, .other: return .failed(message)
+            case .gone, .cancelled, .timedOut, .other: return .failed(message)
             }
         }
     }
@@ -21,40 +24,52 @@ extension StorageFailure {
         self = StorageFailure.classify(error, fallback).storageFailure
     }
 
+    /// What each D-Bus error name a provider or the bus daemon answers with means here. Names not
+    /// listed are `.other`: the provider answered and refused.
+    static let errorNames: [String: Kind] = [
+        // The Secret Service API's own errors.
+        "org.freedesktop.Secret.Error.IsLocked": .locked,
+        "org.freedesktop.Secret.Error.NoSuchObject": .gone,
+        // An object deleted a moment before. KeePassXC answers a call on such an item with
+        // UnknownInterface ("Interface org.freedesktop.Secret.Item was not found in object").
+        "org.freedesktop.DBus.Error.UnknownObject": .gone,
+        "org.freedesktop.DBus.Error.UnknownMethod": .gone,
+        "org.freedesktop.DBus.Error.UnknownInterface": .gone,
+        // No provider (any more) on the other end, or the bus could not start one.
+        "org.freedesktop.DBus.Error.ServiceUnknown": .unavailable,
+        "org.freedesktop.DBus.Error.NameHasNoOwner": .unavailable,
+        "org.freedesktop.DBus.Error.NoServer": .unavailable,
+        "org.freedesktop.DBus.Error.Disconnected": .unavailable,
+        "org.freedesktop.DBus.Error.NoReply": .unavailable,
+        "org.freedesktop.DBus.Error.Spawn.ServiceNotFound": .unavailable,
+        "org.freedesktop.DBus.Error.Spawn.ExecFailed": .unavailable,
+        "org.freedesktop.DBus.Error.Spawn.ChildExited": .unavailable,
+        "org.freedesktop.DBus.Error.Spawn.Failed": .unavailable,
+    ]
+
+    /// The one classification of a failed D-Bus call (`BusCall`): a provider's or the bus's error
+    /// reply by its D-Bus error name (`errorNames`), whichever GError domain GLib put it in — the
+    /// name is the same whether or not a library in the process (libsecret, loaded by the host
+    /// application) registered it under a domain of its own; a failure of our own side by its
+    /// GIO code (cancelled: the deadline or the operation's cancellation; timed out: a call's own
+    /// time limit; closed: the bus went away). Frees `error`; NULL gives `fallback`.
     static func classify(_ error: UnsafeMutablePointer<GError>?, _ fallback: String) -> Classified {
         guard let error else { return Classified(kind: .other, message: fallback) }
         defer { g_error_free(error) }
-        let domain = error.pointee.domain
-        let code = error.pointee.code
-        var message = error.pointee.message.map { String(cString: $0) } ?? fallback
-        // Remote errors carry "GDBus.Error:<D-Bus error name>: " before the provider's text, also
-        // when libsecret registered the name under its own domain (SECRET_ERROR: IsLocked,
-        // NoSuchObject): strip it in every domain, so messages read like the documented wording.
-        message = Self.strippingRemoteErrorName(message)
+        // Remote errors carry "GDBus.Error:<D-Bus error name>: " before the provider's text, in
+        // every domain: strip it, so messages read like the documented wording.
+        let message = Self.strippingRemoteErrorName(error.pointee.message.map { String(cString: $0) } ?? fallback)
+        if let remote = g_dbus_error_get_remote_error(error) {
+            defer { g_free(remote) }
+            let name = String(cString: remote)
+            return Classified(kind: errorNames[name] ?? .other, message: message, name: name)
+        }
         let kind: Kind
-        if domain == g_io_error_quark() && code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
-            kind = .cancelled
-        } else if domain == secret_error_get_quark() && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue) {
-            kind = .locked
-        } else if domain == secret_error_get_quark() && code == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue) {
-            kind = .gone
-        } else if domain == g_dbus_error_quark() {
-            switch GDBusError(rawValue: UInt32(code)) {
-            case G_DBUS_ERROR_UNKNOWN_OBJECT, G_DBUS_ERROR_UNKNOWN_METHOD, G_DBUS_ERROR_UNKNOWN_INTERFACE:
-                // KeePassXC answers a call on an item deleted a moment before with
-                // UnknownInterface ("Interface org.freedesktop.Secret.Item was not found in object").
-                kind = .gone
-            case G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER, G_DBUS_ERROR_NO_SERVER,
-                 G_DBUS_ERROR_DISCONNECTED, G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND, G_DBUS_ERROR_SPAWN_EXEC_FAILED,
-                 G_DBUS_ERROR_SPAWN_CHILD_EXITED, G_DBUS_ERROR_SPAWN_FAILED, G_DBUS_ERROR_NO_REPLY:
-                kind = .unavailable
-            default:
-                kind = .other
-            }
-        } else if domain == g_io_error_quark() && code == Int32(G_IO_ERROR_CLOSED.rawValue) {
-            kind = .unavailable
-        } else {
-            kind = .other
+        switch error.pointee.domain == g_io_error_quark() ? GIOErrorEnum(rawValue: UInt32(error.pointee.code)) : nil {
+        case G_IO_ERROR_CANCELLED: kind = .cancelled
+        case G_IO_ERROR_TIMED_OUT: kind = .timedOut
+        case G_IO_ERROR_CLOSED: kind = .unavailable
+        default: kind = .other
         }
         return Classified(kind: kind, message: message)
     }

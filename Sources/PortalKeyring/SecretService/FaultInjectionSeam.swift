@@ -1,9 +1,9 @@
-import CLibSecret
+import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Two points where a test program can act in the middle of an operation, made only when the
+/// Points where a test program can act in the middle of an operation, made only when the
 /// test program interposes the libsecret symbol named (ELF interposition: a test program that
 /// defines the function, linked with -rdynamic, takes precedence for the library). The library
 /// never calls either function otherwise, so production processes never pay for them.
@@ -11,6 +11,9 @@ import Glibc
 /// - `secret_item_load_secrets_sync(NULL, …)` right before GetSecrets: the fault-injection suite
 ///   (`Tests/fault/fault_test.c`, condition 5) locks or deletes items exactly between the search
 ///   and GetSecrets.
+/// - `secret_item_delete_sync(NULL, …)` right before Item.Delete: `Tests/fault/fault_test.c`
+///   (condition 15) stops the provider there, so a restore's delete of an unusable item finds it
+///   slow, and the restore must end at its one deadline.
 /// - `secret_item_set_secret_sync(NULL, NULL, …)` right before CreateItem: `Tests/c/persist_order_test.c`
 ///   locks the collection (the create fails while the older item is deletable), or stores a newer
 ///   sign-in from another process (which persist must not remove).
@@ -34,11 +37,19 @@ enum FaultInjectionSeam {
     private static let createItem = interposed("secret_item_set_secret_sync")
     private static let lockedCheck = interposed("secret_collection_load_items_sync")
     private static let prompt = interposed("secret_prompt_perform_sync")
+    private static let delete = interposed("secret_item_delete_sync")
 
     static func beforeGetSecrets(_ cancellable: UnsafeMutablePointer<GCancellable>) {
         guard getSecrets.interposed else { return }
         var error: UnsafeMutablePointer<GError>?
         _ = secret_item_load_secrets_sync(nil, cancellable, &error)
+        if let error { g_error_free(error) }
+    }
+
+    static func beforeDelete(_ cancellable: UnsafeMutablePointer<GCancellable>) {
+        guard delete.interposed else { return }
+        var error: UnsafeMutablePointer<GError>?
+        _ = secret_item_delete_sync(nil, cancellable, &error)
         if let error { g_error_free(error) }
     }
 

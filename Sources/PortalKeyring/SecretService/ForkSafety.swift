@@ -1,9 +1,9 @@
-import CLibSecret
+import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// What the keyring adapter does in a child process after `fork()` (issue 11; Python's
+/// What the keyring adapter does in a child process after `fork()` (docs/providers.md; Python's
 /// `multiprocessing` forks by default on Linux).
 ///
 /// Threads do not survive a fork: the child has no deadline thread and no GDBus worker thread,
@@ -56,7 +56,7 @@ enum ForkSafety {
         var buffer = [UInt8](repeating: 0, count: 64)
         let wanted = Array("gdbus\n".utf8)
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }  // trusted: d_name is a fixed-size array
             if name.hasPrefix(".") { continue }
             let fd = open("/proc/self/task/\(name)/comm", O_RDONLY | O_CLOEXEC)
             if fd < 0 { continue }

@@ -4,7 +4,7 @@
 /// runs its D-Bus round trips under `callMilliseconds`; an unlock prompt, which waits for a person,
 /// gets `promptMilliseconds` of its own. When a deadline passes the pending call is cancelled and
 /// the operation throws `PortalAuthError.sessionStorageFailure` (nothing is deleted). Without these
-/// bounds GDBus would wait 25 s per call, and a prompt forever (SPEC §5).
+/// bounds GDBus would wait 25 s per call, and a prompt forever (README, "Failures and deadlines").
 public struct KeyringTimeouts: Sendable, Equatable {
     /// Bound for the provider calls of one operation. Default 5000 ms.
     public var callMilliseconds: UInt32

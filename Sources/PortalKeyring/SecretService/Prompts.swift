@@ -1,4 +1,4 @@
-import CLibSecret
+import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -67,10 +67,8 @@ final class Prompts: @unchecked Sendable {
             }
         }
         let owner = try nameOwner(busName, connection, end)
-        var failure: StorageFailure?
-        let reply = call(connection, busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Unlock",
-                         Self.objectPaths(paths), end, &failure)
-        guard let reply else { throw failure ?? .failed("unlock failed") }
+        let reply = try call(connection, busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Unlock",
+                             Variant.tuple([Variant.objectPaths(paths)]), end)
         defer { g_variant_unref(reply) }
         guard String(cString: g_variant_get_type_string(reply)) == "(aoo)" else { throw .failed("unexpected reply to Unlock") }
         let unlocked = g_variant_get_child_value(reply, 0)
@@ -138,18 +136,17 @@ final class Prompts: @unchecked Sendable {
                            end: Int, seam: Bool = false) throws(StorageFailure) -> (Outcome, PendingPrompt?) {
         let prompt = PendingPrompt(connection: connection, owner: owner, path: promptPath)
         if seam { FaultInjectionSeam.beforePrompt(promptPath) }
-        var promptFailure: StorageFailure?
-        let window = g_variant_new_string("")
-        var arguments: [OpaquePointer?] = [window]
-        guard let promptReply = call(connection, busName, promptPath, "org.freedesktop.Secret.Prompt", "Prompt",
-                                     g_variant_new_tuple(&arguments, 1), end, &promptFailure) else {
+        do throws(StorageFailure) {
+            let window = g_variant_new_string("")
+            g_variant_unref(try call(connection, busName, promptPath, "org.freedesktop.Secret.Prompt", "Prompt",
+                                     Variant.tuple([window]), end))
+        } catch {
             prompt.poll()
             if prompt.state.completed { return (prompt.state.dismissed ? .dismissed : .unlocked, prompt) }
             prompt.close()
-            if case .timedOut = promptFailure { return (.timedOut, nil) }
-            throw promptFailure ?? .failed("the prompt failed")
+            if case .timedOut = error { return (.timedOut, nil) }
+            throw error
         }
-        g_variant_unref(promptReply)
         do {
             return (try prompt.wait(until: end), prompt)
         } catch {
@@ -175,87 +172,59 @@ final class Prompts: @unchecked Sendable {
         g_mutex_unlock(mutex)
     }
 
-    /// An exclusive `flock` on `$XDG_RUNTIME_DIR/portal-keyring-prompt.lock` (the user's own
-    /// directory; /tmp when unset), waited for until `end`: the open descriptor (closing it
-    /// releases the lock), -1 when there is no such file to lock (then nothing is serialized
-    /// across processes), -2 when the time ran out. Released by close, also when the process dies.
+    /// An exclusive `flock` on `prompt.lock` in the library's `PrivateDirectory` (only this user
+    /// can create it: never `/tmp`, where another user could hold it and stall our deletes),
+    /// waited for until `end`: the open descriptor (closing it releases the lock), -1 when there
+    /// is no such file to lock (then nothing is serialized across processes), -2 when the time
+    /// ran out. Released by close, also when the process dies.
     private static func lockAcrossProcesses(until end: Int) -> Int32 {
-        let directory = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? "/tmp"
-        let fd = open("\(directory)/portal-keyring-prompt.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if fd < 0 { return -1 }
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            if errno != EWOULDBLOCK && errno != EINTR { close(fd); return -1 }
-            if g_get_monotonic_time() >= end { close(fd); return -2 }
-            usleep(2_000)
-        }
-        return fd
+        PrivateDirectory.lock("prompt.lock", until: end)
     }
 
     /// Whether the item at `path` no longer exists (Properties.Get of its Locked property answers
     /// UnknownObject or NoSuchObject), bounded by `end`.
     private func isGone(_ path: String, _ connection: OpaquePointer, _ busName: String,
                         _ end: Int) throws(StorageFailure) -> Bool {
-        let remaining = max((end - g_get_monotonic_time()) / 1000, 1)
-        var arguments: [OpaquePointer?] = [g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Locked")]
-        var error: UnsafeMutablePointer<GError>?
-        let reply = g_dbus_connection_call_sync(connection, busName, path, "org.freedesktop.DBus.Properties", "Get",
-                                                g_variant_new_tuple(&arguments, 2), nil, G_DBUS_CALL_FLAGS_NO_AUTO_START,
-                                                Int32(clamping: remaining), nil, &error)
-        if let reply {
-            g_variant_unref(reply)
+        do throws(StorageFailure.Classified) {
+            g_variant_unref(try BusCall.call(connection, destination: busName, path, "org.freedesktop.DBus.Properties", "Get",
+                                             Variant.tuple([g_variant_new_string("org.freedesktop.Secret.Item"),
+                                                            g_variant_new_string("Locked")]),
+                                             nil, .until(end), "could not read the item"))
             return false
+        } catch {
+            if case .gone = error.kind { return true }
+            throw error.storageFailure
         }
-        let gone = StorageFailure.classify(error, "could not read the item")
-        if case .gone = gone.kind { return true }
-        throw gone.storageFailure
     }
 
     /// The unique bus name that owns `busName` now (the prompt's Completed signal comes from it).
     private func nameOwner(_ busName: String, _ connection: OpaquePointer,
                            _ end: Int) throws(StorageFailure) -> String {
-        var failure: StorageFailure?
-        let name = g_variant_new_string(busName)
-        var arguments: [OpaquePointer?] = [name]
-        guard let reply = call(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                               "GetNameOwner", g_variant_new_tuple(&arguments, 1), end, &failure) else {
-            throw failure ?? .unavailable("the Secret Service provider has no owner")
+        let bound = BusCall.Bound.until(end)
+        do throws(StorageFailure.Classified) {
+            return try BusConnection.owner(of: busName, on: connection, bound)
+        } catch {
+            throw Self.failure(error, bound)
         }
-        defer { g_variant_unref(reply) }
-        guard String(cString: g_variant_get_type_string(reply)) == "(s)" else { throw .failed("unexpected reply to GetNameOwner") }
-        let owner = g_variant_get_child_value(reply, 0)
-        defer { g_variant_unref(owner) }
-        return String(cString: g_variant_get_string(owner, nil))
     }
 
-    /// One method call bounded by `end`. On failure returns nil and sets `failure`
-    /// (`.timedOut` when the time ran out).
+    /// One method call bounded by `end` (`BusCall`). Its reply is unreffed by the caller.
     private func call(_ connection: OpaquePointer, _ destination: String, _ path: String,
-                      _ interface: String, _ method: String, _ parameters: OpaquePointer?, _ end: Int,
-                      _ failure: inout StorageFailure?) -> OpaquePointer? {
-        let remaining = max((end - g_get_monotonic_time()) / 1000, 1)
-        var error: UnsafeMutablePointer<GError>?
-        let reply = g_dbus_connection_call_sync(connection, destination, path, interface, method, parameters, nil,
-                                                G_DBUS_CALL_FLAGS_NO_AUTO_START, Int32(clamping: remaining), nil, &error)
-        if reply == nil {
-            if let error, error.pointee.domain == g_io_error_quark(),
-               error.pointee.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
-                g_error_free(error)
-                failure = .timedOut(operation: "the unlock prompt", milliseconds: UInt32(clamping: remaining))
-            } else {
-                failure = StorageFailure(consuming: error, default: "\(method) failed")
-            }
+                      _ interface: String, _ method: String, _ parameters: OpaquePointer?,
+                      _ end: Int) throws(StorageFailure) -> OpaquePointer {
+        let bound = BusCall.Bound.until(end)
+        do throws(StorageFailure.Classified) {
+            return try BusCall.call(connection, destination: destination, path, interface, method, parameters, nil,
+                                    bound, "\(method) failed")
+        } catch {
+            throw Self.failure(error, bound)
         }
-        return reply
     }
 
-    /// `(ao)` from object paths (as the provider gave them to us).
-    private static func objectPaths(_ paths: [String]) -> OpaquePointer? {
-        let copies = paths.map { strdup($0) }
-        defer { copies.forEach { free($0) } }
-        var pointers: [UnsafePointer<gchar>?] = copies.map { UnsafePointer($0) }
-        let array = pointers.withUnsafeMutableBufferPointer { g_variant_new_objv($0.baseAddress, Int($0.count)) }
-        var arguments: [OpaquePointer?] = [array]
-        return g_variant_new_tuple(&arguments, 1)
+    /// A failed call of a prompt: `.timedOut` when the prompt deadline ran out.
+    private static func failure(_ error: StorageFailure.Classified, _ bound: BusCall.Bound) -> StorageFailure {
+        guard case .timedOut = error.kind else { return error.storageFailure }
+        return .timedOut(operation: "the unlock prompt", milliseconds: UInt32(clamping: bound.milliseconds))
     }
 }
 
@@ -268,6 +237,37 @@ final class PendingPrompt {
         var vanished = false
         /// The object path in the `Completed` result, when it holds one (`o`, or `ao` of one).
         var resultPath: String?
+        /// The provider's unique name: the only sender whose `Completed` counts.
+        var owner = ""
+
+        /// `Completed(b dismissed, v result)`. Only the provider's own signal of that type counts
+        /// (any process can send a signal to our connection: `SignalSafety`).
+        func completed(_ sender: UnsafePointer<gchar>?, _ parameters: OpaquePointer?) {
+            guard SignalSafety.from(sender, owner) else { return }
+            // The provider's own Completed ends the wait; one of another shape reads as dismissed.
+            completed = true
+            dismissed = true
+            guard Variant.has(parameters, type: "(bv)"), let flag = Variant.child(parameters, 0),
+                  let boxed = Variant.child(parameters, 1) else { return }
+            defer { g_variant_unref(boxed) }
+            dismissed = g_variant_get_boolean(flag) != 0
+            g_variant_unref(flag)
+            guard let result = Variant.unboxed(boxed) else { return }
+            defer { g_variant_unref(result) }
+            if let path = Variant.string(result), Variant.has(result, type: "o") {
+                resultPath = path
+            } else if Variant.has(result, type: "ao"), g_variant_n_children(result) == 1 {
+                resultPath = Variant.string(result, 0)
+            }
+        }
+
+        /// The bus daemon's `NameOwnerChanged(s name, s old, s new)` for the provider's unique
+        /// name with an empty new owner: the provider's connection is gone.
+        func ownerChanged(_ sender: UnsafePointer<gchar>?, _ parameters: OpaquePointer?) {
+            guard let change = SignalSafety.nameOwnerChange(sender, parameters), change.name == owner,
+                  change.newOwner.isEmpty else { return }
+            vanished = true
+        }
     }
 
     let connection: OpaquePointer
@@ -283,38 +283,21 @@ final class PendingPrompt {
         context = g_main_context_new()
         g_main_context_push_thread_default(context)
         defer { g_main_context_pop_thread_default(context) }
+        state.owner = owner
         subscriptions.append(g_dbus_connection_signal_subscribe(
             connection, owner, "org.freedesktop.Secret.Prompt", "Completed", path, nil, G_DBUS_SIGNAL_FLAGS_NONE,
-            { _, _, _, _, _, parameters, data in
+            { _, sender, _, _, _, parameters, data in
                 guard let data else { return }
-                let state = Unmanaged<State>.fromOpaque(data).takeUnretainedValue()
-                state.completed = true
-                state.dismissed = true
-                guard let parameters, String(cString: g_variant_get_type_string(parameters)) == "(bv)" else { return }
-                let flag = g_variant_get_child_value(parameters, 0)
-                state.dismissed = g_variant_get_boolean(flag) != 0
-                g_variant_unref(flag)
-                let boxed = g_variant_get_child_value(parameters, 1)!
-                defer { g_variant_unref(boxed) }
-                let result = g_variant_get_variant(boxed)!
-                defer { g_variant_unref(result) }
-                let type = String(cString: g_variant_get_type_string(result))
-                if type == "o" {
-                    state.resultPath = String(cString: g_variant_get_string(result, nil))
-                } else if type == "ao", g_variant_n_children(result) == 1 {
-                    let child = g_variant_get_child_value(result, 0)!
-                    state.resultPath = String(cString: g_variant_get_string(child, nil))
-                    g_variant_unref(child)
-                }
-            }, Unmanaged.passRetained(state).toOpaque(), { Unmanaged<State>.fromOpaque($0!).release() }))
+                Unmanaged<State>.fromOpaque(data).takeUnretainedValue().completed(sender, parameters)
+            }, Unmanaged.passRetained(state).toOpaque(), { Unmanaged<State>.fromOpaque($0!).release() }))  // trusted: our own user_data, never NULL
         // NameOwnerChanged(owner, owner, "") when the provider's connection goes away.
         subscriptions.append(g_dbus_connection_signal_subscribe(
             connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
             owner, G_DBUS_SIGNAL_FLAGS_NONE,
-            { _, _, _, _, _, _, data in
+            { _, sender, _, _, _, parameters, data in
                 guard let data else { return }
-                Unmanaged<State>.fromOpaque(data).takeUnretainedValue().vanished = true
-            }, Unmanaged.passRetained(state).toOpaque(), { Unmanaged<State>.fromOpaque($0!).release() }))
+                Unmanaged<State>.fromOpaque(data).takeUnretainedValue().ownerChanged(sender, parameters)
+            }, Unmanaged.passRetained(state).toOpaque(), { Unmanaged<State>.fromOpaque($0!).release() }))  // trusted: our own user_data, never NULL
     }
 
     /// Delivers whatever arrived meanwhile.
@@ -329,11 +312,11 @@ final class PendingPrompt {
             if state.completed { return state.dismissed ? .dismissed : .unlocked }
             if vanished { throw .unavailable("the Secret Service provider went away during the unlock prompt") }
             let now = g_get_monotonic_time()
-            // Issue 12: a cancelled operation stops waiting like a passed deadline (prompt left open).
+            // A cancelled operation stops waiting like a passed deadline (prompt left open).
             if now >= end || OperationToken.currentIsCancelled { return .timedOut }
             // Wake up at least every 250 ms to notice a closed connection.
             let slice = UInt32(clamping: min(end - now, 250_000) / 1000 + 1)
-            let timer = g_timeout_source_new(slice)!
+            let timer = g_timeout_source_new(slice)!  // trusted: GLib allocates or aborts, never NULL
             g_source_set_callback(timer, { _ in 0 }, nil, nil)
             g_source_attach(timer, context)
             g_main_context_iteration(context, 1)

@@ -1,4 +1,4 @@
-import CLibSecret
+import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,9 +6,9 @@ import Glibc
 // MARK: - The Secret Service D-Bus API
 
 /// The Secret Service's methods, called directly on the adapter's private connection under the
-/// operation's deadline (its cancellable): one blocking round trip each, no proxies, no main
-/// loop. Errors come back classified (`StorageFailure.Classified`) so callers can tell an object
-/// that is gone from a locked one or an unavailable provider.
+/// operation's deadline (its cancellable), through `BusCall`: one blocking round trip each, no
+/// proxies. Errors come back classified by their D-Bus error name (`StorageFailure.Classified`)
+/// so callers can tell an object that is gone from a locked one or an unavailable provider.
 struct SecretBus {
     static let servicePath = "/org/freedesktop/secrets"
     static let defaultCollection = "/org/freedesktop/secrets/aliases/default"
@@ -41,7 +41,10 @@ struct SecretBus {
             let reply = try invoke(Self.servicePath, Self.serviceInterface, "SearchItems",
                                    Variant.tuple([Variant.stringDictionary(attributes)]), "(aoao)", "search failed")
             defer { g_variant_unref(reply) }
-            return (Variant.strings(reply, 0), Variant.strings(reply, 1))
+            guard let unlocked = Variant.strings(reply, 0), let locked = Variant.strings(reply, 1) else {
+                throw Self.unexpected("SearchItems")
+            }
+            return (unlocked, locked)
         } catch {
             throw error.storageFailure
         }
@@ -72,16 +75,16 @@ struct SecretBus {
 
     /// The secrets of a GetSecrets reply, decrypted into wiped memory.
     private func decodeSecrets(_ reply: OpaquePointer) throws(StorageFailure.Classified) -> [String: SecretBytes] {
-        let dictionary = g_variant_get_child_value(reply, 0)!
+        guard let dictionary = Variant.child(reply, 0) else { throw Self.unexpected("GetSecrets") }
         defer { g_variant_unref(dictionary) }
+        guard Variant.has(dictionary, type: "a{o(oayays)}") else { throw Self.unexpected("GetSecrets") }
         var result: [String: SecretBytes] = [:]
         for index in 0..<g_variant_n_children(dictionary) {
-            let entry = g_variant_get_child_value(dictionary, index)!
+            guard let entry = Variant.child(dictionary, index) else { throw Self.unexpected("GetSecrets") }
             defer { g_variant_unref(entry) }
-            let key = g_variant_get_child_value(entry, 0)!
-            let path = String(cString: g_variant_get_string(key, nil))
-            g_variant_unref(key)
-            let encoded = g_variant_get_child_value(entry, 1)!
+            guard let path = Variant.string(entry, 0), let encoded = Variant.child(entry, 1) else {
+                throw Self.unexpected("GetSecrets")
+            }
             defer { g_variant_unref(encoded) }
             result[path] = try endpoint.session.decode(encoded)
         }
@@ -97,12 +100,12 @@ struct SecretBus {
     /// classified error in its place.
     func secretsAndAttributes(_ paths: [String]) throws(StorageFailure.Classified)
         -> (secrets: [String: SecretBytes], attributes: [String: Result<[String: String], StorageFailure.Classified>]) {
-        var requests = [Request(path: Self.servicePath, interface: Self.serviceInterface, method: "GetSecrets",
+        var requests = [BusCall.Request(path: Self.servicePath, interface: Self.serviceInterface, method: "GetSecrets",
                                 parameters: Variant.tuple([Variant.objectPaths(paths),
                                                            g_variant_new_object_path(endpoint.session.path)]),
                                 replyType: "(a{o(oayays)})")]
         for path in paths { requests.append(Self.propertyRequest(path, Self.itemInterface, "Attributes")) }
-        var outcomes = Self.sendAll(connection, destination: name, requests, call.cancellable)
+        var outcomes = BusCall.sendAll(connection, destination: name, requests, .deadline(call.cancellable))
         defer { for index in outcomes.indices { if let reply = outcomes[index].reply { g_variant_unref(reply) } } }
         var attributes: [String: Result<[String: String], StorageFailure.Classified>] = [:]
         for (index, path) in paths.enumerated() {
@@ -114,7 +117,7 @@ struct SecretBus {
                 }
                 let dictionary = try Self.unboxProperty(reply, "Attributes", type: "a{ss}")
                 defer { g_variant_unref(dictionary) }
-                return Self.stringDictionary(dictionary)
+                return try Self.stringDictionary(dictionary)
             }
         }
         guard let reply = outcomes[0].reply else {
@@ -130,22 +133,18 @@ struct SecretBus {
         let dictionary = try property(path, Self.itemInterface, "Attributes", type: "a{ss}",
                                       "could not read the item's attributes")
         defer { g_variant_unref(dictionary) }
-        return Self.stringDictionary(dictionary)
+        return try Self.stringDictionary(dictionary)
     }
 
     /// The entries of an `a{ss}` value.
-    private static func stringDictionary(_ dictionary: OpaquePointer) -> [String: String] {
-        var result: [String: String] = [:]
-        for index in 0..<g_variant_n_children(dictionary) {
-            let entry = g_variant_get_child_value(dictionary, index)!
-            let key = g_variant_get_child_value(entry, 0)!
-            let value = g_variant_get_child_value(entry, 1)!
-            result[String(cString: g_variant_get_string(key, nil))] = String(cString: g_variant_get_string(value, nil))
-            g_variant_unref(value)
-            g_variant_unref(key)
-            g_variant_unref(entry)
-        }
-        return result
+    private static func stringDictionary(_ dictionary: OpaquePointer) throws(StorageFailure.Classified) -> [String: String] {
+        guard let entries = Variant.stringDictionary(dictionary) else { throw unexpected("Attributes") }
+        return entries
+    }
+
+    /// A reply or property whose shape is not the one the Secret Service API gives it.
+    static func unexpected(_ what: String) -> StorageFailure.Classified {
+        StorageFailure.Classified(kind: .other, message: "unexpected answer of the provider to \(what)")
     }
 
     /// Collection.CreateItem (never replacing), the secret encrypted with the session's key.
@@ -161,7 +160,10 @@ struct SecretBus {
                                Variant.tuple([properties, encoded, g_variant_new_boolean(0)]), "(oo)",
                                "could not store the session item")
         defer { g_variant_unref(reply) }
-        return (Variant.string(reply, 0), Variant.string(reply, 1))
+        guard let item = Variant.string(reply, 0), let prompt = Variant.string(reply, 1) else {
+            throw Self.unexpected("CreateItem")
+        }
+        return (item, prompt)
     }
 
     /// Item.Delete. Returns the prompt's path when the provider wants one run first ("/" when
@@ -175,7 +177,8 @@ struct SecretBus {
             throw error
         }
         defer { g_variant_unref(reply) }
-        return Variant.string(reply, 0)
+        guard let prompt = Variant.string(reply, 0) else { throw Self.unexpected("Delete") }
+        return prompt
     }
 
     /// Properties.Get(Collection.Locked) of the collection at `path`.
@@ -197,8 +200,8 @@ struct SecretBus {
     }
 
     /// Properties.Get of `interface`.`name` at `path`.
-    private static func propertyRequest(_ path: String, _ interface: String, _ name: String) -> Request {
-        Request(path: path, interface: "org.freedesktop.DBus.Properties", method: "Get",
+    private static func propertyRequest(_ path: String, _ interface: String, _ name: String) -> BusCall.Request {
+        BusCall.Request(path: path, interface: "org.freedesktop.DBus.Properties", method: "Get",
                 parameters: Variant.tuple([g_variant_new_string(interface), g_variant_new_string(name)]),
                 replyType: "(v)")
     }
@@ -206,10 +209,10 @@ struct SecretBus {
     /// The value inside a Properties.Get reply; its type must be `type`. The caller unrefs it.
     private static func unboxProperty(_ reply: OpaquePointer, _ name: String,
                                       type: String) throws(StorageFailure.Classified) -> OpaquePointer {
-        let boxed = g_variant_get_child_value(reply, 0)!
+        guard let boxed = Variant.child(reply, 0) else { throw unexpected(name) }
         defer { g_variant_unref(boxed) }
-        let value = g_variant_get_variant(boxed)!
-        guard String(cString: g_variant_get_type_string(value)) == type else {
+        guard let value = Variant.unboxed(boxed) else { throw unexpected(name) }
+        guard Variant.has(value, type: type) else {
             g_variant_unref(value)
             throw StorageFailure.Classified(kind: .other, message: "unexpected type of the \(name) property")
         }
@@ -225,12 +228,12 @@ struct SecretBus {
     static func provider(_ connection: OpaquePointer, _ name: String,
                          _ cancellable: UnsafeMutablePointer<GCancellable>?) throws(StorageFailure.Classified)
         -> (name: String, pid: UInt32) {
-        let outcome = send(connection, destination: "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                           "GetConnectionUnixProcessID", Variant.tuple([g_variant_new_string(name)]), "(u)", cancellable)
-        guard let reply = outcome.reply else { throw StorageFailure.classify(outcome.error, "could not identify the provider") }
+        let reply = try BusConnection.askBus(connection, "GetConnectionUnixProcessID", Variant.tuple([g_variant_new_string(name)]),
+                                             "(u)", .deadline(cancellable), "could not identify the provider")
         defer { g_variant_unref(reply) }
-        let child = g_variant_get_child_value(reply, 0)!
+        guard let child = Variant.child(reply, 0) else { throw unexpected("GetConnectionUnixProcessID") }
         defer { g_variant_unref(child) }
+        guard Variant.has(child, type: "u") else { throw unexpected("GetConnectionUnixProcessID") }
         let pid = g_variant_get_uint32(child)
         // argv[0]'s file name from /proc/PID/cmdline (comm is cut at 15 bytes: "gnome-keyring-d").
         var buffer = [UInt8](repeating: 0, count: 512)
@@ -252,96 +255,15 @@ struct SecretBus {
         let reply = try invoke(Self.servicePath, Self.serviceInterface, "ReadAlias",
                                Variant.tuple([g_variant_new_string(alias)]), "(o)", "could not read the default alias")
         defer { g_variant_unref(reply) }
-        return Variant.string(reply, 0)
+        guard let collection = Variant.string(reply, 0) else { throw Self.unexpected("ReadAlias") }
+        return collection
     }
 
     /// One method call, bounded by the operation's deadline (its cancellable). `parameters` is
     /// consumed (floating). The reply has type `replyType`; the caller unrefs it.
     private func invoke(_ path: String, _ interface: String, _ method: String, _ parameters: OpaquePointer?,
-                        _ replyType: StaticString, _ fallback: String,
-                        destination: String? = nil) throws(StorageFailure.Classified) -> OpaquePointer {
-        let outcome = Self.send(connection, destination: destination ?? name, path, interface, method, parameters,
-                                replyType, call.cancellable)
-        guard let reply = outcome.reply else { throw StorageFailure.classify(outcome.error, fallback) }
-        return reply
-    }
-
-    /// One method call for `sendAll`. `parameters` is consumed by the send.
-    struct Request {
-        let path: String
-        let interface: String
-        let method: String
-        let parameters: OpaquePointer?
-        let replyType: StaticString
-    }
-
-    /// What `send` delivered: the reply, or the error (the caller frees whichever it gets).
-    struct Outcome {
-        var done = false
-        var reply: OpaquePointer?
-        var error: UnsafeMutablePointer<GError>?
-    }
-
-    /// One method call on `connection`, waited for under `cancellable`. `parameters` is consumed.
-    ///
-    /// Made asynchronously and waited for on a main context of the calling thread's own that is
-    /// kept for the thread's life (`CallContext`): `g_dbus_connection_call_sync` creates and
-    /// destroys a main context (and its eventfd) per call, which measurably slowed every round
-    /// trip (about 25 µs of about 350 µs with gnome-keyring). GDBus calls the callback exactly
-    /// once, also on cancellation, so the wait always ends.
-    static func send(_ connection: OpaquePointer, destination: String, _ path: String, _ interface: String,
-                     _ method: String, _ parameters: OpaquePointer?, _ replyType: StaticString,
-                     _ cancellable: UnsafeMutablePointer<GCancellable>?) -> Outcome {
-        sendAll(connection, destination: destination,
-                [Request(path: path, interface: interface, method: method, parameters: parameters, replyType: replyType)],
-                cancellable)[0]
-    }
-
-    /// `requests` sent one after the other without waiting, then every answer waited for under
-    /// `cancellable` (as `send`). The outcomes are in the order of `requests`.
-    static func sendAll(_ connection: OpaquePointer, destination: String, _ requests: [Request],
-                        _ cancellable: UnsafeMutablePointer<GCancellable>?) -> [Outcome] {
-        let context = CallContext.current
-        let outcomes = UnsafeMutablePointer<Outcome>.allocate(capacity: requests.count)
-        outcomes.initialize(repeating: Outcome(), count: requests.count)
-        defer {
-            outcomes.deinitialize(count: requests.count)
-            outcomes.deallocate()
-        }
-        g_main_context_push_thread_default(context)
-        for (index, request) in requests.enumerated() {
-            g_dbus_connection_call(connection, destination, request.path, request.interface, request.method,
-                                   request.parameters, Variant.type(request.replyType),
-                                   G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable, { source, result, data in
-                guard let outcome = data?.assumingMemoryBound(to: Outcome.self) else { return }
-                var error: UnsafeMutablePointer<GError>?
-                outcome.pointee.reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
-                outcome.pointee.error = error
-                outcome.pointee.done = true
-            }, outcomes + index)
-        }
-        while !(0..<requests.count).allSatisfy({ outcomes[$0].done }) { g_main_context_iteration(context, 1) }
-        g_main_context_pop_thread_default(context)
-        return Array(UnsafeBufferPointer(start: outcomes, count: requests.count))
-    }
-}
-
-/// A main context per thread that makes keyring calls, created on its first call and released
-/// when the thread exits; only `SecretBus.invoke` attaches anything to it (its call replies).
-enum CallContext {
-    private struct Key: @unchecked Sendable { let key: pthread_key_t }
-    private static let key: Key = {
-        var key = pthread_key_t()
-        pthread_key_create(&key) { context in
-            if let context { g_main_context_unref(OpaquePointer(context)) }
-        }
-        return Key(key: key)
-    }()
-
-    static var current: OpaquePointer {
-        if let existing = pthread_getspecific(key.key) { return OpaquePointer(existing) }
-        let context = g_main_context_new()!
-        pthread_setspecific(key.key, UnsafeRawPointer(context))
-        return context
+                        _ replyType: StaticString?, _ fallback: String) throws(StorageFailure.Classified) -> OpaquePointer {
+        try BusCall.call(connection, destination: name, path, interface, method, parameters, replyType,
+                         .deadline(call.cancellable), fallback)
     }
 }

@@ -1,4 +1,4 @@
-import CLibSecret
+import CGLib
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +15,7 @@ final class ServiceEndpoint: @unchecked Sendable {
     let name: String
     let session: TransferSession
     /// Whether a restore must read each item's attributes besides its secret, to confirm the item
-    /// and its document against each other (`LibSecretStorage.readSecrets`): true for every
+    /// and its document against each other (`SecretServiceStorage.readSecrets`): true for every
     /// provider but gnome-keyring, and when the provider's program cannot be told.
     ///
     /// gnome-keyring is exempt because it cannot answer otherwise: its search compares attributes
@@ -42,9 +42,7 @@ final class ServiceEndpoint: @unchecked Sendable {
     /// Session.Close for the transfer session at `path` of the provider `name`, not waited for
     /// (sent without a reply expected); the provider also closes it when the connection goes away.
     static func closeSession(_ connection: OpaquePointer, _ name: String, _ path: String) {
-        guard g_dbus_connection_is_closed(connection) == 0 else { return }
-        g_dbus_connection_call(connection, name, path, "org.freedesktop.Secret.Session", "Close", nil, nil,
-                               G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, nil, nil, nil)
+        BusCall.post(connection, destination: name, path, "org.freedesktop.Secret.Session", "Close")
     }
 }
 
@@ -52,11 +50,8 @@ final class ServiceEndpoint: @unchecked Sendable {
 /// unique name and an open (encrypted) transfer session, created lazily and rebuilt after a
 /// failure.
 ///
-/// The connection is private rather than GLib's shared `g_bus_get` singleton: that one belongs to
-/// the host application, terminates the process when the bus goes away (its `exit-on-close`),
-/// and once closed it stays closed for the life of the process (every later call failed with
-/// "The connection is closed" until the app restarted). libsecret's `SecretService` can only be
-/// created on that shared connection, so the transfer session is the library's own
+/// The connection is private (`BusConnection.open`, which says why). libsecret's `SecretService`
+/// can only be created on GLib's shared connection, so the transfer session is the library's own
 /// (`TransferSession`). A closed connection is detected at the start of the next call and
 /// replaced; a provider restart on a live bus is handled by a retry on a new endpoint.
 final class ServiceConnection: Sendable {
@@ -127,7 +122,7 @@ final class ServiceConnection: Sendable {
                 guard fromCache else { return false }
                 defer { staleRetried = true }
                 return !staleRetried
-            case .locked, .refused, .noDefaultCollection, .timedOut:
+            case .locked, .refused, .noDefaultCollection, .timedOut, .superseded:
                 return false
             }
         }
@@ -147,9 +142,6 @@ final class ServiceConnection: Sendable {
     /// Returns an endpoint, and whether it came from the cache.
     private func acquire(_ cancellable: UnsafeMutablePointer<GCancellable>) throws(StorageFailure)
         -> (ServiceEndpoint, Bool) {
-        // Register libsecret's D-Bus error names (org.freedesktop.Secret.Error.IsLocked, …) before
-        // the first reply can carry one, so that `StorageFailure.classify` recognizes them.
-        _ = secret_error_get_quark()
         var stale: ServiceEndpoint?
         let current: (connection: OpaquePointer?, endpoint: ServiceEndpoint?) = cached.withLock { cache in
             if let connection = cache.connection, g_dbus_connection_is_closed(connection) != 0 {
@@ -166,7 +158,7 @@ final class ServiceConnection: Sendable {
         stale = nil
         if let endpoint = current.endpoint { return (endpoint, true) }
         let connection: OpaquePointer
-        if let existing = current.connection { connection = existing } else { connection = try connect(cancellable) }
+        if let existing = current.connection { connection = existing } else { connection = try BusConnection.open(cancellable) }
         defer { g_object_unref(UnsafeMutableRawPointer(connection)) }
         let fresh = try open(on: connection, cancellable)
         // Another thread may have connected meanwhile; keep the first, use ours for this call.
@@ -182,43 +174,21 @@ final class ServiceConnection: Sendable {
         return (fresh, false)
     }
 
-    /// Opens a private connection to the session bus. `exit-on-close` is off: a bus that goes away
-    /// must fail the next keyring call, not terminate the host process.
-    private func connect(_ cancellable: UnsafeMutablePointer<GCancellable>) throws(StorageFailure)
-        -> OpaquePointer {
-        var error: UnsafeMutablePointer<GError>?
-        // Resolve the address first so that "no session bus" is reported as such, quickly.
-        guard let address = g_dbus_address_get_for_bus_sync(G_BUS_TYPE_SESSION, cancellable, &error) else {
-            throw .unavailable("no session bus: " + Self.message(consuming: error))
-        }
-        defer { g_free(address) }
-        let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
-                                         | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
-        guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, cancellable, &error) else {
-            let classified = StorageFailure.classify(error, "could not connect")
-            if classified.kind == .cancelled { throw .failed("cancelled") }
-            throw .unavailable("no session bus: " + classified.message)
-        }
-        g_dbus_connection_set_exit_on_close(connection, 0)
-        return connection
-    }
-
     /// The provider's unique name on `connection`, and a transfer session opened with it.
     private func open(on connection: OpaquePointer,
                       _ cancellable: UnsafeMutablePointer<GCancellable>) throws(StorageFailure) -> ServiceEndpoint {
         let name = try ProviderName.resolve(on: connection, cancellable)
         do throws(StorageFailure.Classified) {
             let session = try TransferSession.open({ algorithm, input throws(StorageFailure.Classified) -> OpaquePointer? in
-                let outcome = SecretBus.send(connection, destination: name, SecretBus.servicePath, SecretBus.serviceInterface,
-                                             "OpenSession", Variant.tuple([g_variant_new_string(algorithm), input]),
-                                             "(vo)", cancellable)
-                if let reply = outcome.reply { return reply }
-                if let error = outcome.error, error.pointee.domain == g_dbus_error_quark(),
-                   error.pointee.code == Int32(G_DBUS_ERROR_NOT_SUPPORTED.rawValue) {
-                    g_error_free(error)
-                    return nil
+                do throws(StorageFailure.Classified) {
+                    return try BusCall.call(connection, destination: name, SecretBus.servicePath, SecretBus.serviceInterface,
+                                            "OpenSession", Variant.tuple([g_variant_new_string(algorithm), input]),
+                                            "(vo)", .deadline(cancellable), "could not open a transfer session")
+                } catch {
+                    // The provider does not offer this algorithm.
+                    if error.name == "org.freedesktop.DBus.Error.NotSupported" { return nil }
+                    throw error
                 }
-                throw StorageFailure.classify(outcome.error, "could not open a transfer session")
             }, close: { path in
                 ServiceEndpoint.closeSession(connection, name, path)
             })
@@ -235,9 +205,5 @@ final class ServiceConnection: Sendable {
                 throw .failed("could not open a transfer session: " + error.message)
             }
         }
-    }
-
-    private static func message(consuming error: UnsafeMutablePointer<GError>?) -> String {
-        StorageFailure.classify(error, "unknown error").message
     }
 }

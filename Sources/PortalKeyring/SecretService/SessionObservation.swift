@@ -1,6 +1,6 @@
-import CLibSecret
+import CGLib
 
-/// What a session watch sees of one auth environment's stored session at one moment (issue 16).
+/// What a session watch sees of one auth environment's stored session at one moment (docs/threading.md).
 /// Read without unlocking and without a prompt; compared with the previous observation to decide
 /// which event, if any, to report.
 enum SessionObservation: Equatable, Sendable {
@@ -13,13 +13,14 @@ enum SessionObservation: Equatable, Sendable {
     case locked
 }
 
-extension LibSecretStorage {
+extension SecretServiceStorage {
     /// Looks at this auth environment's items as a restore would find them, but never unlocks and
     /// never prompts: SearchItems with `xdg:schema` and `auth_environment_id`, every match's
     /// attributes confirmed exactly (a provider whose search over-matches — KeePassXC — must not
     /// make another environment's or application's item count), then GetSecrets of the confirmed
     /// unlocked items to name the end user of the newest sign-in (the end user id is only in the
-    /// secret document). The token read with it is wiped when the document is released.
+    /// secret document), chosen by `ReadPolicy.newest`. The token read with it is wiped when the
+    /// document is released.
     ///
     /// Locked (`.locked`): a confirmed item of ours is locked, a match whose attributes cannot be
     /// read while locked, a locked item that matches without the schema (gnome-keyring loaded
@@ -58,23 +59,18 @@ extension LibSecretStorage {
             } catch {
                 throw error.storageFailure
             }
-            let newestFirst = mine.sorted { ($0.persistedAt, $0.generation ?? "") > ($1.persistedAt, $1.generation ?? "") }
-            var unread = false
-            for item in newestFirst {
-                guard let secret = secrets[item.itemId] else {
-                    unread = true  // deleted or locked since the search
-                    continue
-                }
-                guard let document = secret.withUnsafeBytes({ SessionDocument.decode($0) }) else { continue }
-                if let named = document.authEnvironmentId, named != authEnvironmentId { continue }
-                // A damaged item (its document names another sign-in: docs/providers.md, KeePassXC
-                // lost writes) is not restored, so it is no sign-in to announce either.
-                if let stored = document.generation, let generation = item.generation, stored != generation { continue }
-                return .signedIn(generation: item.generation ?? document.generation ?? "", endUserId: document.endUserId)
+            // Which is the newest usable sign-in: the read policy restore decides by (`ReadPolicy`):
+            // unusable, newer-version, damaged and foreign documents are no sign-in to announce.
+            let plan = ReadPolicy.newest(authEnvironmentId, items: mine.map { item in
+                StoredSessionItem(itemId: item.itemId, generation: item.generation, persistedAt: item.persistedAt,
+                                  secret: secrets[item.itemId])
+            })
+            if let chosen = plan.chosen {
+                return .signedIn(generation: chosen.generation ?? "", endUserId: chosen.document.endUserId)
             }
-            // Nothing usable (unusable or newer-version documents read as signed out, as restore
-            // does), unless an item could not be read: then the next signal decides.
-            if unread { throw .failed("a stored session item changed while the watch read it") }
+            // Nothing usable (read as signed out, as restore does), unless an item could not be
+            // read (deleted or locked since the search): then the next signal decides.
+            if plan.unread { throw .failed("a stored session item changed while the watch read it") }
             return .signedOut
         }
     }

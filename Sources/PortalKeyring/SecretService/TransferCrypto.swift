@@ -1,4 +1,4 @@
-import CLibSecret
+import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -158,7 +158,7 @@ extension TransferSession {
         /// HKDF-SHA256 (RFC 5869) of `input` with an all-zero salt and empty info; `count` ≤ 32.
         static func hkdfSHA256(_ input: SecretBytes, count: Int) -> SecretBytes? {
             let hashLength = 32
-            precondition(count <= hashLength)
+            guard count > 0, count <= hashLength else { return nil }
             let salt = [UInt8](repeating: 0, count: hashLength)
             guard let pseudorandom = salt.withUnsafeBytes({ salt in
                 input.withUnsafeBytes { hmacSHA256(key: salt, [$0]) }

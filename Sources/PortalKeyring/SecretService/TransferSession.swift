@@ -1,4 +1,4 @@
-import CLibSecret
+import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -62,24 +62,24 @@ final class TransferSession: @unchecked Sendable {
             let offered = keys.publicKey.withUnsafeBytes { Crypto.byteArray($0) }
             guard let reply = try openSession(encryptedAlgorithm, g_variant_new_variant(offered)) else {
                 // Never the "plain" fallback libsecret makes: every process on the bus could read the
-                // session (SPEC §5: the token never crosses the bus in clear).
+                // session (README, "Failures and deadlines": the token never crosses the bus in clear).
                 throw StorageFailure.Classified(kind: .other, message: noEncryption)
             }
             defer { g_variant_unref(reply) }
-            let boxed = g_variant_get_child_value(reply, 0)!
-            defer { g_variant_unref(boxed) }
-            let output = g_variant_get_variant(boxed)!
+            guard let path = Variant.string(reply, 1) else { throw SecretBus.unexpected("OpenSession") }
+            guard let boxed = Variant.child(reply, 0), let output = Variant.unboxed(boxed) else {
+                close(path)
+                throw SecretBus.unexpected("OpenSession")
+            }
+            g_variant_unref(boxed)
             defer { g_variant_unref(output) }
-            let path = Variant.string(reply, 1)
-            guard String(cString: g_variant_get_type_string(output)) == "ay" else {
+            guard let peer = Variant.bytes(output) else {
                 close(path)
                 throw StorageFailure.Classified(kind: .other, message: "the provider's session output is not a byte array")
             }
-            var count: gsize = 0
-            let peer = g_variant_get_fixed_array(output, &count, 1)
             let shared: SecretBytes
             do throws(StorageFailure.Classified) {
-                shared = try keys.sharedValue(peer: UnsafeRawBufferPointer(start: peer, count: Int(count)))
+                shared = try keys.sharedValue(peer: peer)
             } catch {
                 close(path)
                 throw error
@@ -116,22 +116,20 @@ final class TransferSession: @unchecked Sendable {
     /// The secret carried by `secret`, a `(oayays)` struct from GetSecrets, decrypted into wiped
     /// memory. Throws when it was not made for this session or does not decrypt.
     func decode(_ secret: OpaquePointer) throws(StorageFailure.Classified) -> SecretBytes {
-        guard String(cString: g_variant_get_type_string(secret)) == "(oayays)", Variant.string(secret, 0) == path else {
+        guard Variant.has(secret, type: "(oayays)"), Variant.string(secret, 0) == path else {
             throw StorageFailure.Classified(kind: .other, message: "a secret arrived for another transfer session")
         }
-        let parameters = g_variant_get_child_value(secret, 1)!
+        guard let parameters = Variant.child(secret, 1) else { throw SecretBus.unexpected("GetSecrets") }
         defer { g_variant_unref(parameters) }
-        let value = g_variant_get_child_value(secret, 2)!
+        guard let value = Variant.child(secret, 2) else { throw SecretBus.unexpected("GetSecrets") }
         defer { g_variant_unref(value) }
-        var ivCount: gsize = 0
-        let iv = g_variant_get_fixed_array(parameters, &ivCount, 1)
-        var count: gsize = 0
-        let bytes = g_variant_get_fixed_array(value, &count, 1)
-        let body = UnsafeRawBufferPointer(start: bytes, count: Int(count))
+        guard let iv = Variant.bytes(parameters), let body = Variant.bytes(value) else {
+            throw SecretBus.unexpected("GetSecrets")
+        }
         guard let key else { return SecretBytes(copying: body) }
-        guard let iv, ivCount == gsize(Crypto.blockSize) else {
+        guard iv.count == Crypto.blockSize else {
             throw StorageFailure.Classified(kind: .other, message: "could not decrypt a stored secret: no 16-byte IV")
         }
-        return try Crypto.decrypt(body, key: key, iv: UnsafeRawBufferPointer(start: iv, count: Crypto.blockSize))
+        return try Crypto.decrypt(body, key: key, iv: iv)
     }
 }

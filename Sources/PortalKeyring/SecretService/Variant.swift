@@ -1,4 +1,4 @@
-import CLibSecret
+import CGLib
 
 /// GVariant construction and reading for `SecretBus` (GLib's variadic constructors are not
 /// callable from Swift).
@@ -31,17 +31,83 @@ enum Variant {
         return g_variant_new_array(type("o"), &children, gsize(children.count))
     }
 
-    /// The string (or object path) that is child `index` of `tuple`.
-    static func string(_ tuple: OpaquePointer, _ index: gsize) -> String {
-        let child = g_variant_get_child_value(tuple, index)!
-        defer { g_variant_unref(child) }
-        return String(cString: g_variant_get_string(child, nil))
+    // MARK: - Reading (every value here may come from another process)
+    //
+    // A reply to a method call has the type the call asked for (`g_dbus_connection_call` checks
+    // it against its reply type before handing it over), but a signal's parameters, the
+    // contents of a `v`, and anything read from a file have whatever type their sender chose.
+    // So nothing below assumes a type: each reader checks the container, the index and the
+    // child's type, and answers nil when they are not what was asked for. No reader traps.
+
+    /// Child `index` of the container `value` (a tuple, array, dictionary entry or variant),
+    /// or nil when `value` is not a container or has no such child. The caller unrefs it.
+    static func child(_ value: OpaquePointer?, _ index: gsize) -> OpaquePointer? {
+        guard let value, g_variant_is_container(value) != 0, index < g_variant_n_children(value) else { return nil }
+        return g_variant_get_child_value(value, index)
     }
 
-    /// The strings (or object paths) of the array that is child `index` of `tuple`.
-    static func strings(_ tuple: OpaquePointer, _ index: gsize) -> [String] {
-        let array = g_variant_get_child_value(tuple, index)!
+    /// Whether `value`'s type string is exactly `type`.
+    static func has(_ value: OpaquePointer?, type: String) -> Bool {
+        guard let value, let string = g_variant_get_type_string(value) else { return false }
+        return String(cString: string) == type
+    }
+
+    /// The string, object path or signature `value` holds; nil for any other type.
+    static func string(_ value: OpaquePointer?) -> String? {
+        guard let value,
+              g_variant_is_of_type(value, type("s")) != 0 || g_variant_is_of_type(value, type("o")) != 0
+                || g_variant_is_of_type(value, type("g")) != 0,
+              let bytes = g_variant_get_string(value, nil) else { return nil }
+        return String(cString: bytes)
+    }
+
+    /// The string (or object path) that is child `index` of `tuple`; nil when there is no such
+    /// child or it is not a string.
+    static func string(_ tuple: OpaquePointer?, _ index: gsize) -> String? {
+        guard let child = child(tuple, index) else { return nil }
+        defer { g_variant_unref(child) }
+        return string(child)
+    }
+
+    /// The strings (or object paths) of the array that is child `index` of `tuple`; nil when
+    /// there is no such child or it is not an array of strings.
+    static func strings(_ tuple: OpaquePointer?, _ index: gsize) -> [String]? {
+        guard let array = child(tuple, index) else { return nil }
         defer { g_variant_unref(array) }
-        return (0..<g_variant_n_children(array)).map { string(array, $0) }
+        guard has(array, type: "as") || has(array, type: "ao") else { return nil }
+        var result: [String] = []
+        for position in 0..<g_variant_n_children(array) {
+            guard let string = string(array, position) else { return nil }
+            result.append(string)
+        }
+        return result
+    }
+
+    /// The entries of the `a{ss}` value `dictionary`; nil for any other type.
+    static func stringDictionary(_ dictionary: OpaquePointer?) -> [String: String]? {
+        guard has(dictionary, type: "a{ss}"), let dictionary else { return nil }
+        var result: [String: String] = [:]
+        for index in 0..<g_variant_n_children(dictionary) {
+            guard let entry = child(dictionary, index) else { return nil }
+            defer { g_variant_unref(entry) }
+            guard let key = string(entry, 0), let value = string(entry, 1) else { return nil }
+            result[key] = value
+        }
+        return result
+    }
+
+    /// The value inside the variant `boxed` (type `v`), or nil. The caller unrefs it.
+    static func unboxed(_ boxed: OpaquePointer?) -> OpaquePointer? {
+        guard has(boxed, type: "v"), let boxed else { return nil }
+        return g_variant_get_variant(boxed)
+    }
+
+    /// The bytes of the `ay` value `value`, borrowed from it (valid while it lives); nil for any
+    /// other type.
+    static func bytes(_ value: OpaquePointer?) -> UnsafeRawBufferPointer? {
+        guard has(value, type: "ay"), let value else { return nil }
+        var count: gsize = 0
+        let start = g_variant_get_fixed_array(value, &count, 1)
+        return UnsafeRawBufferPointer(start: count == 0 ? nil : start, count: Int(count))
     }
 }

@@ -1,4 +1,4 @@
-import CLibSecret
+import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,7 +14,7 @@ import Glibc
 /// that arrive while a read is scheduled join it.
 ///
 /// Every field below `stopped` is touched only by the starting thread before the watch thread
-/// exists, then only by the watch thread.
+/// exists, then only by the watch thread. Stopping never waits for the thread (`stop()`).
 final class WatchLoop: @unchecked Sendable {
     private let observe: () throws(StorageFailure) -> SessionObservation
     private let onChange: @Sendable (SessionChange) -> Void
@@ -31,34 +31,58 @@ final class WatchLoop: @unchecked Sendable {
     private var reconnectSource: UnsafeMutablePointer<GSource>?
     /// When the last read ended (g_get_monotonic_time, µs).
     private var lastReadEnd: gint64 = 0
+    /// The unique name of the process that owns `org.freedesktop.secrets` ("" while nobody
+    /// does): the only sender whose Secret Service signals count.
+    private var provider = ""
 
-    private static let secretsName = "org.freedesktop.secrets"
+    private static let secretsName = ProviderName.wellKnown
+    /// Bound for each call to the bus daemon while connecting (the watch has no operation deadline).
+    private static let busMilliseconds: Int32 = 5000
 
-    /// Connects and subscribes, waits for the bus to confirm the subscriptions (one round trip),
-    /// reads the baseline, then starts the thread.
+    /// How a watch starts.
+    enum Start {
+        /// In `init`: connect, subscribe, wait for the bus to confirm the subscriptions (one
+        /// round trip), read the baseline; `init` throws what failed.
+        case blocking
+        /// On the watch thread: `init` returns at once; `started` runs on the watch thread once
+        /// the watch is live (nil) or could not start (the failure; the watch then ends). It runs
+        /// under the same rule as `onChange`: never after `stop()` returned.
+        case background(started: @Sendable (StorageFailure?) -> Void)
+    }
+
     init(observe: @escaping () throws(StorageFailure) -> SessionObservation,
-         onChange: @escaping @Sendable (SessionChange) -> Void) throws(StorageFailure) {
+         onChange: @escaping @Sendable (SessionChange) -> Void, start: Start = .blocking) throws(StorageFailure) {
         ForkSafety.install()
         if ForkSafety.dbusUnusable { throw ForkSafety.childFailure }
         self.observe = observe
         self.onChange = onChange
-        context = g_main_context_new()!
-        mainLoop = g_main_loop_new(context, 0)!
-        g_main_context_push_thread_default(context)
-        let connected = connect()
-        g_main_context_pop_thread_default(context)
-        if let failure = connected {
-            g_main_loop_unref(mainLoop)
-            g_main_context_unref(context)
-            throw failure
+        // GLib aborts on allocation failure instead of returning NULL; no outside input here.
+        context = g_main_context_new()
+        mainLoop = g_main_loop_new(context, 0)
+        if case .background(let started) = start {
+            self.started = started
+        } else {
+            try begin()
         }
-        last = try? observe()
         let thread = g_thread_new("portal-watch", { raw in
-            let loop = Unmanaged<WatchLoop>.fromOpaque(raw!).takeRetainedValue()
+            guard let raw else { return nil }
+            let loop = Unmanaged<WatchLoop>.fromOpaque(raw).takeRetainedValue()
             loop.run()
             return nil
         }, Unmanaged.passRetained(self).toOpaque())
         stopped.withLock { $0.thread = thread }
+    }
+
+    /// What a background start calls once it knows; nil for a blocking start (and once called).
+    private var started: (@Sendable (StorageFailure?) -> Void)?
+
+    /// Connects, subscribes and reads the baseline, with `context` as the thread-default context.
+    private func begin() throws(StorageFailure) {
+        g_main_context_push_thread_default(context)
+        let connected = connect()
+        g_main_context_pop_thread_default(context)
+        if let failure = connected { throw failure }
+        last = try? observe()
     }
 
     deinit {
@@ -66,27 +90,45 @@ final class WatchLoop: @unchecked Sendable {
         g_main_context_unref(context)
     }
 
-    /// Stops the loop and waits for the thread (unless called on it: then the thread stops once
-    /// the current callback returns). No `onChange` call starts after this returns.
+    /// Stops the watch without waiting for its thread: after this returns no `onChange` call
+    /// runs or starts (when called from another thread, it waits for a call in progress, which
+    /// only posts an event). The thread ends on its own once a keyring read in progress ends
+    /// (bounded by the call deadline), then disconnects. So stopping never blocks on the keyring:
+    /// from a GUI loop, an asyncio loop or a Swift executor (docs/threading.md). Called from
+    /// `onChange` itself, the thread stops once that call returns.
     func stop() {
-        guard let thread = stopped.withLock({ state -> UnsafeMutablePointer<GThread>? in
-            guard !state.done else { return nil }
-            state.done = true
-            defer { state.thread = nil }
-            return state.thread
-        }) else { return }
-        g_main_loop_quit(mainLoop)
-        if thread == g_thread_self() {
-            g_thread_unref(thread)
-        } else {
-            _ = g_thread_join(thread)
+        let onWatchThread = watchThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        let mark = { () -> UnsafeMutablePointer<GThread>? in
+            self.stopped.withLock { state -> UnsafeMutablePointer<GThread>? in
+                guard !state.done else { return nil }
+                state.done = true
+                defer { state.thread = nil }
+                return state.thread
+            }
         }
+        // On the watch thread, the emitting lock may be held by this very call's caller.
+        guard let thread = onWatchThread ? mark() : emitting.withLock({ _ in mark() }) else { return }
+        g_main_loop_quit(mainLoop)
+        g_thread_unref(thread)  // detached: the thread keeps its own reference until it returns
     }
+
+    /// Held while `onChange` (or `started`) runs, and by `stop()` from another thread.
+    private let emitting = Lock<Void>(())
+    /// The watch thread, once it runs (`stop()` on it must not take `emitting`).
+    private let watchThread = Lock<pthread_t?>(nil)
 
     private var isStopped: Bool { stopped.withLock { $0.done } }
 
-    /// The watch thread: the loop, then the teardown.
+    /// The watch thread: a background start, the loop, then the teardown.
     private func run() {
+        watchThread.withLock { $0 = pthread_self() }
+        if let started {
+            self.started = nil
+            var failure: StorageFailure?
+            do throws(StorageFailure) { try begin() } catch { failure = error }
+            emitting.withLock { _ in if !isStopped { started(failure) } }
+            if failure != nil { return }  // nothing to tear down: connect() left nothing behind
+        }
         g_main_context_push_thread_default(context)
         if !isStopped { g_main_loop_run(mainLoop) }
         for source in [readSource, reconnectSource] {
@@ -98,11 +140,20 @@ final class WatchLoop: @unchecked Sendable {
         readSource = nil
         reconnectSource = nil
         disconnect()
+        drain()
         g_main_context_pop_thread_default(context)
     }
 
+    /// Runs what GDBus left on `context` once the connection is gone (the unsubscriptions'
+    /// releases, which hold references to the context): without it the context, and its wakeup
+    /// descriptor, outlived every watch (one descriptor per watch, until GLib aborted the host
+    /// process at its descriptor limit).
+    private func drain() {
+        while g_main_context_iteration(context, 0) != 0 {}
+    }
+
     private func emit(_ change: SessionChange) {
-        if !isStopped { onChange(change) }
+        emitting.withLock { _ in if !isStopped { onChange(change) } }
     }
 
     // MARK: - The connection
@@ -110,52 +161,48 @@ final class WatchLoop: @unchecked Sendable {
     /// Opens the connection, subscribes and waits for the bus to have the match rules. Returns
     /// the failure, nil on success. Runs with `context` as the thread-default context.
     private func connect() -> StorageFailure? {
-        var error: UnsafeMutablePointer<GError>?
-        guard let address = g_dbus_address_get_for_bus_sync(G_BUS_TYPE_SESSION, nil, &error) else {
-            return .unavailable("no session bus: " + StorageFailure.classify(error, "unknown error").message)
-        }
-        defer { g_free(address) }
-        let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
-                                         | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
-        guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, &error) else {
-            return .unavailable("no session bus: " + StorageFailure.classify(error, "could not connect").message)
-        }
-        g_dbus_connection_set_exit_on_close(connection, 0)
+        let connection: OpaquePointer
+        do throws(StorageFailure) { connection = try BusConnection.open(nil) } catch { return error }
         self.connection = connection
         let me = Unmanaged.passUnretained(self).toOpaque()
         // (sender, interface, member, path, arg0): every signal of the Secret Service API that can
-        // mean our items changed, and the provider's name changing hands. The sender is not
-        // filtered (a well-known name would be resolved once; the provider may restart): signals
-        // are hints, and the read decides.
+        // mean our items changed, and the provider's name changing hands. The match rules name
+        // no sender for the Secret Service's signals (the provider may restart under another
+        // unique name), so `signalled` drops every signal that is not from the provider's current
+        // unique name or not of its documented type (SignalSafety); the read decides the rest.
         let rules: [(String?, String, String?, String?, String?)] = [
             (nil, "org.freedesktop.Secret.Collection", nil, nil, nil),
             (nil, "org.freedesktop.Secret.Service", nil, nil, nil),
             (nil, "org.freedesktop.DBus.Properties", "PropertiesChanged", nil, "org.freedesktop.Secret.Collection"),
-            ("org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus", Self.secretsName),
+            (SignalSafety.busDaemon, "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus", Self.secretsName),
         ]
         for (sender, interface, member, path, arg0) in rules {
             subscriptions.append(g_dbus_connection_signal_subscribe(
                 connection, sender, interface, member, path, arg0, G_DBUS_SIGNAL_FLAGS_NONE,
-                { _, _, _, _, member, parameters, data in
-                    let loop = Unmanaged<WatchLoop>.fromOpaque(data!).takeUnretainedValue()
-                    loop.signalled(member.map { String(cString: $0) } ?? "", parameters)
+                { _, sender, _, interface, member, parameters, data in
+                    guard let data else { return }
+                    Unmanaged<WatchLoop>.fromOpaque(data).takeUnretainedValue().signalled(sender, interface, member, parameters)
                 }, me, nil))
         }
         let closed: @convention(c) (OpaquePointer?, gboolean, UnsafeMutablePointer<GError>?, UnsafeMutableRawPointer?) -> Void = {
-            _, _, _, data in Unmanaged<WatchLoop>.fromOpaque(data!).takeUnretainedValue().connectionClosed()
+            _, _, _, data in
+            guard let data else { return }
+            Unmanaged<WatchLoop>.fromOpaque(data).takeUnretainedValue().connectionClosed()
         }
         closedHandler = g_signal_connect_data(UnsafeMutableRawPointer(connection), "closed",
                                               unsafeBitCast(closed, to: GCallback.self), me, nil, GConnectFlags(0))
         // A reply to a call sent after the AddMatch calls: the bus has processed them.
-        let reply = g_dbus_connection_call_sync(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                                "org.freedesktop.DBus", "GetId", nil, nil,
-                                                G_DBUS_CALL_FLAGS_NONE, 5000, nil, &error)
-        guard let reply else {
-            let message = StorageFailure.classify(error, "the bus did not answer").message
+        do throws(StorageFailure.Classified) {
+            g_variant_unref(try BusConnection.askBus(connection, "GetId", nil, nil, .within(Self.busMilliseconds),
+                                                     "the bus did not answer"))
+        } catch {
             disconnect()
-            return .unavailable("session bus: " + message)
+            return .unavailable("session bus: " + error.message)
         }
-        g_variant_unref(reply)
+        // The provider's unique name now; NameOwnerChanged keeps it current from here (the
+        // subscription above is in place, so no change after this answer is missed). Nobody
+        // owns the name yet: its NameOwnerChanged names the owner.
+        provider = (try? BusConnection.owner(of: Self.secretsName, on: connection, .within(Self.busMilliseconds))) ?? ""
         return nil
     }
 
@@ -174,9 +221,10 @@ final class WatchLoop: @unchecked Sendable {
     private func connectionClosed() {
         disconnect()
         guard reconnectSource == nil else { return }
-        let source = g_timeout_source_new(1000)!
+        let source: UnsafeMutablePointer<GSource> = g_timeout_source_new(1000)  // aborts rather than NULL
         g_source_set_callback(source, { data in
-            let loop = Unmanaged<WatchLoop>.fromOpaque(data!).takeUnretainedValue()
+            guard let data else { return 0 }
+            let loop = Unmanaged<WatchLoop>.fromOpaque(data).takeUnretainedValue()
             return loop.reconnect() ? 0 : 1  // G_SOURCE_REMOVE once connected
         }, Unmanaged.passUnretained(self).toOpaque(), nil)
         g_source_attach(source, context)
@@ -193,12 +241,21 @@ final class WatchLoop: @unchecked Sendable {
 
     // MARK: - Signals and reads
 
-    private func signalled(_ member: String, _ parameters: OpaquePointer?) {
-        if member == "NameOwnerChanged", let parameters {
-            // (name, old owner, new owner): a provider took the name. Gone: the next owner decides.
-            if !Variant.string(parameters, 2).isEmpty { resync() }
+    /// A signal of a subscription. Only the bus daemon's `NameOwnerChanged` of
+    /// `org.freedesktop.secrets` and the current provider's Secret Service signals, each of its
+    /// documented type, count (`SignalSafety`); anything else — another process's broadcast or
+    /// a signal addressed to us, whatever its arguments — is dropped unread.
+    private func signalled(_ sender: UnsafePointer<gchar>?, _ interface: UnsafePointer<gchar>?,
+                           _ member: UnsafePointer<gchar>?, _ parameters: OpaquePointer?) {
+        if let change = SignalSafety.nameOwnerChange(sender, parameters) {
+            guard change.name == Self.secretsName, let interface, String(cString: interface) == "org.freedesktop.DBus",
+                  let member, String(cString: member) == "NameOwnerChanged" else { return }
+            // A provider took the name: resync. Gone: the next owner decides.
+            provider = change.newOwner
+            if !change.newOwner.isEmpty { resync() }
             return
         }
+        guard SignalSafety.from(sender, provider), SignalSafety.isSecretServiceSignal(interface, member, parameters) else { return }
         scheduleRead()
     }
 
@@ -215,13 +272,14 @@ final class WatchLoop: @unchecked Sendable {
         let now = g_get_monotonic_time()
         let source: UnsafeMutablePointer<GSource>
         if now >= due {
-            source = g_idle_source_new()!
+            source = g_idle_source_new()  // GLib aborts rather than return NULL
             g_source_set_priority(source, 200)  // G_PRIORITY_DEFAULT_IDLE: after the queued signals
         } else {
-            source = g_timeout_source_new(guint((due - now + 999) / 1000))!
+            source = g_timeout_source_new(guint((due - now + 999) / 1000))
         }
         g_source_set_callback(source, { data in
-            Unmanaged<WatchLoop>.fromOpaque(data!).takeUnretainedValue().read()
+            guard let data else { return 0 }
+            Unmanaged<WatchLoop>.fromOpaque(data).takeUnretainedValue().read()
             return 0  // G_SOURCE_REMOVE
         }, Unmanaged.passUnretained(self).toOpaque(), nil)
         g_source_attach(source, context)

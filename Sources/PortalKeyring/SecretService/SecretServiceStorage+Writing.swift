@@ -1,48 +1,51 @@
-import CLibSecret
+import CGLib
 
 /// Writing to the Secret Service: persist (CreateItem, then the removal of older sign-ins), clear,
 /// and the deletion of one item, with the provider's prompts (KeePassXC asks for every create and
 /// delete). The reading half, and what both share (the search that unlocks, the attribute
-/// checks), is in LibSecretStorage.swift.
-extension LibSecretStorage {
-    func store(authEnvironmentId: String, generation: String, persistedAt: UInt64,
-               label: String, secret: SecretBytes) throws(StorageFailure) {
-        try ServiceConnection.shared.run(operation: "persist", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
-            let bus = SecretBus(endpoint, call)
-            _ = try createItem(bus, authEnvironmentId: authEnvironmentId, generation: generation,
-                               persistedAt: persistedAt, label: label, secret: secret)
+/// checks), is in SecretServiceStorage.swift.
+extension SecretServiceStorage {
+    /// One operation under one deadline (`SessionStorage.replace`, decided by
+    /// `PersistOrder.replace`): the items of ours that exist now (SearchItems, their attributes),
+    /// CreateItem with a `persisted_at` above every one of them, then the removal of what
+    /// `PersistOrder.cleanup` names. Locked items are left alone (this persist is not worth an
+    /// unlock prompt). When the search before finds nothing and the one after only the new item,
+    /// that is two round trips besides the create.
+    ///
+    /// Persists of one auth environment take turns across this user's threads and processes
+    /// (`PersistTurn`, waited for at most the call deadline before this operation's starts).
+    func replace(authEnvironmentId: String, generation: String, now: UInt64, label: String,
+                 document: (UInt64) -> SecretBytes) throws(StorageFailure) -> UInt64 {
+        try PersistTurn.shared.run(authEnvironmentId, waitingAtMost: timeouts.callMilliseconds) { () throws(StorageFailure) in
+            try replaceInTurn(authEnvironmentId: authEnvironmentId, generation: generation, now: now, label: label,
+                              document: document)
         }
     }
 
-    /// One operation under one deadline: CreateItem, then (best effort, never throwing) the
-    /// removal of older sign-ins. The search runs after the new item exists, so a sign-in that
-    /// another process stores concurrently is seen by at least one of the two persists and the
-    /// older of the two is removed; the newer one is never touched (`isOlder` compares
-    /// `persisted_at`, then `session_generation`, read from each other item's attributes, which
-    /// also confirm that the item is ours). When the search finds only the new item, that is the
-    /// whole cleanup: one round trip.
-    func replace(authEnvironmentId: String, generation: String, persistedAt: UInt64,
-                 label: String, secret: SecretBytes) throws(StorageFailure) {
+    private func replaceInTurn(authEnvironmentId: String, generation: String, now: UInt64, label: String,
+                               document: (UInt64) -> SecretBytes) throws(StorageFailure) -> UInt64 {
         try ServiceConnection.shared.run(operation: "persist", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
             let bus = SecretBus(endpoint, call)
-            let ours = try createItem(bus, authEnvironmentId: authEnvironmentId, generation: generation,
-                                      persistedAt: persistedAt, label: label, secret: secret)
-            // Stored. From here on nothing throws: a failed removal is left to the next persist or
-            // clear (restore ranks the leftover below ours), and the call reports success.
-            guard let found = try? bus.search(Self.match(authEnvironmentId)) else { return }
-            // Locked items are left alone: this persist is not worth an unlock prompt.
-            let others = found.unlocked.filter { $0 != ours }
-            if others.isEmpty { return }
-            guard let confirmed = try? confirmedAttributes(bus, others, authEnvironmentId) else { return }
-            for other in confirmed where other.isOlder(than: persistedAt, generation) {
-                _ = try? delete(bus, other.itemId)
-            }
-            // A newer sign-in stored meanwhile (another thread or process persisting at the same
-            // time) replaces this one, as if it had come right after: ours is removed, so one
-            // item is left and no older sign-in can come back once the newer one is invalidated.
-            if confirmed.contains(where: { $0.isNewer(than: persistedAt, generation) }) {
-                _ = try? delete(bus, ours)
-            }
+            return try PersistOrder.replace(
+                now: now, generation: generation,
+                seen: { () throws(StorageFailure) in
+                    let before = try bus.search(Self.match(authEnvironmentId)).unlocked
+                    return before.isEmpty ? [] : try confirmedAttributes(bus, before, authEnvironmentId)
+                },
+                create: { persistedAt throws(StorageFailure) in
+                    try createItem(bus, authEnvironmentId: authEnvironmentId, generation: generation,
+                                   persistedAt: persistedAt, label: label, secret: document(persistedAt))
+                },
+                found: { ours, seen in
+                    guard let found = try? bus.search(Self.match(authEnvironmentId)) else { return nil }
+                    let others = found.unlocked.filter { $0 != ours }
+                    // The items seen before are confirmed already; only those stored meanwhile are read.
+                    let seenIds = Set(seen.map(\.itemId))
+                    let fresh = others.filter { !seenIds.contains($0) }
+                    guard let confirmedFresh = try? confirmedAttributes(bus, fresh, authEnvironmentId) else { return nil }
+                    return seen.filter { others.contains($0.itemId) } + confirmedFresh
+                },
+                delete: { itemId in _ = try? delete(bus, itemId) })
         }
     }
 
@@ -139,10 +142,12 @@ extension LibSecretStorage {
         }
     }
 
-    /// Item.Delete, running the provider's prompt when it returns one. True when deleted, false
+    /// Item.Delete, running the provider's prompt when it returns one, within the caller's
+    /// operation (restore's unusable items, persist's cleanup, clear). True when deleted, false
     /// when the item was already gone. A dismissed prompt is `.refused`.
-    private func delete(_ bus: SecretBus, _ path: String) throws(StorageFailure) -> Bool {
+    func delete(_ bus: SecretBus, _ path: String) throws(StorageFailure) -> Bool {
         let prompt: String?
+        FaultInjectionSeam.beforeDelete(bus.call.cancellable)
         do throws(StorageFailure.Classified) {
             prompt = try bus.deleteItem(path)
         } catch {

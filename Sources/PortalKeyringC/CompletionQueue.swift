@@ -1,21 +1,22 @@
-import CLibSecret
+import CGLib
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Where the completions of non-blocking operations run (issue 12): from a GLib main context
+/// Where the completions of the non-blocking C calls run (Include/portal_keyring.h,
+/// "Non-blocking calls"; the Swift API has its own `async` forms): from a GLib main context
 /// (one idle source per completion, run by the thread that iterates the context), or from a
 /// pollable pipe whose `dispatch()` runs the ready ones on the caller's thread.
 ///
 /// A completion that cannot run (its pollable queue was closed, or its context was destroyed
 /// with the source pending) is dropped: its `dropped` closure runs instead, once. Thread-safe.
-@_spi(PortalKeyringC)
-public final class CompletionQueue: @unchecked Sendable {
+final class CompletionQueue: @unchecked Sendable {
     /// One completion: `run` on delivery, or `dropped` (from `deinit`) when it never runs.
-    public final class Job: @unchecked Sendable {
+    final class Job: @unchecked Sendable {
         private var run: (() -> Void)?
         private var dropped: (() -> Void)?
-        public init(run: @escaping () -> Void, dropped: @escaping () -> Void) {
+        init(run: @escaping () -> Void, dropped: @escaping () -> Void) {
             self.run = run
             self.dropped = dropped
         }
@@ -36,11 +37,11 @@ public final class CompletionQueue: @unchecked Sendable {
 
     private let target: Target
     /// Pollable mode: ready jobs and whether `close()` ran.
-    private let pending = Lock<(jobs: [Job], closed: Bool)>(([], false))
+    private let pending = Mutex<(jobs: [Job], closed: Bool)>(([], false))
 
     /// A queue for `context` (a GMainContext; referenced), or for the calling thread's
     /// thread-default context now when nil.
-    public init(mainContext: UnsafeMutableRawPointer?) {
+    init(mainContext: UnsafeMutableRawPointer?) {
         if let mainContext {
             let context = OpaquePointer(mainContext)
             g_main_context_ref(context)
@@ -51,7 +52,7 @@ public final class CompletionQueue: @unchecked Sendable {
     }
 
     /// A pollable queue; nil when no pipe can be made.
-    public init?(pollable: Void) {
+    init?(pollable: Void) {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { return nil }
         for fd in fds {
@@ -71,22 +72,22 @@ public final class CompletionQueue: @unchecked Sendable {
     }
 
     /// The file descriptor to poll of a pollable queue, else nil.
-    public var fileDescriptor: Int32? {
+    var fileDescriptor: Int32? {
         if case .pollable(let fd, _) = target { return fd }
         return nil
     }
 
     /// Queues `job` for delivery; from any thread, never blocks.
-    public func post(_ job: Job) {
+    func post(_ job: Job) {
         switch target {
         case .context(let context):
-            let source = g_idle_source_new()!
+            let source = g_idle_source_new()!  // trusted: GLib allocates or aborts, never NULL
             g_source_set_priority(source, 0) // G_PRIORITY_DEFAULT
             g_source_set_callback(source, { data in
-                Unmanaged<Job>.fromOpaque(data!).takeUnretainedValue().deliver()
+                Unmanaged<Job>.fromOpaque(data!).takeUnretainedValue().deliver()  // trusted: our own user_data, never NULL
                 return 0 // G_SOURCE_REMOVE
             }, Unmanaged.passRetained(job).toOpaque(), { data in
-                Unmanaged<Job>.fromOpaque(data!).release()
+                Unmanaged<Job>.fromOpaque(data!).release()  // trusted: our own user_data, never NULL
             })
             g_source_attach(source, context)
             g_source_unref(source)
@@ -106,7 +107,7 @@ public final class CompletionQueue: @unchecked Sendable {
     }
 
     /// Pollable mode: runs the jobs ready now on the calling thread; returns how many ran.
-    public func dispatch() -> Int {
+    func dispatch() -> Int {
         guard case .pollable(let fd, _) = target else { return 0 }
         // Drain the pipe first: a job posted after this is signalled again.
         var buffer = [UInt8](repeating: 0, count: 256)
@@ -127,7 +128,7 @@ public final class CompletionQueue: @unchecked Sendable {
     }
 
     /// Pollable mode: drops the ready jobs and every later one.
-    public func close() {
+    func close() {
         guard case .pollable = target else { return }
         let jobs = pending.withLock { state -> [Job] in
             state.closed = true

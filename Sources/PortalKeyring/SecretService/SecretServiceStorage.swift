@@ -1,13 +1,14 @@
-import CLibSecret
+import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The Secret Service adapter: the only code in the project that calls `secret_*` (STYLE.md).
+/// The Secret Service adapter, spoken over GDBus (`SecretBus`, `BusCall`): the only code behind
+/// the storage protocol that reaches the keyring.
 ///
 /// Items use the vendor schema `io.portalhq.PortalKeyring.Session` (flags `SECRET_SCHEMA_NONE`, so
 /// `xdg:schema` must match and other applications' look-alike items are never seen) with the
-/// attributes `auth_environment_id`, `session_generation` and `persisted_at` (SPEC §2).
+/// attributes `auth_environment_id`, `session_generation` and `persisted_at` (README, "Storage").
 ///
 /// The adapter keeps one endpoint of its own for the process: a private session-bus connection,
 /// the provider's unique name and an encrypted transfer session (`ServiceConnection`,
@@ -27,22 +28,23 @@ import Glibc
 /// |---|---|
 /// | restore | SearchItems, GetSecrets (one call for all matches) |
 /// | … on every provider but gnome-keyring (`ServiceEndpoint.confirmsReads`) | + Get(Attributes) per match, sent with GetSecrets (no extra wait) |
-/// | … on gnome-keyring, with ≥ 2 matches lacking `g`/`t` in their documents, a version-1 document, an unusable one, or one without `g` | + SearchItems, Get(Attributes) per match (`items(withSecrets: false)`) |
+/// | … on gnome-keyring, with ≥ 2 matches lacking `g`/`t` in their documents, a version-1 document, an unusable one, or one without `g` | + SearchItems, Get(Attributes) per match (when `ReadPolicy.restore` asks) |
 /// | … with a locked match | + Unlock and the prompt (`Prompts`), SearchItems |
 /// | … with nothing found | + SearchItems without `xdg:schema`, ReadAlias, Get(Locked), SearchItems again (`locate`) |
+/// | … with unusable items of ours ranked above the usable one | + Delete per unusable item (all of it one operation, one deadline) |
 /// | persist, nothing older stored | ReadAlias, CreateItem, SearchItems |
 /// | persist, replacing k older sign-ins | + Get(Attributes) and Delete per other item |
 /// | clear / invalidate | SearchItems, Get(Attributes) and Delete per match |
 /// | … on KeePassXC | + Prompt and its Completed signal per CreateItem and Delete |
-/// | delete one unusable item | Delete |
 ///
 /// Persist removes older sign-ins before it returns, not in the background: the command-line tool
 /// and many apps exit right after persisting, other processes (and the tests) look at the keyring
 /// at once, and a removal still running after the call could race a later `clearPersistedSession()`
 /// or an invalidation. The Delete costs gnome-keyring a second write of the keyring file, which is
-/// most of what a persist costs beyond `secret_password_store_sync` (whose replace-in-place SPEC §2
-/// rules out: it would overwrite a newer sign-in stored meanwhile by another process).
-struct LibSecretStorage: SessionStorage {
+/// most of what a persist costs beyond `secret_password_store_sync`, whose replace-in-place the
+/// storage rules exclude (README, "Storage"): it would overwrite a newer sign-in stored meanwhile
+/// by another process.
+struct SecretServiceStorage: SessionStorage {
     static let schemaName = "io.portalhq.PortalKeyring.Session"
     static let authEnvironmentAttribute = "auth_environment_id"
     static let generationAttribute = "session_generation"
@@ -54,22 +56,39 @@ struct LibSecretStorage: SessionStorage {
         self.timeouts = timeouts
     }
 
-    func items(authEnvironmentId: String, withSecrets: Bool) throws(StorageFailure) -> [StoredSessionItem] {
+    func withTimeouts(_ timeouts: KeyringTimeouts) -> any SessionStorage { SecretServiceStorage(timeouts: timeouts) }
+
+    /// One operation under one deadline (`ServiceConnection.run`): the items read with their
+    /// secrets (`readItems`), the attributes when `ReadPolicy.restore` asks for them, and the
+    /// deletion of the unusable items it names. A provider slow enough that these calls together
+    /// outlast `callMilliseconds` fails the restore at that deadline (`Tests/fault`, condition 15).
+    func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored? {
         try ServiceConnection.shared.run(operation: "restore", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
             let bus = SecretBus(endpoint, call)
-            if !withSecrets {
-                // Attributes can be read while an item is locked: no unlock, no prompt.
-                let found = try bus.search(Self.match(authEnvironmentId))
-                return try confirmedAttributes(bus, found.unlocked + found.locked, authEnvironmentId)
-            }
-            // An item deleted or locked by another thread or process between the search and
-            // GetSecrets is searched for again (a few times) rather than reported as unreadable.
-            var attempt = 0
-            while true {
-                attempt += 1
-                if let result = try readSecrets(bus, authEnvironmentId, lastAttempt: attempt >= 5) {
-                    return result
-                }
+            return try ReadPolicy.restore(
+                authEnvironmentId, items: try readItems(bus, authEnvironmentId),
+                attributes: { () throws(StorageFailure) in try listed(bus, authEnvironmentId) },
+                delete: { itemId throws(StorageFailure) in _ = try delete(bus, itemId) })
+        }
+    }
+
+    /// This auth environment's items with their attributes (confirmed ours), locked ones
+    /// included: attributes can be read while an item is locked, so no unlock, no prompt.
+    private func listed(_ bus: SecretBus, _ authEnvironmentId: String) throws(StorageFailure) -> [StoredSessionItem] {
+        let found = try bus.search(Self.match(authEnvironmentId))
+        return try confirmedAttributes(bus, found.unlocked + found.locked, authEnvironmentId)
+    }
+
+    /// Every item of ours with its secret; throws when a matching item's secret cannot be read
+    /// (locked, and it stays locked), so "unreadable" is never taken for "absent". An item
+    /// deleted or locked by another thread or process between the search and GetSecrets is
+    /// searched for again (a few times) rather than reported as unreadable.
+    private func readItems(_ bus: SecretBus, _ authEnvironmentId: String) throws(StorageFailure) -> [StoredSessionItem] {
+        var attempt = 0
+        while true {
+            attempt += 1
+            if let result = try readSecrets(bus, authEnvironmentId, lastAttempt: attempt >= 5) {
+                return result
             }
         }
     }
@@ -77,8 +96,8 @@ struct LibSecretStorage: SessionStorage {
     /// One search (unlocking what is locked), one GetSecrets for every match and, where the
     /// provider needs it (`ServiceEndpoint.confirmsReads`: all but gnome-keyring), each match's
     /// attributes in the same round trip (`withAttributes`). Without them the items come back
-    /// with `attributesRead` false, and `PortalAuth.restoreSession()` trusts the documents'
-    /// copies or reads the attributes when it must. Returns nil when an item vanished or was
+    /// with `attributesRead` false, and `ReadPolicy.restore` trusts the documents' copies or
+    /// asks for the attributes when it must. Returns nil when an item vanished or was
     /// locked in between and the caller should search again (never on `lastAttempt`).
     private func readSecrets(_ bus: SecretBus, _ authEnvironmentId: String,
                              lastAttempt: Bool) throws(StorageFailure) -> [StoredSessionItem]? {
@@ -156,7 +175,7 @@ struct LibSecretStorage: SessionStorage {
     /// item is returned only when its attributes confirm `xdg:schema` and `auth_environment_id`,
     /// so what is restored, ranked and deleted is judged by the attributes every other operation
     /// (invalidation, persist's cleanup, the watch) goes by, and a document that does not match
-    /// its item's `session_generation` is seen as such (`PortalAuth.restoreSession()`).
+    /// its item's `session_generation` is seen as such (`ReadPolicy`).
     /// KeePassXC 2.7.4 was seen serving, after an outside lock and unlock under load, an item with
     /// the newest sign-in's attributes and an older sign-in's secret (docs/providers.md).
     /// Items deleted meanwhile are left out and returned as `gone`. Returns nil when an item was
@@ -256,7 +275,7 @@ struct LibSecretStorage: SessionStorage {
 
     /// The unlocked paths of this auth environment's items (restricted to one generation when
     /// given), in every collection — never "none" while a collection that could hold one is
-    /// locked (SPEC §5: locked ≠ absent). Locked matches, and the locked places where a match
+    /// locked (README, "Failures and deadlines": locked ≠ absent). Locked matches, and the locked places where a match
     /// could hide, are unlocked through the prompt (under the prompt deadline) and searched again;
     /// throws `.locked` when that fails. libsecret's password lookup returns NULL without an
     /// error in that case; this never does.

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# check-sources.sh — rules of the source tree that need no build (seconds; run by scripts/test.sh):
+#   1. every force-unwrap (`x!`) in Sources/ carries a `// trusted:` comment on its line saying why
+#      it cannot fail on outside input (docs/security.md, "Outside input");
+#   2. every mutant of the catalogue still applies (its search text is found exactly once), so a
+#      refactor that strands a mutant fails here at once, not at the next full mutation run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+failed=0
+unmarked=$(grep -rnE '(\$[0-9]|[]A-Za-z0-9_)])!([^=]|$)' --include='*.swift' Sources |
+    grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' | grep -v '// trusted:' || true)
+if [[ -n $unmarked ]]; then
+    echo "check-sources: force-unwraps without a '// trusted:' reason:"
+    printf '%s\n' "$unmarked"
+    failed=1
+else
+    echo "check-sources: every force-unwrap in Sources/ is marked '// trusted:'"
+fi
+python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
+exit "$failed"
