@@ -19,8 +19,11 @@ final class PersistTurn: @unchecked Sendable {
     static var shared: PersistTurn { slot.get }
     private static let slot = ProcessLocal { PersistTurn() }
 
-    private let mutex: UnsafeMutablePointer<GMutex>
-    private let condition: UnsafeMutablePointer<GCond>
+    // pthread, not GMutex/GCond: GLib's futex-based mutex is invisible to ThreadSanitizer, which
+    // then reports every access under it as a race (seen in the slow fault checks).
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    /// Waits on the monotonic clock, like `g_get_monotonic_time` that the deadlines use.
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
     /// Guarded by `mutex`: per auth environment, the waiting threads' tickets in arrival order;
     /// the first one holds the turn.
     private var queues: [String: [UInt64]] = [:]
@@ -28,11 +31,15 @@ final class PersistTurn: @unchecked Sendable {
 
     private init() {
         mutex = .allocate(capacity: 1)
-        mutex.initialize(to: GMutex())
-        g_mutex_init(mutex)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
         condition = .allocate(capacity: 1)
-        condition.initialize(to: GCond())
-        g_cond_init(condition)
+        condition.initialize(to: pthread_cond_t())
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     /// Runs `body` in this auth environment's turn, waited for at most `milliseconds`.
@@ -48,21 +55,22 @@ final class PersistTurn: @unchecked Sendable {
 
     /// How many threads of this process hold or wait for `authEnvironmentId`'s turn (tests).
     func queued(_ authEnvironmentId: String) -> Int {
-        g_mutex_lock(mutex)
-        defer { g_mutex_unlock(mutex) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         return queues[authEnvironmentId]?.count ?? 0
     }
 
     /// Queues this thread and waits until it is first: its ticket, or nil when `end` passed first
     /// (then it has left the queue).
     private func enter(_ key: String, until end: Int) -> UInt64? {
-        g_mutex_lock(mutex)
-        defer { g_mutex_unlock(mutex) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        var deadline = timespec(tv_sec: end / 1_000_000, tv_nsec: (end % 1_000_000) * 1000)
         let ticket = nextTicket
         nextTicket &+= 1
         queues[key, default: []].append(ticket)
         while queues[key]?.first != ticket {
-            if g_cond_wait_until(condition, mutex, end) == 0 && queues[key]?.first != ticket {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT && queues[key]?.first != ticket {
                 remove(key, ticket)
                 return nil
             }
@@ -71,9 +79,9 @@ final class PersistTurn: @unchecked Sendable {
     }
 
     private func leave(_ key: String, _ ticket: UInt64) {
-        g_mutex_lock(mutex)
+        pthread_mutex_lock(mutex)
         remove(key, ticket)
-        g_mutex_unlock(mutex)
+        pthread_mutex_unlock(mutex)
     }
 
     /// Takes `ticket` out of the queue and wakes the waiters (the next one may be first now).
@@ -81,6 +89,6 @@ final class PersistTurn: @unchecked Sendable {
     private func remove(_ key: String, _ ticket: UInt64) {
         queues[key]?.removeAll { $0 == ticket }
         if queues[key]?.isEmpty == true { queues[key] = nil }
-        g_cond_broadcast(condition)
+        pthread_cond_broadcast(condition)
     }
 }
