@@ -5,7 +5,7 @@ package). The same program as examples/c/restore_on_launch.c.
     restore_on_launch.py AUTH_ENVIRONMENT_ID
 
 The package comes from ``pip install ./python`` or ``make install``; from a source checkout, run
-with ``PYTHONPATH=python`` (and ``PORTAL_KEYRING_LIBRARY=.build/debug/libportal-keyring.so``).
+with ``PYTHONPATH=python`` (and ``PORTAL_KEYRING_LIBRARY=build/make/lib/libportal-keyring.so`` after ``make``).
 
 Exit status: 0 session restored, 1 signed out (show sign-in), 2 error (the keyring could not be
 read this time: the end user is NOT known to be signed out, so do not show sign-in as if they
