@@ -101,7 +101,7 @@ struct CFailure: Error {
         case .invalidGrant:
             self.init(status: PORTAL_ERR_INVALID_GRANT, message: "the sign-in grant was rejected (used, expired or unknown)")
         case .invalidUserJwt:
-            self.init(status: PORTAL_ERR_INVALID_USER_JWT, message: "the user JWT was rejected (expired, used or malformed)")
+            self.init(status: PORTAL_ERR_INVALID_USER_JWT, message: "invalid user JWT: it has no readable endUserId claim, or the Portal API refused it (expired or used); start the sign-in again")
         case .authenticationFailed(let message):
             self.init(status: PORTAL_ERR_AUTHENTICATION_FAILED, message: message)
         case .unsolicitedRedirect:

@@ -209,8 +209,12 @@ func usageMessage(for error: PortalAuthError, sources: [String: String] = [:]) -
     case .differentEndUser:
         return "\(error) (sign out with clear and sign in again, or confirm with --replace-user)"
     case .magicLinkNotConfigured:
-        return "\(error) (pass --from-email and --template-id, or set PORTAL_MAGIC_LINK_FROM_EMAIL and "
-            + "PORTAL_MAGIC_LINK_TEMPLATE_ID)"
+        // The library's own wording names its Swift type; the command's user has options instead.
+        return "magic link not configured: pass --from-email and --template-id, or set "
+            + "PORTAL_MAGIC_LINK_FROM_EMAIL and PORTAL_MAGIC_LINK_TEMPLATE_ID; nothing sent"
+    case .unauthorized:
+        return "\(error): the Portal API refused the request; check --env, and that --redirect-url is "
+            + "one the auth environment allows"
     case .invalidGrant:
         return "\(error): the sign-in link was used already, has expired or is unknown; "
             + "start the sign-in again (send-magic-link or login-with-*)"
