@@ -61,7 +61,9 @@ bounded() {
     local limit=$1 name=$2 rc=0 started=$SECONDS
     shift 2
     local log=build/steps/${name//[^A-Za-z0-9]/_}.log
-    { timeout --kill-after=15 "$limit" "$@" 2>&1; echo $? >"$log.rc"; } | tee "$log"
+    # (errexit holds inside the group too: the status is caught, or a failing step would end the
+    # run before its row and its failed lines are written.)
+    { status=0; timeout --kill-after=15 "$limit" "$@" 2>&1 || status=$?; echo "$status" >"$log.rc"; } | tee "$log"
     rc=$(cat "$log.rc")
     printf '%s\t%s\t%s\n' "$name" "$((SECONDS - started))" "$rc" >>build/steps/times.tsv
     if ((rc == 124 || rc == 137)); then
@@ -69,7 +71,7 @@ bounded() {
     fi
     if ((rc != 0)); then
         printf "\n--- step '%s' failed (exit %s); what failed (first 30 lines from %s):\n" "$name" "$rc" "$log" >&2
-        grep -a -m 30 -E '✘|  FAIL |check failed|TIMEOUT|PROVIDER CRASHED|Fatal error|error:|Traceback|FAILED' "$log" >&2 || true
+        grep -a -m 30 -E '✘|  FAIL |check failed|TIMEOUT|PROVIDER CRASHED|Fatal error|error:|Traceback|FAILED|STALE|without a .// trusted:' "$log" >&2 || true
     fi
     return "$rc"
 }
