@@ -3,7 +3,9 @@
 #   1. every force-unwrap (`x!`) in Sources/ carries a `// trusted:` comment on its line saying why
 #      it cannot fail on outside input (docs/security.md, "Outside input");
 #   2. every mutant of the catalogue still applies (its search text is found exactly once), so a
-#      refactor that strands a mutant fails here at once, not at the next full mutation run.
+#      refactor that strands a mutant fails here at once, not at the next full mutation run;
+#   3. CI's choice of mutants (`mutants.py select`) picks what a change guards
+#      (Tests/mutants/test_select.py, on a throw-away git repository).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 failed=0
@@ -17,4 +19,5 @@ else
     echo "check-sources: every force-unwrap in Sources/ is marked '// trusted:'"
 fi
 python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
+python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1
 exit "$failed"

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Tests/mutants/test_select.py — what `mutants.py select` (CI's `run.sh --changed`) picks, on a
+throw-away git repository (seconds, no build; run by scripts/check-sources.sh):
+
+- nothing changed since the green commit: only the rotating slice;
+- the mutated file, a guarding suite's file or a shared harness file changed: the mutants it
+  guards, whatever the slice;
+- the C header changed: the mutants with a suite that goes through the C ABI, not those guarded
+  by Swift tests alone (their target does not depend on the header's module);
+- no green commit recorded, or one this clone does not have: everything.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MUTANTS = os.path.join(HERE, "mutants.py")
+
+MUTANT = """promise: test fixture
+file: {file}
+suite: {suite}
+--- search
+old
+--- replace
+new
+--- end
+"""
+
+
+class SelectTests(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.tree = self.dir.name
+        self.git("init", "-q")
+        self.git("config", "user.email", "t@example.invalid")
+        self.git("config", "user.name", "t")
+        for path in ("Sources/A.swift", "Sources/B.swift", "Include/portal_keyring.h", "Tests/c/b_test.c",
+                     "Tests/PortalKeyringTests/ATests.swift", "Tests/PortalKeyringTests/InMemoryStorage.swift",
+                     "scripts/with-keyring.sh", "README.md"):
+            self.write(path, "old\n")
+        # a-swift: guarded by a Swift suite only; b-c: by a C program.
+        self.write("cat/a-swift.mutant", MUTANT.format(file="Sources/A.swift", suite="swift ATests"))
+        self.write("cat/b-c.mutant", MUTANT.format(file="Sources/B.swift", suite="c b_test"))
+        self.commit()
+        self.write("cat/green", self.git("rev-parse", "HEAD").strip() + "\n")
+        self.commit()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def git(self, *args):
+        return subprocess.run(["git", "-C", self.tree, *args], check=True, capture_output=True, text=True).stdout
+
+    def write(self, path, text):
+        full = os.path.join(self.tree, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "a" if os.path.exists(full) else "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def commit(self):
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", "x")
+
+    def select(self, slices):
+        out = subprocess.run([sys.executable, MUTANTS, "select", os.path.join(self.tree, "cat"), self.tree, str(slices)],
+                             check=True, capture_output=True, text=True)
+        return set(out.stdout.split())
+
+    def in_slice(self, slices):
+        """The mutant of the rotating slice: the one at HEAD's commit count mod SLICES, by name."""
+        count = int(self.git("rev-list", "--count", "HEAD"))
+        return {name for index, name in enumerate(["a-swift", "b-c"]) if index == count % slices}
+
+    def selected(self):
+        """What the change selects: the selection less the rotating slice."""
+        return self.select(1000) - self.in_slice(1000)
+
+    def test_nothing_changed_selects_only_the_slice(self):
+        self.write("README.md", "more\n")
+        self.commit()
+        self.assertEqual(self.selected(), set())
+        self.assertEqual(self.select(2), self.in_slice(2))
+        self.assertEqual(len(self.select(2)), 1)
+        self.write("README.md", "more\n")
+        self.commit()
+        self.assertEqual(len(self.select(2)), 1, "the slice rotates with each commit")
+        self.assertEqual(self.select(2), self.in_slice(2))
+
+    def test_a_mutated_file_or_a_suite_file_selects_its_mutants(self):
+        self.write("Sources/A.swift", "more\n")
+        self.assertEqual(self.selected(), {"a-swift"})
+        self.git("checkout", "-q", "--", ".")
+        self.write("Tests/c/b_test.c", "more\n")
+        self.assertEqual(self.selected(), {"b-c"})
+
+    def test_the_harness_selects_every_mutant(self):
+        self.write("scripts/with-keyring.sh", "more\n")
+        self.assertEqual(self.selected(), {"a-swift", "b-c"})
+
+    def test_the_c_header_selects_the_mutants_of_c_abi_suites_only(self):
+        self.write("Include/portal_keyring.h", "more\n")
+        self.assertEqual(self.selected(), {"b-c"})
+
+    def test_an_unknown_green_commit_selects_every_mutant(self):
+        with open(os.path.join(self.tree, "cat/green"), "w", encoding="utf-8") as f:
+            f.write("0" * 40 + "\n")
+        self.assertEqual(self.selected(), {"a-swift", "b-c"})
+
+
+if __name__ == "__main__":
+    unittest.main()
