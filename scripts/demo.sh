@@ -58,6 +58,8 @@ run $bin/restore_on_launch "$env_id"
 
 say "# 2. sign-in with a magic link; the app waits for it with a watch (no polling)"
 say "portal-session watch &    # the app, waiting for the sign-in another process completes"
+: >"$bin/watch.out"  # emptied before it starts: the last demo's "watching" must not count
+: >"$bin/watch.err"
 portal-session watch >"$bin/watch.out" 2>"$bin/watch.err" &
 watch_pid=$!
 for _ in $(seq 100); do grep -q '^watching' "$bin/watch.err" && break; sleep 0.05; done

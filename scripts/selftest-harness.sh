@@ -302,6 +302,7 @@ check "lock and unlock are idempotent" bash -c '"$1" unlock && "$1" lock && "$1"
 if [[ ${PORTAL_SELFTEST_SLOW:-} == 1 ]]; then
     echo "# unlock prompt with a prompter that never answers (PORTAL_SELFTEST_SLOW=1)"
     "$K" lock
+    : >"$work/prompter.out"  # emptied before it starts: an earlier "ready" must not count
     "$K" stuck-prompter >"$work/prompter.out" 2>&1 &
     prompter_pid=$!
     for ((i = 0; i < 100; i++)); do

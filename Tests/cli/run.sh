@@ -472,6 +472,11 @@ wait_for() {
     return 1
 }
 watch_out=/tmp/cli-watch-out.$$ watch_err=/tmp/cli-watch-err.$$
+# A file a background process writes is emptied here, before it starts: its own redirection runs
+# in the child, after this shell has gone on, so wait_for could still see the last watch's
+# "watching" line and persist before this watch is live (the persist then is its baseline).
+: >"$watch_out"
+: >"$watch_err"
 "${cli[@]}" watch --json >"$watch_out" 2>"$watch_err" &
 watch_pid=$!
 if wait_for "$watch_err" "^watching $env_id\$"; then ok "watch --json: 'watching $env_id' on stderr once live"; else bad "watch never said it was watching: $(cat "$watch_err")"; fi
@@ -491,6 +496,8 @@ else
     bad "watch --json printed: $(cat "$watch_out")"
 fi
 grep -q 'tok-watch' "$watch_out" "$watch_err" && bad "watch printed a token"
+: >"$watch_out"
+: >"$watch_err"
 "${cli[@]}" watch >"$watch_out" 2>"$watch_err" &
 watch_pid=$!
 wait_for "$watch_err" "^watching " || bad "watch (text) never said it was watching"

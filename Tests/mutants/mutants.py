@@ -8,12 +8,16 @@
     mutants.py check CATALOGUE_DIR TREE           every mutant still applies to TREE (each hunk's search
                                                   text found exactly once, in order; no build, seconds):
                                                   prints each STALE one with the reason, exit 1 if any
-    mutants.py select CATALOGUE_DIR TREE SLICES   the mutants CI runs (`run.sh --changed`): every mutant
+    mutants.py select CATALOGUE_DIR TREE SLICES [BUDGET]
+                                                  the mutants CI runs (`run.sh --changed`): every mutant
                                                   whose patched file, guarding suites' files or own
                                                   .mutant file changed since the commit recorded in
                                                   CATALOGUE_DIR/green (the last full green run), and
                                                   the rotating slice (HEAD's commit count mod SLICES)
-                                                  of the rest; one name per line, the reasons on stderr
+                                                  of the rest, cut (in name order) so that at most
+                                                  BUDGET are selected when BUDGET is given; the
+                                                  change's own mutants are never cut; one name per
+                                                  line, the reasons on stderr
     mutants.py sync SOURCE TREE                   make TREE a copy of SOURCE's working tree (tracked
                                                   and untracked-but-not-ignored files, mtimes kept;
                                                   TREE/.build and TREE/build are left alone)
@@ -208,7 +212,7 @@ def touches(files, wanted):
     return any(f == w or (w.endswith("/") and f.startswith(w)) or w == "" for f in files for w in wanted)
 
 
-def select(directory, tree, slices):
+def select(directory, tree, slices, budget=None):
     mutants = catalogue(directory)
     record = os.path.join(directory, "green")
     since = None
@@ -228,15 +232,26 @@ def select(directory, tree, slices):
             wanted = own + list(HARNESS) + [f for s in mutant["suite"] for f in suite_files(s, tree)]
             reason = "changed" if touches(changed, wanted) else ("slice" if index % slices == turn else None)
         if reason:
-            chosen.append(mutant["name"])
-            why[reason] += 1
+            chosen.append((mutant["name"], reason))
+    # The slice gives way to the change: CI's time budget holds however much changed, and the
+    # slice's cut mutants wait for its next turn (or the next full run).
+    cut = []
+    if budget is not None:
+        room = max(budget - sum(1 for _, reason in chosen if reason != "slice"), 0)
+        in_slice = [name for name, reason in chosen if reason == "slice"]
+        cut = in_slice[room:]
+        chosen = [(name, reason) for name, reason in chosen if name not in set(cut)]
+    for _, reason in chosen:
+        why[reason] += 1
     since_text = since or "none recorded"
     if since and changed is None:
         since_text += " (not in this clone: all)"
     print(f"mutants: {len(chosen)} of {len(mutants)} selected — {why['changed']} guard a change since the green commit "
           f"{since_text}, {why['slice']} are slice {turn + 1}/{slices} of the rest"
-          + (f", {why['no record']} because there is no usable record" if why["no record"] else ""), file=sys.stderr)
-    for name in chosen:
+          + (f", {why['no record']} because there is no usable record" if why["no record"] else "")
+          + (f"; {len(cut)} more of the slice cut to keep within the budget of {budget}: {' '.join(cut)}" if cut else ""),
+          file=sys.stderr)
+    for name, _ in chosen:
         print(name)
     return 0
 
@@ -289,8 +304,8 @@ def main(argv):
         return 0
     if len(argv) == 5 and argv[1] == "apply":
         return apply(find(argv[2], argv[3]), argv[4])
-    if len(argv) == 5 and argv[1] == "select":
-        return select(argv[2], argv[3], max(int(argv[4]), 1))
+    if len(argv) in (5, 6) and argv[1] == "select":
+        return select(argv[2], argv[3], max(int(argv[4]), 1), int(argv[5]) if len(argv) == 6 else None)
     if len(argv) == 4 and argv[1] == "check":
         return check(argv[2], argv[3])
     if len(argv) == 4 and argv[1] == "sync":

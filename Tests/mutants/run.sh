@@ -4,11 +4,12 @@
 #
 #   Tests/mutants/run.sh                   every mutant
 #   Tests/mutants/run.sh --only NAME ...   some of them (repeatable; NAME,NAME also works)
-#   Tests/mutants/run.sh --changed [--slices N]
+#   Tests/mutants/run.sh --changed [--slices N] [--budget M]
 #                                          what CI runs: every mutant guarding a file changed since
 #                                          the commit in Tests/mutants/green (the last full green
 #                                          run), and slice (HEAD's commit count mod N, default 4)
-#                                          of the rest (`mutants.py select`)
+#                                          of the rest (`mutants.py select`), the slice cut so
+#                                          that at most M run (the change's own never are)
 #   Tests/mutants/run.sh --list            the catalogue: name, file, promise, guarding suites
 #   Tests/mutants/run.sh --no-baseline     skip the check that every guarding suite passes unmutated
 #   make mutants                           the same as the first line
@@ -57,6 +58,7 @@ only=()
 baseline=1
 changed=0
 slices=${PORTAL_MUTANTS_SLICES:-4}
+budget=()
 while (($#)); do
     case $1 in
     --list)
@@ -72,6 +74,7 @@ while (($#)); do
     --no-baseline) baseline=0 ;;
     --changed) changed=1 ;;
     --slices) slices=${2:-}; shift ;;
+    --budget) [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "run.sh: --budget needs a number" >&2; exit 2; }; budget=("$2"); shift ;;
     -h | --help) sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -83,7 +86,7 @@ start_head=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)
 catalogue=$(python3 "$tool" list "$here") || exit 2
 mapfile -t all < <(cut -f1 <<<"$catalogue")
 if ((changed)); then
-    mapfile -t only < <(python3 "$tool" select "$here" "$repo" "$slices") || exit 2
+    mapfile -t only < <(python3 "$tool" select "$here" "$repo" "$slices" "${budget[@]}") || exit 2
     ((${#only[@]})) || { echo "mutants: nothing selected"; exit 0; }
 fi
 if ((${#only[@]})); then

@@ -7,6 +7,7 @@ throw-away git repository (seconds, no build; run by scripts/check-sources.sh):
   guards, whatever the slice;
 - the C header changed: the mutants with a suite that goes through the C ABI, not those guarded
   by Swift tests alone (their target does not depend on the header's module);
+- a budget cuts the slice (in name order), never the change's own mutants;
 - no green commit recorded, or one this clone does not have: everything.
 """
 import os
@@ -63,9 +64,10 @@ class SelectTests(unittest.TestCase):
         self.git("add", "-A")
         self.git("commit", "-q", "-m", "x")
 
-    def select(self, slices):
-        out = subprocess.run([sys.executable, MUTANTS, "select", os.path.join(self.tree, "cat"), self.tree, str(slices)],
-                             check=True, capture_output=True, text=True)
+    def select(self, slices, budget=None):
+        extra = [] if budget is None else [str(budget)]
+        out = subprocess.run([sys.executable, MUTANTS, "select", os.path.join(self.tree, "cat"), self.tree, str(slices)]
+                             + extra, check=True, capture_output=True, text=True)
         return set(out.stdout.split())
 
     def in_slice(self, slices):
@@ -102,6 +104,15 @@ class SelectTests(unittest.TestCase):
     def test_the_c_header_selects_the_mutants_of_c_abi_suites_only(self):
         self.write("Include/portal_keyring.h", "more\n")
         self.assertEqual(self.selected(), {"b-c"})
+
+    def test_the_budget_cuts_the_slice_never_the_change(self):
+        # One slice: both mutants are in it unless a change selects them.
+        self.assertEqual(self.select(1), {"a-swift", "b-c"})
+        self.assertEqual(self.select(1, budget=1), {"a-swift"}, "the slice is cut in name order")
+        self.write("Sources/B.swift", "more\n")
+        self.assertEqual(self.select(1, budget=1), {"b-c"}, "the change's mutant comes first")
+        self.assertEqual(self.select(1, budget=0), {"b-c"}, "the change's mutants are never cut")
+        self.assertEqual(self.select(1, budget=2), {"a-swift", "b-c"})
 
     def test_an_unknown_green_commit_selects_every_mutant(self):
         with open(os.path.join(self.tree, "cat/green"), "w", encoding="utf-8") as f:

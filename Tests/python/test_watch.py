@@ -11,7 +11,9 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, List
+from typing import Any, Dict, List, Optional
+
+import pytest
 
 from conftest import REPO, wait_until
 
@@ -161,3 +163,69 @@ def test_aclose_during_a_hung_read_never_blocks_the_loop(pk: Any, auth: Any, env
         os.kill(provider, signal.SIGCONT)
     print(f"aclose during a hung read: {took * 1000:.1f} ms, largest loop gap {gap * 1000:.1f} ms")
     assert took < MAX_GAP and gap <= MAX_GAP, (took, gap)
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("opens_descriptors", [False, True])
+def test_close_from_its_own_callback_ends_the_watch_cleanly(pk: Any, auth: Any, env_id: str,
+                                                            opens_descriptors: bool) -> None:
+    """``close()`` inside the callback (python/README.md, "Watch"): the watch's thread ends once
+    the callback returns, with nothing raised there, and frees the queue and its descriptors only
+    then. Descriptors the callback opens right after closing (they reuse the numbers a teardown
+    inside the callback would have freed) are the app's: the watch neither waits on them nor
+    reads them."""
+    raised: List[Optional[BaseException]] = []
+    previous_hook = threading.excepthook
+    threading.excepthook = lambda args: raised.append(args.exc_value)
+    seen: List[Any] = []
+    pipes: List[Any] = []
+    before = open_descriptors()
+    try:
+        box: Dict[str, Any] = {}
+
+        def on_change(change: Any) -> None:
+            seen.append(change)
+            box["watch"].close()
+            if opens_descriptors:
+                pipes.extend(os.pipe() for _ in range(4))
+
+        box["watch"] = auth.watch(on_change)
+        thread = box["watch"]._thread
+        other_process(env_id, "persist", "eu-py-close-1")
+        wait_until(lambda: len(seen) >= 1, 10)
+        thread.join(5)
+        assert not thread.is_alive(), "the watch's thread ended after its callback closed it"
+        assert raised == [], f"the watch's thread raised: {raised!r}"
+        for r, w in pipes:
+            os.write(w, b"app data")
+            assert os.read(r, 100) == b"app data"
+        other_process(env_id, "persist", "eu-py-close-2")
+        time.sleep(0.5)
+        assert seen == [pk.SessionChange("signed_in", "eu-py-close-1")]
+        assert box["watch"].closed
+    finally:
+        threading.excepthook = previous_hook
+        for r, w in pipes:
+            os.close(r)
+            os.close(w)
+    assert open_descriptors() == before, "the queue's and the stop pipe's descriptors were closed"
+
+
+def test_dropping_the_last_reference_stops_the_watch(pk: Any, auth: Any, env_id: str) -> None:
+    """A SessionWatch nobody references any more is stopped (garbage collection frees it, as it
+    frees every other handle): its thread ends and its callback never runs again."""
+    import gc
+
+    seen: List[Any] = []
+    watch = auth.watch(seen.append)
+    thread = watch._thread
+    del watch
+    gc.collect()
+    thread.join(10)
+    assert not thread.is_alive(), "the watch's thread ended once the watch was dropped"
+    other_process(env_id, "persist", "eu-py-dropped")
+    time.sleep(0.5)
+    assert seen == []

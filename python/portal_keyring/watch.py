@@ -245,8 +245,45 @@ class SessionChanges:
                 pass
 
 
+class _Pump:
+    """The watch thread's side of a :class:`SessionWatch`: the pollable completion queue, its
+    descriptor and the stop pipe. Only the thread tears them down, once it leaves ``select()``,
+    so a ``close()`` from the callback itself never frees a queue in the middle of its dispatch
+    or closes a descriptor the loop is about to select on. It holds no reference to the
+    :class:`SessionWatch`, so dropping the last reference to that stops the watch (``__del__``)."""
+
+    def __init__(self, key: int) -> None:
+        pointer = aio._QueueP()
+        _lib.portal_completion_queue_new_pollable(ctypes.byref(pointer))
+        self.queue: Any = pointer
+        self.fd = int(_lib.portal_completion_queue_get_fd(pointer))
+        self.stop_r, self.stop_w = os.pipe()
+        self.key = key
+
+    def run(self) -> None:
+        ran = ctypes.c_size_t(0)
+        try:
+            while True:
+                ready, _, _ = select.select([self.fd, self.stop_r], [], [])
+                if self.stop_r in ready:
+                    return
+                _lib.portal_completion_queue_dispatch(self.queue, ctypes.byref(ran))
+        finally:
+            self.free()
+
+    def stop(self) -> None:
+        os.write(self.stop_w, b"x")
+
+    def free(self) -> None:
+        _lib.portal_completion_queue_free(self.queue)
+        _sinks.pop(self.key, None)
+        for fd in (self.stop_r, self.stop_w):
+            os.close(fd)
+
+
 class SessionWatch:
-    """The callback form (:meth:`PortalAuth.watch`). A context manager; :meth:`close` stops it."""
+    """The callback form (:meth:`PortalAuth.watch`). A context manager; :meth:`close` stops it,
+    and so does dropping the last reference to it (garbage collection)."""
 
     def __init__(self, auth: Any, callback: Callable[[SessionChange], None]) -> None:
         if not callable(callback):
@@ -254,49 +291,30 @@ class SessionWatch:
         if inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(getattr(callback, "__call__", None)):
             raise TypeError("callback is an async function, which the watch's thread cannot await: "
                             "use `async for change in auth.session_changes()` on the loop instead")
-        self._callback = callback
-        pointer = aio._QueueP()
-        _lib.portal_completion_queue_new_pollable(ctypes.byref(pointer))
-        self._queue: Any = pointer
-        self._fd = int(_lib.portal_completion_queue_get_fd(pointer))
-        self._stop_r, self._stop_w = os.pipe()
-        self._key = next(_keys)
-        _sinks[self._key] = _callback_sink(callback)
         self._watch: Any = None
+        key = next(_keys)
+        self._pump = _Pump(key)
+        _sinks[key] = _callback_sink(callback)
         try:
             with auth._use() as auth_pointer:
-                self._watch = _start(auth_pointer, pointer, self._key)
+                self._watch = _start(auth_pointer, self._pump.queue, key)
         except BaseException:
-            self._free_queue()
+            self._pump.free()
             raise
-        self._thread = threading.Thread(target=self._run, name="portal-watch-py", daemon=True)
+        self._thread = threading.Thread(target=self._pump.run, name="portal-watch-py", daemon=True)
         self._thread.start()
-
-    def _run(self) -> None:
-        ran = ctypes.c_size_t(0)
-        while True:
-            ready, _, _ = select.select([self._fd, self._stop_r], [], [])
-            if self._stop_r in ready:
-                return
-            _lib.portal_completion_queue_dispatch(self._queue, ctypes.byref(ran))
 
     def close(self) -> None:
         """Stops the watch: no callback starts after this returns (unless called from the
-        callback itself, which may still finish). Idempotent."""
+        callback itself, which may still finish; the watch's thread then ends once it returns).
+        Idempotent; any thread."""
         watch, self._watch = self._watch, None
         if watch is None:
             return
         _lib.portal_watch_free(watch)
-        os.write(self._stop_w, b"x")
+        self._pump.stop()
         if threading.current_thread() is not self._thread:
             self._thread.join()
-        self._free_queue()
-
-    def _free_queue(self) -> None:
-        _lib.portal_completion_queue_free(self._queue)
-        _sinks.pop(self._key, None)
-        for fd in (self._stop_r, self._stop_w):
-            os.close(fd)
 
     @property
     def closed(self) -> bool:
