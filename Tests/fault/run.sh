@@ -274,15 +274,17 @@ cond_3() {
     kill -CONT "$PORTAL_TEST_KEYRING_PID"
     expect "$(nth "$out" 1)" 2 1500 '^none$' 'did not answer' "stopped provider, first call of a fresh process: fails at the deadline"
     # portal-session status asks the provider twice (its description, then a restore): both must
-    # fit in one deadline, not two.
+    # fit in one deadline, not two. Timed from outside the process, so the bound lies halfway
+    # between one deadline and two (a whole second either side: a loaded machine's stall of
+    # 600 ms once failed a bound of deadline + 500 ms).
     kill -STOP "$PORTAL_TEST_KEYRING_PID"
     local start=$(date +%s%N) status_exit=0
-    timeout 30 "$repo/.build/debug/portal-session" --env c3 --timeout-ms 1000 status >/dev/null 2>&1 || status_exit=$?
+    timeout 30 "$repo/.build/debug/portal-session" --env c3 --timeout-ms 2000 status >/dev/null 2>&1 || status_exit=$?
     local status_ms=$(( ($(date +%s%N) - start) / 1000000 ))
     kill -CONT "$PORTAL_TEST_KEYRING_PID"
-    timing "status with the provider stopped, 1000 ms deadline: exit $status_exit after $status_ms ms"
-    check "stopped provider: status ends within one 1000 ms deadline (exit 2, under 1500 ms; took $status_ms ms)" \
-        [ "$status_exit" = 2 -a "$status_ms" -lt 1500 ]
+    timing "status with the provider stopped, 2000 ms deadline: exit $status_exit after $status_ms ms"
+    check "stopped provider: status ends within one 2000 ms deadline (exit 2, under 3000 ms; took $status_ms ms)" \
+        [ "$status_exit" = 2 -a "$status_ms" -lt 3000 ]
     expect "$(op c3 restore | grep '^R ')" 0 1000 '^user:user-3:' '' "a fresh process restores after SIGCONT"
 
     kill -STOP "$PORTAL_TEST_DBUS_PID"
