@@ -240,7 +240,7 @@ def select(directory, tree, slices, budget=None):
         room = max(budget - sum(1 for _, reason in chosen if reason != "slice"), 0)
         in_slice = [name for name, reason in chosen if reason == "slice"]
         cut = in_slice[room:]
-        chosen = [(name, reason) for name, reason in chosen if name not in set(cut)]
+        chosen = [(name, reason) for name, reason in chosen if reason != "slice" or name in in_slice[:room]]
     for _, reason in chosen:
         why[reason] += 1
     since_text = since or "none recorded"
