@@ -62,9 +62,13 @@ async def main(env_id: str, api_host: Optional[str]) -> int:
             with session, pk.Portal(session) as portal:
                 print(f"restored session for end user {session.end_user_id}")
                 portal.on_session_invalidated(on_invalidated, loop=asyncio.get_running_loop())
-                response = await portal.request_async("GET", "/api/v3/clients/me")
-                print(f"GET /api/v3/clients/me: HTTP {response.status}")
-                if response.status == 401:
+                try:
+                    status = (await portal.request_async("GET", "/api/v3/clients/me")).status
+                    print(f"GET /api/v3/clients/me: HTTP {status}")
+                except pk.SessionInvalidated:  # Portal()'s own validation request got the 401 first
+                    status = 401
+                    print("GET /api/v3/clients/me: not sent, the session was invalidated already")
+                if status == 401:
                     await asyncio.wait_for(invalidated.wait(), 10)
                     where = "on the loop thread" if on_loop == [True] else "on another thread"
                     print(f"session invalidated ({where}) — show sign-in")
