@@ -178,9 +178,27 @@ static long keyring_count(const char *schema, const char *id) {
     return strtol(out, NULL, 10);
 }
 
-/* Stores secret[0..len) as an item of `schema`; `extra_attrs` is appended to the attributes. */
+static int provider_is(const char *name);
+
+/* Whether a secret holds an escape gnome-keyring's passwordless key file rewrites: it writes a
+ * secret raw into the file and reads it back with g_key_file_get_string, which turns \\, \n,
+ * \t, \r and \s into the characters they stand for, whenever the daemon reloads the file (at a
+ * moment no test controls: docs/providers.md). JSON's \uXXXX survives. */
+static int rewritten_by_key_file(const char *secret, size_t len) {
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (secret[i] == '\\' && secret[i + 1] != '\0' && strchr("\\ntrs", secret[i + 1])) return 1;
+    }
+    return 0;
+}
+
+/* Stores secret[0..len) as an item of `schema`; `extra_attrs` is appended to the attributes.
+ * On the passwordless keyring a secret the key file would rewrite fails the check at once,
+ * instead of one run in many when the daemon happens to reload (a version-1 document written
+ * there spells its escapes \uXXXX). */
 static void keyring_store_bytes(const char *schema, const char *id, const char *extra_attrs,
                                 const char *secret, size_t len) {
+    CHECK_MSG(!(provider_is("gnome-keyring-passwordless") && rewritten_by_key_file(secret, len)),
+              "test fault: the passwordless key file would rewrite the escapes in this secret: %.60s", secret);
     int rc = keyringctl_io(secret, len, NULL, 0, "store --schema %s auth_environment_id=%s %s", schema, id,
                            extra_attrs ? extra_attrs : "");
     CHECK_MSG(rc == 0, "keyringctl store exited %d", rc);
@@ -891,8 +909,8 @@ static void test_round_trip(void) {
     const struct {
         const char *doc, *token;
     } earlier[] = {
-        {"{\"v\":1,\"endUserId\":\"user-old\",\"clientSessionToken\":\"line one\\nline two\\n\"}", "line one\nline two\n"},
-        {"{\"v\":1,\"endUserId\":\"user-old\",\"clientSessionToken\":\"  tok\\r\\n\\twith space  \"}", "  tok\r\n\twith space  "},
+        {"{\"v\":1,\"endUserId\":\"user-old\",\"clientSessionToken\":\"line one\\u000aline two\\u000A\"}", "line one\nline two\n"},
+        {"{\"v\":1,\"endUserId\":\"user-old\",\"clientSessionToken\":\"  tok\\u000d\\u000a\\u0009with space  \"}", "  tok\r\n\twith space  "},
         {"{\"v\":1,\"endUserId\":\"user-old\",\"clientSessionToken\":\"a\\u0001\\u001f\\u007f z\"}", "a\x01\x1f\x7f z"},
     };
     for (size_t i = 0; i < sizeof earlier / sizeof earlier[0]; i++) {

@@ -17,6 +17,7 @@ import base64
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -104,6 +105,11 @@ class Keyring:
                 "clientSessionToken": text(values["c"]), "g": values["g"], "t": int(values["t"])}
 
     def store_raw(self, env_id: str, secret: bytes, *attrs: str) -> None:
+        # gnome-keyring's passwordless keyring writes a secret raw into its key file and unescapes
+        # \\, \n, \t, \r and \s in it whenever the daemon reloads the file (docs/providers.md), at
+        # a moment no test controls: there a version-1 document spells its escapes \uXXXX.
+        if os.environ.get("PORTAL_TEST_PROVIDER") == "gnome-keyring-passwordless":
+            assert re.search(rb"\\[\\ntrs]", secret) is None, f"test fault: the key file would rewrite {secret!r}"
         self.run("store", "--schema", SCHEMA, "--content-type", "application/json",
                  f"auth_environment_id={env_id}", *attrs, stdin=secret)
 

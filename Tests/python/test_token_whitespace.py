@@ -23,7 +23,11 @@ def test_persist_refuses_whitespace_and_controls(pk: Any, auth: Any, env_id: str
 def test_restore_reads_tokens_stored_by_earlier_versions(pk: Any, auth: Any, env_id: str, keyring: Any) -> None:
     """Only persist checks: a token with whitespace stored by an earlier version is restored."""
     old = "  old tok\twith\r\nwhitespace \x01"
-    keyring.store_raw(env_id, json.dumps({"v": 1, "endUserId": "user-old", "clientSessionToken": old}).encode(),
+    # Escapes spelled \uXXXX (json.dumps writes \t): the passwordless key file rewrites \t (conftest).
+    document = json.dumps({"v": 1, "endUserId": "user-old", "clientSessionToken": old})
+    for short, code in (("\\t", "\\u0009"), ("\\r", "\\u000d"), ("\\n", "\\u000a")):
+        document = document.replace(short, code)
+    keyring.store_raw(env_id, document.encode(),
                       "session_generation=00112233445566778899aabbccddeeff", "persisted_at=1")
     restored = auth.restore_session()
     assert restored is not None
