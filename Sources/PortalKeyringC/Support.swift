@@ -113,6 +113,10 @@ struct CFailure: Error {
             self.init(status: PORTAL_ERR_TOTP_QR_UNAVAILABLE, message: "\(error)")
         case .cancelled:
             self.init(status: PORTAL_ERR_CANCELLED, message: "the operation was cancelled")
+        case .signInInProgress, .signInUnavailable, .signInTimedOut:
+            // Only the desktop sign-in (signInWithGoogle/Apple) throws these, and no C call starts
+            // one yet: its export brings status codes of its own.
+            self.init(status: PORTAL_ERR_INTERNAL, message: "\(error)")
         case .magicLinkNotConfigured:
             self.init(status: PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED,
                       message: "no magic-link sender and template: call portal_auth_set_magic_link() first; nothing sent")

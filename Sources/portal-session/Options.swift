@@ -249,7 +249,7 @@ func exitCode(for error: PortalAuthError) -> Exit {
     case .sessionStorageFailure: return .storage
     case .sessionInvalidated, .unauthorized, .networkFailure, .rateLimited, .malformedResponse, .invalidGrant,
          .invalidUserJwt, .authenticationFailed, .totpQrUnavailable, .cancelled, .authMethodUnavailable, .accountAbstractionUnavailable,
-         .internalServerError, .clientError:
+         .internalServerError, .clientError, .signInInProgress, .signInUnavailable, .signInTimedOut:
         return .signIn
     case .unsolicitedRedirect: return .unsolicited
     case .differentEndUser: return .differentUser
