@@ -121,10 +121,13 @@ final class SignInInFlight: @unchecked Sendable {
         }
     }
 
-    /// Ends `waiter`'s wait with `.cancelled` (unless it ended already).
+    /// Ends `waiter`'s wait with `.cancelled` (unless it ended already) and its registration at
+    /// once: the `async` caller is resumed before the worker thread has unwound, and a sign-in
+    /// started right after the cancel must not find this one still in flight.
     func cancel(_ waiter: Waiter) {
         locked {
             if waiter.outcome == nil { waiter.outcome = .failure(.cancelled) }
+            if waiting[waiter.authEnvironmentId] === waiter { waiting[waiter.authEnvironmentId] = nil }
             pthread_cond_broadcast(condition)
         }
     }
