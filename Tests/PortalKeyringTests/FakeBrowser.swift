@@ -4,20 +4,13 @@ import Testing
 import Glibc
 #endif
 
-/// The desktop's web browser for the desktop sign-in tests: a shell script registered with the
-/// XDG desktop files GIO reads (`$XDG_DATA_HOME/applications/portal-test-browser.desktop`,
-/// MimeType and `$XDG_CONFIG_HOME/mimeapps.list` defaults for `x-scheme-handler/http` and
-/// `https`; scripts/with-keyring.sh points both variables into its temporary directory). The
-/// fake Portal API's authorize URLs are `http://127.0.0.1:PORT/…`, so the `http` registration is
-/// the one these tests use; `https` is what a real Portal answers.
-///
-/// Each launch appends the URL it was given to `opened`, then acts as `mode` says:
-/// - `ignore`: nothing more (an end user who never finishes);
-/// - `deliver`: requests the authorize URL from the fake API (which answers 302 to the app's
-///   redirect URL with a grant for `endUser`) and writes that redirect to `redirect`, for the
-///   test to hand to `handleRedirect` in this process;
-/// - `handler`: the same, then runs the URL handler's process `portal-session handle-redirect`
-///   with it (exit status in `handler-status`).
+/// The desktop's web browser for the desktop sign-in tests: Tests/tools/fake_browser.sh (its
+/// header says what each `mode` does), registered with the XDG desktop files GIO reads
+/// (`$XDG_DATA_HOME/applications/portal-test-browser.desktop`, and `$XDG_CONFIG_HOME/mimeapps.list`
+/// defaults for `x-scheme-handler/http` and `https`; scripts/with-keyring.sh points both variables
+/// into its temporary directory). The fake Portal API's authorize URLs are
+/// `http://127.0.0.1:PORT/…`, so the `http` registration is the one these tests use; `https` is
+/// what a real Portal answers.
 enum FakeBrowser {
     static let desktopId = "portal-test-browser.desktop"
 
@@ -26,7 +19,7 @@ enum FakeBrowser {
                      "\(name) is unset: run through scripts/with-keyring.sh (README's test command)")
     }
 
-    /// The script's directory (inside scripts/with-keyring.sh's temporary directory).
+    /// The browser's state directory (inside scripts/with-keyring.sh's temporary directory).
     static func directory() throws -> String { try variable("XDG_DATA_HOME") + "/portal-test-browser" }
 
     private static func applications() throws -> String { try variable("XDG_DATA_HOME") + "/applications" }
@@ -43,26 +36,12 @@ enum FakeBrowser {
         return cli
     }
 
-    static let script = #"""
-        #!/bin/sh
-        # The desktop sign-in tests' web browser (Tests/PortalKeyringTests/FakeBrowser.swift).
-        dir=$(dirname "$0")
-        printf '%s\n' "$1" >>"$dir/opened"
-        mode=$(cat "$dir/mode")
-        [ "$mode" = ignore ] && exit 0
-        . "$dir/env"
-        location=$(python3 -c '
-        import http.client, sys, urllib.parse
-        u = urllib.parse.urlsplit(sys.argv[1])
-        c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
-        c.request("GET", u.path + "?" + u.query + "&endUserId=" + urllib.parse.quote(sys.argv[2]))
-        print(c.getresponse().getheader("Location") or "")' "$1" "$PORTAL_TEST_END_USER") || exit 1
-        case $mode in
-        deliver) printf '%s\n' "$location" >"$dir/redirect.tmp" && mv "$dir/redirect.tmp" "$dir/redirect" ;;
-        handler) "$PORTAL_TEST_CLI" handle-redirect "$location" >"$dir/handler.out" 2>&1
-                 echo $? >"$dir/handler-status.tmp" && mv "$dir/handler-status.tmp" "$dir/handler-status" ;;
-        esac
-        """#
+    /// Tests/tools/fake_browser.sh, the browser itself (shared with Tests/c/desktop_signin_test.c).
+    static let script: String = {
+        // #filePath is …/Tests/PortalKeyringTests/FakeBrowser.swift.
+        let tests = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false).dropLast(2)
+        return tests.joined(separator: "/") + "/tools/fake_browser.sh"
+    }()
 
     /// Registers the browser (idempotent), sets what its next launches do, and waits until GIO in
     /// this process sees it as the `http` and `https` handler (it notices changed XDG directories
@@ -70,7 +49,7 @@ enum FakeBrowser {
     static func install(mode: String, auth: PortalAuth, endUser: String = "") throws {
         let dir = try directory()
         mkdir(dir, 0o700)
-        try write(dir + "/browser.sh", script, mode: 0o755)
+        try #require(access(script, X_OK) == 0, "\(script) is missing or not executable")
         try write(dir + "/mode", mode)
         try write(dir + "/env", "PORTAL_AUTH_ENVIRONMENT_ID='\(auth.authEnvironmentId)'\n"
             + "PORTAL_REDIRECT_URL='\(auth.redirectUrl)'\nPORTAL_API_HOST='\(auth.apiHost)'\n"
@@ -82,7 +61,7 @@ enum FakeBrowser {
         let defaults = try mimeapps()
         if access(apps + "/" + desktopId, F_OK) != 0 || access(defaults, F_OK) != 0 {
             try write(apps + "/" + desktopId, "[Desktop Entry]\nType=Application\nName=Portal test browser\n"
-                + "Exec=\(dir)/browser.sh %u\nMimeType=x-scheme-handler/http;x-scheme-handler/https;\nNoDisplay=true\n")
+                + "Exec=\"\(script)\" \"\(dir)\" %u\nMimeType=x-scheme-handler/http;x-scheme-handler/https;\nNoDisplay=true\n")
             try write(defaults, "[Default Applications]\nx-scheme-handler/http=\(desktopId)\n"
                 + "x-scheme-handler/https=\(desktopId)\n")
         }
