@@ -65,8 +65,10 @@ extension PortalAuth {
         try signInWithBrowser(provider: "APPLE", timeout: timeout)
     }
 
-    /// The timeout in microseconds, or `invalidArgument(name: "timeout")`.
-    static func signInTimeoutMicroseconds(_ timeout: Duration) throws(PortalAuthError) -> Int {
+    /// The timeout in microseconds, or `invalidArgument(name: "timeout")`. The C exports check
+    /// it before they start.
+    @_spi(PortalKeyringC)
+    public static func signInTimeoutMicroseconds(_ timeout: Duration) throws(PortalAuthError) -> Int {
         guard timeout > .zero, timeout <= defaultSignInTimeout else { throw .invalidArgument(name: "timeout") }
         let (seconds, attoseconds) = timeout.components
         return Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000)

@@ -451,7 +451,9 @@ static void test_status_str(void) {
                                    PORTAL_ERR_UNSOLICITED_REDIRECT, PORTAL_ERR_DIFFERENT_END_USER,
                                    PORTAL_ERR_CANCELLED, PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED,
                                    PORTAL_ERR_AUTH_METHOD_UNAVAILABLE, PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE,
-                                   PORTAL_ERR_SERVER, PORTAL_ERR_REQUEST_REFUSED, PORTAL_ERR_TOTP_QR_UNAVAILABLE};
+                                   PORTAL_ERR_SERVER, PORTAL_ERR_REQUEST_REFUSED, PORTAL_ERR_TOTP_QR_UNAVAILABLE,
+                                   PORTAL_ERR_SIGN_IN_IN_PROGRESS, PORTAL_ERR_SIGN_IN_UNAVAILABLE,
+                                   PORTAL_ERR_SIGN_IN_TIMED_OUT};
     const size_t n = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < n; i++) {
         const char *s = portal_status_str(codes[i]);
@@ -469,7 +471,9 @@ static void test_status_str(void) {
     CHECK(PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED == 15 && PORTAL_ERR_AUTH_METHOD_UNAVAILABLE == 16 &&
           PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE == 17 && PORTAL_ERR_SERVER == 18 &&
           PORTAL_ERR_REQUEST_REFUSED == 19 && PORTAL_ERR_TOTP_QR_UNAVAILABLE == 20); /* appended (docs/ABI.md) */
-    const int unknown[] = {21, 42, 1000, -1, INT32_MAX};
+    CHECK(PORTAL_ERR_SIGN_IN_IN_PROGRESS == 21 && PORTAL_ERR_SIGN_IN_UNAVAILABLE == 22 &&
+          PORTAL_ERR_SIGN_IN_TIMED_OUT == 23); /* appended (docs/ABI.md) */
+    const int unknown[] = {24, 42, 1000, -1, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = portal_status_str((portal_status)unknown[i]);
         CHECK_MSG(s != NULL && strcmp(s, "unknown status") == 0, "code %d gave \"%s\"", unknown[i],

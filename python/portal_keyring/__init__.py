@@ -32,7 +32,8 @@ Errors: every failed call raises a subclass of :class:`PortalKeyringError`, one 
 :class:`AuthenticationFailed`, :class:`UnsolicitedRedirect`, :class:`DifferentEndUser`,
 :class:`Cancelled`, :class:`MagicLinkNotConfigured`, :class:`AuthMethodUnavailable`,
 :class:`AccountAbstractionUnavailable`, :class:`ServerError` (HTTP 5xx: not a failed sign-in),
-:class:`RequestRefused`, :class:`TotpQrUnavailable`), carrying ``status`` and the library's ``message``; a code this
+:class:`RequestRefused`, :class:`TotpQrUnavailable`, and the desktop sign-in's :class:`SignInInProgress`,
+:class:`SignInUnavailable`, :class:`SignInTimedOut`), carrying ``status`` and the library's ``message``; a code this
 package does not know raises the base class with the ``int`` status. :class:`InvalidArgument` is
 also a ``ValueError``. "Signed out" is not an error: :meth:`PortalAuth.restore_session` returns
 ``None``. :class:`SessionStorageFailure` means the keyring could not be read *this time*; the end
@@ -101,6 +102,9 @@ from .errors import (
     ServerError,
     SessionInvalidated,
     SessionStorageFailure,
+    SignInInProgress,
+    SignInTimedOut,
+    SignInUnavailable,
     Status,
     TotpQrUnavailable,
     Unauthorized,
@@ -138,6 +142,9 @@ __all__ = [
     "ServerError",
     "RequestRefused",
     "TotpQrUnavailable",
+    "SignInInProgress",
+    "SignInUnavailable",
+    "SignInTimedOut",
     "MagicLinkConfig",
     "LibraryNotFound",
     "SecretToken",
