@@ -454,8 +454,9 @@ else
         command=${command//portal-session/$ps_bin}
         if [[ $command == *…* ]]; then bad "README line $line_no has a placeholder this test does not fill: $line"; continue; fi
         got=0
-        out=$(export PORTAL_API_HOST="$PORTAL_TEST_API_HOST" CST; eval "$readme_prefix $command" 2>/tmp/cli-err.$$) || got=$?
-        [[ $command == export* ]] && readme_prefix="$readme_prefix $command;"
+        # One line each: a README line's "# comment" must not swallow the lines after it.
+        out=$(export PORTAL_API_HOST="$PORTAL_TEST_API_HOST" CST; eval "$readme_prefix$command" 2>/tmp/cli-err.$$) || got=$?
+        [[ $command == export* ]] && readme_prefix="$readme_prefix$command"$'\n'
         if [[ $got == 0 ]]; then ok "README: $line (exit 0)"; else bad "README: $line: exit $got; $(cat /tmp/cli-err.$$)"; fi
     done <<<"$readme_lines"
     "$ps_bin" --env "$readme_env" --redirect-url myapp://auth/callback clear >/dev/null 2>&1
