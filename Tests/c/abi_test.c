@@ -413,6 +413,15 @@ static void test_async_arguments(void) {
                  PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_verify_totp_async(auth, "123456", NULL, q, sign_in_done, NULL, async_destroy, NULL),
                  PORTAL_ERR_INVALID_ARGUMENT);
+    /* The desktop sign-in: a NULL auth or callback, a timeout over 15 minutes, refused at once
+     * (Tests/c/desktop_signin_test.c runs it with a browser). */
+    CHECK_STATUS(portal_auth_sign_in_with_google_async(NULL, 0, q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_sign_in_with_apple_async(auth, 0, q, NULL, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_sign_in_with_google_async(auth, 900001, q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(portal_last_error_message(), "timeout_ms") != NULL);
     /* portal_auth_watch: NULL auth, callback and watch_out, and a freed queue (issue 16). */
     portal_watch *watch = NULL;
     CHECK_STATUS(portal_auth_watch(NULL, q, watch_event, NULL, async_destroy, &watch), PORTAL_ERR_INVALID_ARGUMENT);
@@ -431,7 +440,7 @@ static void test_async_arguments(void) {
     portal_watch_free(NULL);
     portal_watch_free((portal_watch *)auth); /* another kind of handle: ignored */
     portal_auth_free(auth);
-    CHECK(async_destroyed == 29);
+    CHECK(async_destroyed == 32);
     /* A queue handle where another kind is expected, and the other way round. */
     CHECK_STATUS(portal_auth_restore_session_async((portal_auth *)q, q, async_done, NULL, NULL, NULL),
                  PORTAL_ERR_INVALID_ARGUMENT);
@@ -1878,6 +1887,19 @@ static void test_sign_in_arguments(void) {
     CHECK_STATUS(portal_auth_login_with_google(auth, &text), PORTAL_ERR_NETWORK);
     CHECK_STATUS(portal_auth_login_with_apple(auth, &text), PORTAL_ERR_NETWORK);
     CHECK(text == (char *)0x1);
+    {
+        /* The desktop sign-in's argument checks come first; then it fails like login_with_*,
+         * with its outputs untouched. */
+        portal_redirect_kind k = PORTAL_REDIRECT_TOTP_REQUIRED;
+        portal_session *s = (portal_session *)0x1;
+        CHECK_STATUS(portal_auth_sign_in_with_google(NULL, 0, &k, &s, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(portal_auth_sign_in_with_apple(auth, 0, NULL, &s, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+        CHECK_ERROR_MENTIONS("kind_out");
+        CHECK_STATUS(portal_auth_sign_in_with_google(auth, 900001, &k, &s, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+        CHECK_ERROR_MENTIONS("timeout_ms");
+        CHECK_STATUS(portal_auth_sign_in_with_apple(auth, 1000, &k, &s, NULL, NULL), PORTAL_ERR_NETWORK);
+        CHECK(k == PORTAL_REDIRECT_TOTP_REQUIRED && s == (portal_session *)0x1);
+    }
 
     portal_redirect_kind kind = PORTAL_REDIRECT_AUTHENTICATED;
     portal_session *session = (portal_session *)0x1;
