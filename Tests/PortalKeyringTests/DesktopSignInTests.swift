@@ -133,17 +133,22 @@ import Glibc
         #expect(try FakeBrowser.opened().count == 2)
     }
 
-    /// Cancelling the task ends the wait promptly with `.cancelled`; the call persists nothing,
-    /// then or later. A task cancelled before the call opens no browser.
+    /// Cancelling the task ends the wait promptly with `.cancelled`, and the work behind it too:
+    /// its session watch (a "portal-watch" thread) stops, rather than waiting out the timeout. The
+    /// call persists nothing, then or later. A task cancelled before the call opens no browser.
     @Test func cancellationEndsItPromptlyAndPersistsNothing() async throws {
         let a = try auth("cancel")
         try FakeBrowser.install(mode: "ignore", auth: a)
+        _ = await threadsBecome(0)
+        let watches = watchThreads()
         let signIn = Task { try await a.signInWithGoogle(timeout: .seconds(60)) }
         try await launched(1)
+        #expect(watchThreads() == watches + 1)
         let cancelled = monotonicMilliseconds()
         signIn.cancel()
         #expect(await failure(signIn) == .cancelled)
         #expect(monotonicMilliseconds() - cancelled < 1_000)
+        #expect(await threadsBecome(watches), "the cancelled sign-in's watch is still running")
         try await Task.sleep(for: .milliseconds(300))
         #expect(try await a.restoreSession() == nil)
 
