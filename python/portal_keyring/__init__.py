@@ -49,7 +49,9 @@ handle is freed when the last call in flight returns.
 Sign-in: ``PortalAuth(…, magic_link=MagicLinkConfig(from_email=…, template_id=…),
 is_account_abstracted=None)``, :meth:`PortalAuth.get_methods`, :meth:`~PortalAuth.send_magic_link`,
 :meth:`~PortalAuth.login_with_google` / ``_apple``, :meth:`~PortalAuth.handle_redirect` (``None``,
-:class:`SignedIn` or :class:`TotpRequired`) and :meth:`~PortalAuth.verify_totp`.
+:class:`SignedIn` or :class:`TotpRequired`) and :meth:`~PortalAuth.verify_totp`; the desktop sign-in
+:meth:`~PortalAuth.sign_in_with_google` / ``_apple``, which opens the page in the desktop's browser and
+returns when the redirect came back.
 
 asyncio: every keyring, sign-in and Portal call has a coroutine twin (``restore_session_async``,
 ``handle_redirect_async`` …, ``Portal.aclose``) that completes on the running loop without blocking it; cancelling the task
