@@ -632,8 +632,9 @@ printf '%s\n' "[Desktop Entry]" "Type=Application" "Name=Portal test browser (CL
     "MimeType=x-scheme-handler/http;x-scheme-handler/https;" >"$XDG_DATA_HOME/applications/portal-test-browser-cli.desktop"
 printf '%s\n' "[Default Applications]" "x-scheme-handler/http=portal-test-browser-cli.desktop" \
     "x-scheme-handler/https=portal-test-browser-cli.desktop" >"$XDG_CONFIG_HOME/mimeapps.list"
-gio mime x-scheme-handler/https | grep -q portal-test-browser-cli.desktop && ok "gio mime names the test browser" ||
-    bad "gio mime x-scheme-handler/https: $(gio mime x-scheme-handler/https 2>&1)"
+# (The output is read whole: grep -q ending the pipe early would fail it under pipefail.)
+gio_mime=$(gio mime x-scheme-handler/https 2>&1)
+[[ $gio_mime == *portal-test-browser-cli.desktop* ]] && ok "gio mime names the test browser" || bad "gio mime x-scheme-handler/https: $gio_mime"
 printf '%s\n' "PORTAL_AUTH_ENVIRONMENT_ID='cli-desktop-$$'" "PORTAL_REDIRECT_URL='$redirect'" \
     "PORTAL_TEST_END_USER='eu-cli-desktop'" "PORTAL_TEST_CLI='$ps_bin'" \
     "export PORTAL_AUTH_ENVIRONMENT_ID PORTAL_REDIRECT_URL" >"$browser_state/env"
