@@ -519,7 +519,9 @@ PORTAL_API portal_status portal_auth_handle_redirect_v2(portal_auth *auth, const
  *    persists the session: this call sees it through a session watch and returns
  *    PORTAL_REDIRECT_AUTHENTICATED with the restored session (no client id). A TOTP step or an
  *    error the other process meets stores nothing and is not seen: the call waits until its
- *    timeout.
+ *    timeout. When the keyring turns locked meanwhile (KeePassXC with ConfirmAccessItem shows
+ *    the other process's item locked), the call restores, running the provider's prompt; a
+ *    dismissed prompt returns PORTAL_ERR_SESSION_STORAGE.
  * The call itself persists nothing. One per auth environment in a process: another returns
  * PORTAL_ERR_SIGN_IN_IN_PROGRESS at once. Blocks until then (network, keyring, the end user in
  * the browser): GUI threads use portal_auth_sign_in_with_google_async(), which can be cancelled.

@@ -34,6 +34,9 @@ extension PortalAuth {
     ///      `isAccountAbstracted` nil: the other process had them). Any new sign-in stored for
     ///      this auth environment meanwhile counts. A TOTP step or an error that the other
     ///      process met stores nothing and is not seen here: the call waits until its timeout.
+    ///      When the keyring turns locked meanwhile (KeePassXC with ConfirmAccessItem shows the
+    ///      other process's new item locked to this one), the call restores, which runs the
+    ///      provider's prompt; a dismissed one throws `sessionStorageFailure`.
     ///
     /// One at a time: while one waits in this process for this auth environment, another throws
     /// `signInInProgress` at once. The call itself persists nothing: `handleRedirect` does, in
@@ -84,8 +87,19 @@ extension PortalAuth {
         let removeHook = OperationToken.current?.onCancel { flight.cancel(waiter) } ?? {}
         defer { removeHook() }
 
-        // Watch before the page opens, so that no sign-in stored after it is missed.
+        // The sign-in stored before this one, as a read that never prompts sees it: a restore that
+        // finds it again is no new sign-in.
+        let before: String?
+        if case .signedIn(let generation, _)? = try? storage.observe(authEnvironmentId: authEnvironmentId) {
+            before = generation
+        } else {
+            before = nil
+        }
+        // Watch before the page opens, so that no sign-in stored after it is missed. A new item
+        // that this process may not read without an unlock (KeePassXC's ConfirmAccessItem, for an
+        // item another process created) is seen as locked: the restore below asks for it.
         let watch = try SessionWatch(auth: self) { change in
+            if change == .locked { flight.signInStored(waiter) }
             if case .signedIn = change { flight.signInStored(waiter) }
         }
         defer { watch.cancel() }
@@ -106,9 +120,11 @@ extension PortalAuth {
             case .timedOut:
                 throw .signInTimedOut
             case .stored:
-                // Stored by another process (the URL handler): the session as it is now. Signed
-                // out again already: keep waiting.
-                if let session = try restoreSession() {
+                // Stored by another process (the URL handler): the session as it is now, unlocked
+                // through the provider's prompt if need be (a dismissed prompt ends the call with
+                // sessionStorageFailure: the sign-in may be stored, it cannot be read). Signed out
+                // again, or the sign-in from before (a lock that hid it): keep waiting.
+                if let session = try restoreSession(), session.generation == nil || session.generation != before {
                     return .authenticated(AuthenticatedResult(session: session, clientId: nil, isAccountAbstracted: nil))
                 }
             }

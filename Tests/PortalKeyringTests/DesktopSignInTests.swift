@@ -79,9 +79,27 @@ import Glibc
 
     /// The redirect goes to the URL handler's process (`portal-session handle-redirect`), which
     /// persists the session: the waiting call sees it through the watch and returns it restored.
+    ///
+    /// KeePassXC with ConfirmAccessItem (`keepassxc-confirm`) shows the other process's new item
+    /// locked to this one: the call restores, which runs the access prompt, and nobody answers it
+    /// here: `sessionStorageFailure` at the prompt deadline, not a wait until the timeout.
     @Test func completionByTheHandlerProcessIsSeenThroughTheWatch() async throws {
         let a = try auth("handler")
         try FakeBrowser.install(mode: "handler", auth: a, endUser: "eu-desktop-handler")
+        if KeyringControl.provider == "keepassxc-confirm" {
+            let started = monotonicMilliseconds()
+            do throws(PortalAuthError) {
+                _ = try await a.signInWithApple(timeout: .seconds(60))
+                Issue.record("an item locked to this process was read without a confirmation")
+            } catch .sessionStorageFailure(let message) {
+                #expect(message.contains("locked"), "\(message)")
+            } catch {
+                Issue.record("expected sessionStorageFailure, got \(error)")
+            }
+            #expect(monotonicMilliseconds() - started < 20_000)
+            #expect(try await FakeBrowser.waitForFile("handler-status") == "0")
+            return
+        }
         let result = try await a.signInWithApple(timeout: .seconds(60))
         #expect(try await FakeBrowser.waitForFile("handler-status") == "0")
         guard case .authenticated(let signedIn) = result else {
