@@ -182,7 +182,17 @@ typedef enum portal_status {
      * otpauth:// link with a valid base32 secret, it is too long for a QR code, or libqrencode
      * (Debian: libqrencode4) is not installed.
      */
-    PORTAL_ERR_TOTP_QR_UNAVAILABLE = 20
+    PORTAL_ERR_TOTP_QR_UNAVAILABLE = 20,
+    /** portal_auth_sign_in_with_google() / _apple() (and _async): a desktop sign-in of this auth
+     * environment is already waiting in this process. Returned at once; nothing was done. */
+    PORTAL_ERR_SIGN_IN_IN_PROGRESS = 21,
+    /** portal_auth_sign_in_with_google() / _apple(): the desktop could not open the sign-in page
+     * (no application registered for its URL scheme and no OpenURI portal, or the browser failed
+     * to start). The message gives the reason and the scheme, never the URL. Nothing persisted. */
+    PORTAL_ERR_SIGN_IN_UNAVAILABLE = 22,
+    /** portal_auth_sign_in_with_google() / _apple(): no redirect came back within the timeout.
+     * Nothing was persisted by the call. */
+    PORTAL_ERR_SIGN_IN_TIMED_OUT = 23
 } portal_status;
 
 /**
@@ -491,6 +501,48 @@ PORTAL_API portal_status portal_auth_handle_redirect(portal_auth *auth, const ch
  * plus PORTAL_ERR_INVALID_ARGUMENT for unknown flag bits. Thread-safe; blocks (network, keyring).
  */
 PORTAL_API portal_status portal_auth_handle_redirect_v2(portal_auth *auth, const char *url, uint32_t flags,
+                                                        portal_redirect_kind *kind_out, portal_session **session_out,
+                                                        char **user_jwt_out, char **totp_link_out);
+
+/**
+ * Signs the end user in with Google in their browser and returns when the sign-in completed
+ * (PortalSwift's signInWithGoogle(); README "Desktop sign-in"). Fetches a fresh authorize URL
+ * (recording the pending sign-in marker, as portal_auth_login_with_google() does), opens it with
+ * the desktop's URL opener (GIO's default handler for its scheme: the user's browser from XDG
+ * mimeapps.list, or the OpenURI portal inside a Flatpak sandbox), then waits for the redirect,
+ * whichever way it comes back:
+ *  - to this process: the app passes it to portal_auth_handle_redirect() (or _v2, _async; any
+ *    handle of the same auth environment, any thread), and this call returns that call's result,
+ *    or its error (an error redirect, a rejected grant, PORTAL_ERR_DIFFERENT_END_USER, a keyring
+ *    failure), except PORTAL_ERR_UNSOLICITED_REDIRECT and PORTAL_ERR_CANCELLED;
+ *  - to the URL handler's process (portal-session handle-redirect, examples/desktop), which
+ *    persists the session: this call sees it through a session watch and returns
+ *    PORTAL_REDIRECT_AUTHENTICATED with the restored session (no client id). A TOTP step or an
+ *    error the other process meets stores nothing and is not seen: the call waits until its
+ *    timeout. When the keyring turns locked meanwhile (KeePassXC with ConfirmAccessItem shows
+ *    the other process's item locked), the call restores, running the provider's prompt; a
+ *    dismissed prompt returns PORTAL_ERR_SESSION_STORAGE.
+ * The call itself persists nothing. One per auth environment in a process: another returns
+ * PORTAL_ERR_SIGN_IN_IN_PROGRESS at once. Blocks until then (network, keyring, the end user in
+ * the browser): GUI threads use portal_auth_sign_in_with_google_async(), which can be cancelled.
+ *
+ * @param timeout_ms   how long to wait for the redirect once the page is open, in milliseconds;
+ *                     0 is the default and maximum, 900000 (15 minutes: the pending sign-in
+ *                     marker's lifetime). More: PORTAL_ERR_INVALID_ARGUMENT.
+ * @param[out] kind_out, session_out, user_jwt_out, totp_link_out  as portal_auth_handle_redirect()
+ *                     writes them (kind_out never PORTAL_REDIRECT_NOT_HANDLED), on success only.
+ * @return PORTAL_OK, PORTAL_ERR_SIGN_IN_IN_PROGRESS, PORTAL_ERR_SIGN_IN_UNAVAILABLE (no application
+ *         could open the page; nothing persisted), PORTAL_ERR_SIGN_IN_TIMED_OUT, the errors of
+ *         portal_auth_login_with_google() (PORTAL_ERR_MALFORMED_RESPONSE also for an authorize URL
+ *         that is not https://, or http:// to a loopback host), PORTAL_ERR_SESSION_STORAGE (no
+ *         session bus for the watch, or the stored sign-in unreadable), the in-process
+ *         delivery's error, or PORTAL_ERR_INVALID_ARGUMENT.
+ */
+PORTAL_API portal_status portal_auth_sign_in_with_google(portal_auth *auth, uint32_t timeout_ms,
+                                                         portal_redirect_kind *kind_out, portal_session **session_out,
+                                                         char **user_jwt_out, char **totp_link_out);
+/** See portal_auth_sign_in_with_google(); PORTAL_ERR_AUTH_METHOD_UNAVAILABLE when Apple is not enabled. */
+PORTAL_API portal_status portal_auth_sign_in_with_apple(portal_auth *auth, uint32_t timeout_ms,
                                                         portal_redirect_kind *kind_out, portal_session **session_out,
                                                         char **user_jwt_out, char **totp_link_out);
 
@@ -1021,17 +1073,21 @@ PORTAL_API portal_status portal_free_async(portal *portal, portal_completion_que
  * callback returns (portal_session_free(), portal_string_free(), which wipes the user JWT).
  */
 typedef struct portal_sign_in_result {
-    /** handle_redirect: what the URL was (PORTAL_REDIRECT_NOT_HANDLED for the other calls). */
+    /** handle_redirect, sign_in_with_google/_apple: what the sign-in came to
+     * (PORTAL_REDIRECT_NOT_HANDLED for the other calls). */
     portal_redirect_kind kind;
-    /** handle_redirect (PORTAL_REDIRECT_AUTHENTICATED), verify_totp: the persisted session. */
+    /** handle_redirect and sign_in_with_google/_apple (PORTAL_REDIRECT_AUTHENTICATED),
+     * verify_totp: the persisted session. */
     portal_session *session;
     /** get_methods: the comma-separated methods; login_with_google/_apple: the authorize URL. */
     char *text;
     /** get_methods: whether Portal creates wallets automatically. */
     bool auto_create_wallet;
-    /** handle_redirect (PORTAL_REDIRECT_TOTP_REQUIRED): the user JWT, a credential. */
+    /** handle_redirect, sign_in_with_google/_apple (PORTAL_REDIRECT_TOTP_REQUIRED): the user JWT,
+     * a credential. */
     char *user_jwt;
-    /** handle_redirect (PORTAL_REDIRECT_TOTP_REQUIRED): the otpauth:// enrolment link, or NULL. */
+    /** handle_redirect, sign_in_with_google/_apple (PORTAL_REDIRECT_TOTP_REQUIRED): the otpauth://
+     * enrolment link, or NULL. */
     char *totp_link;
 } portal_sign_in_result;
 
@@ -1097,6 +1153,26 @@ PORTAL_API portal_status portal_auth_handle_redirect_async(portal_auth *auth, co
                                                            portal_completion_queue *queue, portal_sign_in_cb callback,
                                                            void *user_data, portal_destroy_notify destroy_notify,
                                                            uint64_t *operation_out);
+
+/**
+ * portal_auth_sign_in_with_google() without blocking: timeout_ms is checked before this returns.
+ * result->kind, and result->session or result->user_jwt and result->totp_link, as for
+ * portal_auth_handle_redirect_async(). The in-process delivery may come from
+ * portal_auth_handle_redirect_async() on the same queue. Errors as the blocking call, plus
+ * PORTAL_ERR_CANCELLED: portal_operation_cancel() ends the wait at once (before the page opened,
+ * none is opened) and the call persists nothing afterwards. The wait holds one of the library's
+ * network worker threads.
+ */
+PORTAL_API portal_status portal_auth_sign_in_with_google_async(portal_auth *auth, uint32_t timeout_ms,
+                                                               portal_completion_queue *queue, portal_sign_in_cb callback,
+                                                               void *user_data, portal_destroy_notify destroy_notify,
+                                                               uint64_t *operation_out);
+
+/** portal_auth_sign_in_with_apple() without blocking; see portal_auth_sign_in_with_google_async(). */
+PORTAL_API portal_status portal_auth_sign_in_with_apple_async(portal_auth *auth, uint32_t timeout_ms,
+                                                              portal_completion_queue *queue, portal_sign_in_cb callback,
+                                                              void *user_data, portal_destroy_notify destroy_notify,
+                                                              uint64_t *operation_out);
 
 /**
  * portal_auth_verify_totp() without blocking. code and user_jwt are checked and copied before

@@ -146,6 +146,12 @@ PORTAL_KEYRING_HPP_ERROR(server_error);
 PORTAL_KEYRING_HPP_ERROR(request_refused);
 /** PORTAL_ERR_TOTP_QR_UNAVAILABLE: no QR code for that TOTP link (no valid secret, or no libqrencode). */
 PORTAL_KEYRING_HPP_ERROR(totp_qr_unavailable);
+/** PORTAL_ERR_SIGN_IN_IN_PROGRESS: a desktop sign-in of this auth environment is already waiting. */
+PORTAL_KEYRING_HPP_ERROR(sign_in_in_progress);
+/** PORTAL_ERR_SIGN_IN_UNAVAILABLE: the desktop could not open the sign-in page; nothing stored. */
+PORTAL_KEYRING_HPP_ERROR(sign_in_unavailable);
+/** PORTAL_ERR_SIGN_IN_TIMED_OUT: no redirect came back within the desktop sign-in's timeout. */
+PORTAL_KEYRING_HPP_ERROR(sign_in_timed_out);
 
 #undef PORTAL_KEYRING_HPP_ERROR
 
@@ -174,6 +180,9 @@ namespace detail {
     case PORTAL_ERR_SERVER: throw server_error(code, message);
     case PORTAL_ERR_REQUEST_REFUSED: throw request_refused(code, message);
     case PORTAL_ERR_TOTP_QR_UNAVAILABLE: throw totp_qr_unavailable(code, message);
+    case PORTAL_ERR_SIGN_IN_IN_PROGRESS: throw sign_in_in_progress(code, message);
+    case PORTAL_ERR_SIGN_IN_UNAVAILABLE: throw sign_in_unavailable(code, message);
+    case PORTAL_ERR_SIGN_IN_TIMED_OUT: throw sign_in_timed_out(code, message);
     case PORTAL_OK: break;
     }
     throw error(code, message); // a code newer than this header

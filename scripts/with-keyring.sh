@@ -330,13 +330,16 @@ exec {addr_fd}<>"$dir/.address" {pid_fd}<>"$dir/.pid"
         3>"$dir/.address" 4>"$dir/.pid" </dev/null 2>"$dir/log/dbus-daemon.log" >&2
 ) &
 dbus_pid=$!
-address="" printed_pid=""
+address="" printed_pid="" part=""
 deadline=$((SECONDS + start_timeout))
-until read -r -t 0.2 -u "$addr_fd" address; do
-    address=""
+# A `read -t` that times out mid-line keeps what it consumed in $part: append it, or the
+# address loses its first bytes ("nix:path=…", seen on a loaded machine in the fault suite).
+until read -r -t 0.2 -u "$addr_fd" part; do
+    address+=$part
     alive "$dbus_pid" || fail_setup "dbus-daemon exited during start-up"
     ((SECONDS <= deadline)) || fail_setup "dbus-daemon printed no address within ${start_timeout}s"
 done
+address+=$part
 read -r -t 2 -u "$pid_fd" printed_pid || true
 exec {addr_fd}>&- {pid_fd}>&-
 rm -f "$dir/.address" "$dir/.pid"

@@ -112,6 +112,22 @@ extension PortalAuth {
         try await OperationRunner.run { () throws(PortalAuthError) in try self.loginWithApple() }
     }
 
+    /// `signInWithGoogle(timeout:)` without blocking (PortalSwift's
+    /// `try await auth.signInWithGoogle()`). Cancelling the task ends the wait at once with
+    /// `.cancelled` (before the page opened: no browser is opened) and the call persists
+    /// nothing afterwards; a redirect that still reaches `handleRedirect` or the URL handler is
+    /// completed there. The wait holds one of the library's network worker threads.
+    public func signInWithGoogle(timeout: Duration = PortalAuth.defaultSignInTimeout) async throws(PortalAuthError)
+        -> AuthResult {
+        try await OperationRunner.run { () throws(PortalAuthError) in try self.signInWithGoogle(timeout: timeout) }
+    }
+
+    /// `signInWithApple(timeout:)` without blocking; see `signInWithGoogle(timeout:)`.
+    public func signInWithApple(timeout: Duration = PortalAuth.defaultSignInTimeout) async throws(PortalAuthError)
+        -> AuthResult {
+        try await OperationRunner.run { () throws(PortalAuthError) in try self.signInWithApple(timeout: timeout) }
+    }
+
     /// `handleRedirect(url:options:)` without blocking (PortalSwift's
     /// `try await auth.handleRedirect(url:)`). On `.cancelled` after the grant exchange the
     /// session is persisted or not, never half; delivering the URL again on this object returns

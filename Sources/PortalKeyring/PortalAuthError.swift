@@ -87,6 +87,24 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// (Debian: libqrencode4) is not installed. Never includes the link.
     case totpQrUnavailable
 
+    /// `signInWithGoogle(timeout:)` / `signInWithApple(timeout:)`: a desktop sign-in of this auth
+    /// environment is already waiting in this process (PortalSwift's
+    /// `PortalAuthSignInError.signInInProgress`: a second one would fetch another single-use
+    /// `state` and open a second browser tab). Thrown at once; nothing was done.
+    case signInInProgress
+
+    /// `signInWithGoogle(timeout:)` / `signInWithApple(timeout:)`: the desktop could not open the
+    /// sign-in page (PortalSwift's `PortalAuthSignInError.unavailable`): no application is
+    /// registered for its URL scheme and no OpenURI portal answered, or the browser failed to
+    /// start. `message` gives GIO's reason and the scheme, never the URL. Nothing was persisted.
+    case signInUnavailable(message: String)
+
+    /// `signInWithGoogle(timeout:)` / `signInWithApple(timeout:)`: no redirect came back within
+    /// the call's timeout, neither to `handleRedirect` in this process nor stored by the URL
+    /// handler's process. Nothing was persisted by the call. The pending sign-in stays open for
+    /// the rest of its 15 minutes, so a browser tab finished later is still accepted.
+    case signInTimedOut
+
     /// The operation's task was cancelled before it completed (the `async` spellings only;
     /// C: `PORTAL_ERR_CANCELLED`). A cancelled persist stored the new session or left the previous
     /// one intact, never half.
@@ -128,6 +146,11 @@ extension PortalAuthError: CustomStringConvertible {
             return "the redirect signs in end user \(new), but end user \(stored) is signed in; nothing stored"
         case .totpQrUnavailable:
             return "no QR code for this TOTP link (no otpauth:// link with a valid secret, too long, or libqrencode4 not installed)"
+        case .signInInProgress:
+            return "a sign-in is already in progress for this auth environment; wait for it or cancel it"
+        case .signInUnavailable(let message): return "sign-in unavailable: \(message)"
+        case .signInTimedOut:
+            return "the sign-in timed out: no redirect came back from the browser; nothing stored"
         case .cancelled: return "cancelled"
         }
     }

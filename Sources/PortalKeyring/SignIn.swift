@@ -124,7 +124,24 @@ extension PortalAuth {
     ///   `clientError`, `internalServerError` (HTTP 5xx: not a failed sign-in; the grant stays
     ///   usable), `malformedResponse(field:)`, `networkFailure`, `sessionStorageFailure`,
     ///   `unsolicitedRedirect`, `differentEndUser(storedEndUserId:newEndUserId:)`.
+    ///
+    /// A desktop sign-in of this auth environment waiting in this process
+    /// (`signInWithGoogle(timeout:)`) ends with this call's result or error (see
+    /// `SignInInFlight.endDelivery`).
     public func handleRedirect(url: String, options: RedirectOptions = []) throws(PortalAuthError) -> RedirectResult {
+        let delivery = SignInInFlight.shared.beginDelivery(authEnvironmentId)
+        do throws(PortalAuthError) {
+            let result = try completeRedirect(url: url, options: options)
+            if let delivery { SignInInFlight.shared.endDelivery(delivery, .success(result)) }
+            return result
+        } catch {
+            if let delivery { SignInInFlight.shared.endDelivery(delivery, .failure(error)) }
+            throw error
+        }
+    }
+
+    /// The body of `handleRedirect(url:options:)`.
+    private func completeRedirect(url: String, options: RedirectOptions) throws(PortalAuthError) -> RedirectResult {
         // Not ours, as PortalSwift decides: longer than its limit (counted in UTF-16 code units, as
         // it counts), another URL, no grant, or no sign-in method it knows. Nothing is done.
         guard url.utf16.count <= Self.maxRedirectURLBytes,

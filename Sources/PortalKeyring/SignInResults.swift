@@ -82,3 +82,14 @@ public enum RedirectResult: Sendable {
     /// Nothing was persisted.
     case totpRequired(TotpRequiredResult)
 }
+
+/// What a desktop sign-in (`signInWithGoogle(timeout:)`, `signInWithApple(timeout:)`) ended with:
+/// PortalSwift's `AuthResult`. A redirect that is not this app's never ends one, so there is no
+/// `notHandled` here.
+public enum AuthResult: Sendable {
+    /// Signed in; the session was persisted before this was returned.
+    case authenticated(AuthenticatedResult)
+    /// The end user must enter a TOTP code: call `verifyTotp(code:userJwt:)` with its `userJwt`.
+    /// Nothing was persisted.
+    case totpRequired(TotpRequiredResult)
+}

@@ -52,6 +52,9 @@ public func portal_status_str(_ status: portal_status) -> UnsafePointer<CChar>! 
     case PORTAL_ERR_SERVER: return staticCString("server error")
     case PORTAL_ERR_REQUEST_REFUSED: return staticCString("request refused")
     case PORTAL_ERR_TOTP_QR_UNAVAILABLE: return staticCString("TOTP QR code unavailable")
+    case PORTAL_ERR_SIGN_IN_IN_PROGRESS: return staticCString("sign-in in progress")
+    case PORTAL_ERR_SIGN_IN_UNAVAILABLE: return staticCString("sign-in unavailable")
+    case PORTAL_ERR_SIGN_IN_TIMED_OUT: return staticCString("sign-in timed out")
     default: return staticCString("unknown status")
     }
 }

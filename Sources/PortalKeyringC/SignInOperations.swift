@@ -147,22 +147,29 @@ private func prepareHandleRedirect(_ auth: OpaquePointer?, _ url: UnsafePointer<
     let chosen = options
     return { () throws(CFailure) in
         guard let text else { return Outcome() }
-        let result = try core { () throws(PortalAuthError) in try auth.value.handleRedirect(url: text, options: chosen) }
-        switch result {
-        case .notHandled:
-            return Outcome()
-        case .authenticated(let signedIn):
-            return Outcome(session: try sessionHandle(signedIn), kind: PORTAL_REDIRECT_AUTHENTICATED)
-        case .totpRequired(let step):
-            var outcome = Outcome(kind: PORTAL_REDIRECT_TOTP_REQUIRED, userJwt: try mallocCString(step.userJwt))
-            if let totpLink = step.totpLink {
-                do throws(CFailure) { outcome.totpLink = try mallocCString(totpLink) } catch {
-                    outcome.release()
-                    throw error
-                }
+        return try redirectOutcome(try core { () throws(PortalAuthError) in
+            try auth.value.handleRedirect(url: text, options: chosen)
+        })
+    }
+}
+
+/// A sign-in's result as C outputs: the kind, and the session or the TOTP step's JWT and link
+/// (handle_redirect, and sign_in_with_google/_apple in DesktopSignInOperations.swift).
+func redirectOutcome(_ result: RedirectResult) throws(CFailure) -> Outcome {
+    switch result {
+    case .notHandled:
+        return Outcome()
+    case .authenticated(let signedIn):
+        return Outcome(session: try sessionHandle(signedIn), kind: PORTAL_REDIRECT_AUTHENTICATED)
+    case .totpRequired(let step):
+        var outcome = Outcome(kind: PORTAL_REDIRECT_TOTP_REQUIRED, userJwt: try mallocCString(step.userJwt))
+        if let totpLink = step.totpLink {
+            do throws(CFailure) { outcome.totpLink = try mallocCString(totpLink) } catch {
+                outcome.release()
+                throw error
             }
-            return outcome
         }
+        return outcome
     }
 }
 

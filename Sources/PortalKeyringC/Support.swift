@@ -65,6 +65,8 @@ struct CFailure: Error {
         "endUserId": "expected 1 … \(PortalAuth.maxIdentifierBytes) bytes, not blank, without control characters",
         "fromEmail": "expected 1 … \(PortalAuth.maxIdentifierBytes) bytes, not blank, without control characters",
         "templateId": "expected 1 … \(PortalAuth.maxIdentifierBytes) bytes, not blank, without control characters",
+        "timeout": "expected 0 (the default, \(PortalAuth.defaultSignInTimeout.components.seconds / 60) minutes) or at most "
+            + "\(PortalAuth.defaultSignInTimeout.components.seconds * 1000) milliseconds",
     ]
 
     static func invalidArgument(_ name: String, _ problem: String) -> CFailure {
@@ -113,6 +115,12 @@ struct CFailure: Error {
             self.init(status: PORTAL_ERR_TOTP_QR_UNAVAILABLE, message: "\(error)")
         case .cancelled:
             self.init(status: PORTAL_ERR_CANCELLED, message: "the operation was cancelled")
+        case .signInInProgress:
+            self.init(status: PORTAL_ERR_SIGN_IN_IN_PROGRESS, message: "\(error)")
+        case .signInUnavailable(let message):
+            self.init(status: PORTAL_ERR_SIGN_IN_UNAVAILABLE, message: message)
+        case .signInTimedOut:
+            self.init(status: PORTAL_ERR_SIGN_IN_TIMED_OUT, message: "\(error)")
         case .magicLinkNotConfigured:
             self.init(status: PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED,
                       message: "no magic-link sender and template: call portal_auth_set_magic_link() first; nothing sent")

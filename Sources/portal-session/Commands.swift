@@ -96,6 +96,16 @@ func run(_ options: Options) throws(UsageError) -> Exit {
             let url = command == "login-with-google" ? try auth.loginWithGoogle() : try auth.loginWithApple()
             report(options, ["authorizeUrl": url], text: url) // server text
             return .ok
+        case "sign-in-with-google", "sign-in-with-apple":
+            try options.expectArguments(0, "no arguments")
+            let auth = try options.auth(needsRedirect: true)
+            let result = command == "sign-in-with-google" ? try auth.signInWithGoogle(timeout: options.signInTimeout)
+                : try auth.signInWithApple(timeout: options.signInTimeout)
+            switch result {
+            case .authenticated(let signedIn): printSignedIn(signedIn, options: options)
+            case .totpRequired(let step): printTotpStep(step, options: options)
+            }
+            return .ok
         case "handle-redirect":
             return try handleRedirect(options)
         case "verify-totp":

@@ -31,6 +31,10 @@ commands:
                                     email a sign-in link that opens the redirect URL
   login-with-google | login-with-apple [--account-abstracted BOOL] [--json]
                                     print the authorize URL to open in a browser
+  sign-in-with-google | sign-in-with-apple [--sign-in-timeout-ms N] [--account-abstracted BOOL]
+                      [--json] [--show-token]
+                                    open the sign-in page in the desktop's browser and wait until
+                                    the URL handler (handle-redirect) has stored the session
   handle-redirect URL [--json] [--show-token] [--qr] [--allow-unsolicited] [--replace-user]
                                     complete a sign-in from a redirect URL (magic link, Google, Apple)
   verify-totp CODE [--json] [--show-token] [--replace-user]
@@ -78,6 +82,23 @@ let loginHelp = """
     account abstraction unavailable / network / rejected / server error, 64 usage.
     """
 
+let signInHelp = """
+    usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL sign-in-with-google|sign-in-with-apple
+                          [--sign-in-timeout-ms N] [--account-abstracted true|false] [--json] [--show-token]
+    Signs the end user in with Google (Apple) in their browser and waits until it is done: fetches
+    the authorize URL (recording the pending sign-in, like login-with-*), opens it with the
+    desktop's URL opener (the default web browser, x-scheme-handler/https in mimeapps.list; the
+    OpenURI portal in a Flatpak sandbox), then waits until the redirect URL's handler, another
+    process such as handle-redirect (examples/desktop), has stored the session, and prints it as
+    restore does. This command stores nothing itself. A TOTP step or an error the handler meets is
+    not seen here: it waits until --sign-in-timeout-ms (default and at most 900000, 15 minutes).
+    One per auth environment in a process.
+    --json prints {"status":"authenticated","authEnvironmentId":…,"endUserId":…} (with
+    --show-token also "clientSessionToken").
+    exit: 0 signed in, 2 keyring unavailable or no session bus, 3 no browser could open the page /
+    timed out / provider not enabled / network / rejected, 64 usage.
+    """
+
 let commandHelp: [String: String] = [
     "restore": """
     usage: portal-session [--env ID] restore [--json] [--show-token]
@@ -120,6 +141,8 @@ let commandHelp: [String: String] = [
     """,
     "login-with-google": loginHelp,
     "login-with-apple": loginHelp,
+    "sign-in-with-google": signInHelp,
+    "sign-in-with-apple": signInHelp,
     "handle-redirect": """
     usage: portal-session [--env ID] [--api-host HOST] --redirect-url URL handle-redirect URL [--json] [--show-token]
                           [--qr] [--allow-unsolicited] [--replace-user]
@@ -196,6 +219,8 @@ let commandOptions: [String: Set<String>] = [
     "send-magic-link": ["--json", "--from-email", "--template-id", "--account-abstracted"],
     "login-with-google": ["--json", "--account-abstracted"],
     "login-with-apple": ["--json", "--account-abstracted"],
+    "sign-in-with-google": ["--json", "--account-abstracted", "--sign-in-timeout-ms", "--show-token"],
+    "sign-in-with-apple": ["--json", "--account-abstracted", "--sign-in-timeout-ms", "--show-token"],
     "handle-redirect": ["--json", "--show-token", "--qr", "--allow-unsolicited", "--replace-user"],
     "verify-totp": ["--json", "--show-token", "--replace-user"],
     "status": ["--json"],

@@ -11,7 +11,8 @@ struct UsageError: Error {
 
 /// Options that take a value.
 let valueOptions: Set<String> = ["--env", "--api-host", "--redirect-url", "--timeout-ms", "--prompt-timeout-ms",
-                                 "--end-user-id", "--from-email", "--template-id", "--account-abstracted"]
+                                 "--end-user-id", "--from-email", "--template-id", "--account-abstracted",
+                                 "--sign-in-timeout-ms"]
 /// Options that take none.
 let flagOptions: Set<String> = ["--json", "--show-token", "--qr", "--help", "--version", "--allow-unsolicited",
                                 "--replace-user"]
@@ -33,6 +34,8 @@ struct Options {
     var isAccountAbstracted: Bool?
     var timeoutMs: UInt32 = KeyringTimeouts.default.callMilliseconds
     var promptTimeoutMs: UInt32 = KeyringTimeouts.default.promptMilliseconds
+    /// `--sign-in-timeout-ms` of sign-in-with-google/-apple; default 15 minutes.
+    var signInTimeout: Duration = PortalAuth.defaultSignInTimeout
     var command: String?
     var arguments: [String] = []
     var flags: Set<String> = []
@@ -122,6 +125,12 @@ struct Options {
         case "--from-email": fromEmail = value
         case "--template-id": templateId = value
         case "--account-abstracted": isAccountAbstracted = try Self.parseBool(value, name)
+        case "--sign-in-timeout-ms":
+            let most = UInt32(PortalAuth.defaultSignInTimeout.components.seconds * 1000)
+            guard let ms = UInt32(value), (1...most).contains(ms) else {
+                throw UsageError(message: "--sign-in-timeout-ms needs a number of milliseconds, 1 … \(most)")
+            }
+            signInTimeout = .milliseconds(ms)
         default: values[String(name.dropFirst(2))] = value
         }
     }
@@ -249,7 +258,7 @@ func exitCode(for error: PortalAuthError) -> Exit {
     case .sessionStorageFailure: return .storage
     case .sessionInvalidated, .unauthorized, .networkFailure, .rateLimited, .malformedResponse, .invalidGrant,
          .invalidUserJwt, .authenticationFailed, .totpQrUnavailable, .cancelled, .authMethodUnavailable, .accountAbstractionUnavailable,
-         .internalServerError, .clientError:
+         .internalServerError, .clientError, .signInInProgress, .signInUnavailable, .signInTimedOut:
         return .signIn
     case .unsolicitedRedirect: return .unsolicited
     case .differentEndUser: return .differentUser

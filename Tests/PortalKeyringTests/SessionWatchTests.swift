@@ -4,6 +4,35 @@ import Testing
 import Glibc
 #endif
 
+/// Threads of this process named "portal-watch" (also DesktopSignInTests).
+func watchThreads() -> Int {
+    guard let dir = opendir("/proc/self/task") else { return -1 }
+    defer { closedir(dir) }
+    var count = 0
+    while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name.hasPrefix(".") { continue }
+        guard let file = fopen("/proc/self/task/\(name)/comm", "r") else { continue }
+        var buffer = [CChar](repeating: 0, count: 64)
+        if fgets(&buffer, 64, file) != nil,
+           String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) == "portal-watch\n" {
+            count += 1
+        }
+        fclose(file)
+    }
+    return count
+}
+
+/// Waits (up to 2 s) until `watchThreads()` is `count`: a GLib thread names itself once it
+/// runs, and a joined thread leaves /proc shortly after.
+func threadsBecome(_ count: Int) async -> Bool {
+    for _ in 0..<200 {
+        if watchThreads() == count { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return false
+}
+
 /// `auth.sessionChanges` (issue 16) against the real keyring: the changes another `PortalAuth`
 /// makes arrive in order; cancelling the iterating task ends the sequence and stops the watch
 /// thread; a lock is never a sign-out.
@@ -11,35 +40,6 @@ import Glibc
     private func newAuth(_ tag: String) throws -> PortalAuth {
         _ = try KeyringControl.environment()
         return try PortalAuth(authEnvironmentId: "swift-watch-\(tag)-\(getpid())", redirectUrl: "app://cb")
-    }
-
-    /// Threads of this process named "portal-watch".
-    private func watchThreads() -> Int {
-        guard let dir = opendir("/proc/self/task") else { return -1 }
-        defer { closedir(dir) }
-        var count = 0
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasPrefix(".") { continue }
-            guard let file = fopen("/proc/self/task/\(name)/comm", "r") else { continue }
-            var buffer = [CChar](repeating: 0, count: 64)
-            if fgets(&buffer, 64, file) != nil,
-               String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) == "portal-watch\n" {
-                count += 1
-            }
-            fclose(file)
-        }
-        return count
-    }
-
-    /// Waits (up to 2 s) until `watchThreads()` is `count`: a GLib thread names itself once it
-    /// runs, and a joined thread leaves /proc shortly after.
-    private func threadsBecome(_ count: Int) async -> Bool {
-        for _ in 0..<200 {
-            if watchThreads() == count { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return false
     }
 
     @Test func changesByAnotherAuthArriveInOrder() async throws {

@@ -431,6 +431,15 @@ static void test_async_arguments(void) {
                  PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_verify_totp_async(auth, "123456", NULL, q, sign_in_done, NULL, async_destroy, NULL),
                  PORTAL_ERR_INVALID_ARGUMENT);
+    /* The desktop sign-in: a NULL auth or callback, a timeout over 15 minutes, refused at once
+     * (Tests/c/desktop_signin_test.c runs it with a browser). */
+    CHECK_STATUS(portal_auth_sign_in_with_google_async(NULL, 0, q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_sign_in_with_apple_async(auth, 0, q, NULL, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(portal_auth_sign_in_with_google_async(auth, 900001, q, sign_in_done, NULL, async_destroy, NULL),
+                 PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(portal_last_error_message(), "timeout_ms") != NULL);
     /* portal_auth_watch: NULL auth, callback and watch_out, and a freed queue (issue 16). */
     portal_watch *watch = NULL;
     CHECK_STATUS(portal_auth_watch(NULL, q, watch_event, NULL, async_destroy, &watch), PORTAL_ERR_INVALID_ARGUMENT);
@@ -449,7 +458,7 @@ static void test_async_arguments(void) {
     portal_watch_free(NULL);
     portal_watch_free((portal_watch *)auth); /* another kind of handle: ignored */
     portal_auth_free(auth);
-    CHECK(async_destroyed == 29);
+    CHECK(async_destroyed == 32);
     /* A queue handle where another kind is expected, and the other way round. */
     CHECK_STATUS(portal_auth_restore_session_async((portal_auth *)q, q, async_done, NULL, NULL, NULL),
                  PORTAL_ERR_INVALID_ARGUMENT);
@@ -469,7 +478,9 @@ static void test_status_str(void) {
                                    PORTAL_ERR_UNSOLICITED_REDIRECT, PORTAL_ERR_DIFFERENT_END_USER,
                                    PORTAL_ERR_CANCELLED, PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED,
                                    PORTAL_ERR_AUTH_METHOD_UNAVAILABLE, PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE,
-                                   PORTAL_ERR_SERVER, PORTAL_ERR_REQUEST_REFUSED, PORTAL_ERR_TOTP_QR_UNAVAILABLE};
+                                   PORTAL_ERR_SERVER, PORTAL_ERR_REQUEST_REFUSED, PORTAL_ERR_TOTP_QR_UNAVAILABLE,
+                                   PORTAL_ERR_SIGN_IN_IN_PROGRESS, PORTAL_ERR_SIGN_IN_UNAVAILABLE,
+                                   PORTAL_ERR_SIGN_IN_TIMED_OUT};
     const size_t n = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < n; i++) {
         const char *s = portal_status_str(codes[i]);
@@ -487,7 +498,9 @@ static void test_status_str(void) {
     CHECK(PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED == 15 && PORTAL_ERR_AUTH_METHOD_UNAVAILABLE == 16 &&
           PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE == 17 && PORTAL_ERR_SERVER == 18 &&
           PORTAL_ERR_REQUEST_REFUSED == 19 && PORTAL_ERR_TOTP_QR_UNAVAILABLE == 20); /* appended (docs/ABI.md) */
-    const int unknown[] = {21, 42, 1000, -1, INT32_MAX};
+    CHECK(PORTAL_ERR_SIGN_IN_IN_PROGRESS == 21 && PORTAL_ERR_SIGN_IN_UNAVAILABLE == 22 &&
+          PORTAL_ERR_SIGN_IN_TIMED_OUT == 23); /* appended (docs/ABI.md) */
+    const int unknown[] = {24, 42, 1000, -1, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = portal_status_str((portal_status)unknown[i]);
         CHECK_MSG(s != NULL && strcmp(s, "unknown status") == 0, "code %d gave \"%s\"", unknown[i],
@@ -1892,6 +1905,19 @@ static void test_sign_in_arguments(void) {
     CHECK_STATUS(portal_auth_login_with_google(auth, &text), PORTAL_ERR_NETWORK);
     CHECK_STATUS(portal_auth_login_with_apple(auth, &text), PORTAL_ERR_NETWORK);
     CHECK(text == (char *)0x1);
+    {
+        /* The desktop sign-in's argument checks come first; then it fails like login_with_*,
+         * with its outputs untouched. */
+        portal_redirect_kind k = PORTAL_REDIRECT_TOTP_REQUIRED;
+        portal_session *s = (portal_session *)0x1;
+        CHECK_STATUS(portal_auth_sign_in_with_google(NULL, 0, &k, &s, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(portal_auth_sign_in_with_apple(auth, 0, NULL, &s, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+        CHECK_ERROR_MENTIONS("kind_out");
+        CHECK_STATUS(portal_auth_sign_in_with_google(auth, 900001, &k, &s, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
+        CHECK_ERROR_MENTIONS("timeout_ms");
+        CHECK_STATUS(portal_auth_sign_in_with_apple(auth, 1000, &k, &s, NULL, NULL), PORTAL_ERR_NETWORK);
+        CHECK(k == PORTAL_REDIRECT_TOTP_REQUIRED && s == (portal_session *)0x1);
+    }
 
     portal_redirect_kind kind = PORTAL_REDIRECT_AUTHENTICATED;
     portal_session *session = (portal_session *)0x1;

@@ -87,6 +87,12 @@ static portal_status (*const p_auth_handle_redirect_v2)(portal_auth *, const cha
                                                         portal_session **, char **, char **) = portal_auth_handle_redirect_v2;
 static portal_status (*const p_auth_verify_totp)(portal_auth *, const char *, const char *,
                                                  portal_session **) = portal_auth_verify_totp;
+static portal_status (*const p_auth_sign_in_with_google)(portal_auth *, uint32_t, portal_redirect_kind *,
+                                                         portal_session **, char **, char **) =
+    portal_auth_sign_in_with_google;
+static portal_status (*const p_auth_sign_in_with_apple)(portal_auth *, uint32_t, portal_redirect_kind *,
+                                                        portal_session **, char **, char **) =
+    portal_auth_sign_in_with_apple;
 /* What a sign-in says besides the session. */
 static const char *(*const p_session_get_client_id)(const portal_session *) = portal_session_get_client_id;
 static int (*const p_session_get_is_account_abstracted)(const portal_session *) =
@@ -147,6 +153,12 @@ static portal_status (*const p_auth_handle_redirect_async)(portal_auth *, const 
                                                           portal_completion_queue *, portal_sign_in_cb, void *,
                                                           portal_destroy_notify, uint64_t *) =
     portal_auth_handle_redirect_async;
+static portal_status (*const p_auth_sign_in_with_google_async)(portal_auth *, uint32_t, portal_completion_queue *,
+                                                               portal_sign_in_cb, void *, portal_destroy_notify,
+                                                               uint64_t *) = portal_auth_sign_in_with_google_async;
+static portal_status (*const p_auth_sign_in_with_apple_async)(portal_auth *, uint32_t, portal_completion_queue *,
+                                                              portal_sign_in_cb, void *, portal_destroy_notify,
+                                                              uint64_t *) = portal_auth_sign_in_with_apple_async;
 static portal_status (*const p_auth_watch)(portal_auth *, portal_completion_queue *, portal_watch_cb, void *,
                                           portal_destroy_notify, portal_watch **) = portal_auth_watch;
 static portal_status (*const p_auth_watch_async)(portal_auth *, portal_completion_queue *, portal_watch_cb, void *,
@@ -228,6 +240,10 @@ static const struct {
     ENTRY(portal_auth_login_with_apple_async),
     ENTRY(portal_auth_handle_redirect_async),
     ENTRY(portal_auth_verify_totp_async),
+    ENTRY(portal_auth_sign_in_with_google),
+    ENTRY(portal_auth_sign_in_with_apple),
+    ENTRY(portal_auth_sign_in_with_google_async),
+    ENTRY(portal_auth_sign_in_with_apple_async),
     ENTRY(portal_auth_watch),
     ENTRY(portal_auth_watch_async),
     ENTRY(portal_watch_free),
@@ -270,6 +286,8 @@ int main(void) {
         (any_function)p_auth_get_methods_async, (any_function)p_auth_send_magic_link_async,
         (any_function)p_auth_login_with_google_async, (any_function)p_auth_login_with_apple_async,
         (any_function)p_auth_handle_redirect_async, (any_function)p_auth_verify_totp_async,
+        (any_function)p_auth_sign_in_with_google, (any_function)p_auth_sign_in_with_apple,
+        (any_function)p_auth_sign_in_with_google_async, (any_function)p_auth_sign_in_with_apple_async,
         (any_function)p_auth_watch, (any_function)p_auth_watch_async, (any_function)p_watch_free,
         (any_function)p_session_get_client_id, (any_function)p_session_get_is_account_abstracted,
         (any_function)p_user_jwt_get_end_user_id, (any_function)p_totp_link_get_secret,

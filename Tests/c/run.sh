@@ -16,7 +16,8 @@
 #      non-blocking calls on a real GMainLoop and a poll() loop; gnome-keyring only),
 #      async_signin_test (the non-blocking sign-in calls against the fake Portal API),
 #      signin_contract_test (magic-link configuration, account abstraction, disabled providers
-#      and status codes against the strict fake Portal API),
+#      and status codes against the strict fake Portal API), desktop_signin_test (the desktop
+#      sign-in: GIO launches Tests/tools/fake_browser.sh, registered for http(s) URLs),
 #      listener_lifetime_test (the listener-lifetime rule), watch_test (portal_auth_watch across
 #      processes, issue 16: it restarts the provider), the GLib
 #      example app (examples/c/glib_app.c), wipe_test (a memory scan for a marker token after
@@ -113,6 +114,8 @@ compile async_signin_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$r
     -o "$build/async_signin_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
 compile signin_contract_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/signin_contract_test.c" \
     -o "$build/signin_contract_test" "${link[@]}"
+compile desktop_signin_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/desktop_signin_test.c" \
+    -o "$build/desktop_signin_test" $(pkg-config --cflags --libs gio-2.0) "${link[@]}"
 compile listener_lifetime_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/listener_lifetime_test.c" \
     -o "$build/listener_lifetime_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
 compile watch_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/watch_test.c" \
@@ -278,6 +281,19 @@ elif out=$(timeout 120 "$build/signin_contract_test" 2>&1); then
     pass "$(tail -n 1 <<<"$out")"
 else
     fail "signin_contract_test: $out"
+fi
+
+section "desktop_signin_test (sign_in_with_google/_apple: GIO opens a test browser; in-process and handler-process redirects)"
+cli=$libdir/portal-session
+[[ -x $cli ]] || cli=$repo/.build/debug/portal-session
+if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
+    fail "desktop_signin_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
+elif out=$(PORTAL_TEST_FAKE_BROWSER=$repo/Tests/tools/fake_browser.sh PORTAL_TEST_CLI=$cli \
+        timeout 180 "$build/desktop_signin_test" 2>&1); then
+    pass "$(tail -n 1 <<<"$out")"
+    sed 's/^/  | /' <<<"$out" | grep -v 'desktop_signin_test:'
+else
+    fail "desktop_signin_test: $out"
 fi
 
 section "listener_lifetime_test (a live handle delivers; portal_free(_async) closes: no delete nobody is told about)"

@@ -67,7 +67,8 @@ cli=("$ps_bin" --env "$env_id" --redirect-url "$redirect")
 
 echo "== usage and help"
 expect 0 "--help" -- "$ps_bin" --help
-for sub in restore clear persist send-magic-link login-with-google login-with-apple handle-redirect verify-totp status watch; do
+for sub in restore clear persist send-magic-link login-with-google login-with-apple sign-in-with-google sign-in-with-apple \
+    handle-redirect verify-totp status watch; do
     expect 0 "$sub --help" -- "$ps_bin" "$sub" --help
     grep -q "usage: portal-session" <<<"$out" || bad "$sub --help prints no usage"
 done
@@ -454,8 +455,9 @@ else
         command=${command//portal-session/$ps_bin}
         if [[ $command == *…* ]]; then bad "README line $line_no has a placeholder this test does not fill: $line"; continue; fi
         got=0
-        out=$(export PORTAL_API_HOST="$PORTAL_TEST_API_HOST" CST; eval "$readme_prefix $command" 2>/tmp/cli-err.$$) || got=$?
-        [[ $command == export* ]] && readme_prefix="$readme_prefix $command;"
+        # One line each: a README line's "# comment" must not swallow the lines after it.
+        out=$(export PORTAL_API_HOST="$PORTAL_TEST_API_HOST" CST; eval "$readme_prefix$command" 2>/tmp/cli-err.$$) || got=$?
+        [[ $command == export* ]] && readme_prefix="$readme_prefix$command"$'\n'
         if [[ $got == 0 ]]; then ok "README: $line (exit 0)"; else bad "README: $line: exit $got; $(cat /tmp/cli-err.$$)"; fi
     done <<<"$readme_lines"
     "$ps_bin" --env "$readme_env" --redirect-url myapp://auth/callback clear >/dev/null 2>&1
@@ -613,6 +615,38 @@ if [[ $provider == keepassxc ]]; then
     [[ -f $lock_dir/prompt.lock ]] && ok "... and so is KeePassXC's delete-prompt lock" || bad "prompt lock: $(ls -la "$lock_dir" 2>&1 | tr '\n' ' ')"
 fi
 rm -rf "$lock_home"
+
+# sign-in-with-google/-apple: the desktop's URL opener (GIO) launches Tests/tools/fake_browser.sh,
+# registered here for http(s) URLs in this run's XDG directories; the redirect goes to another
+# portal-session (handle-redirect), and the waiting command sees the stored session.
+echo "== sign-in-with-google / -apple (the desktop's browser, the URL handler's process)"
+dcli=("$ps_bin" --env "cli-desktop-$$" --redirect-url "$redirect")
+browser_state=$XDG_DATA_HOME/portal-test-browser-cli
+mkdir -p "$browser_state" "$XDG_DATA_HOME/applications"
+expect 3 "no application for http(s) URLs" -- "${dcli[@]}" sign-in-with-google --sign-in-timeout-ms 2000
+[[ $err == *"x-scheme-handler/http"* && $err != *"state="* ]] && ok "the message names the scheme, not the URL" || bad "stderr: $err"
+expect 1 "... nothing stored" -- "${dcli[@]}" restore
+expect 64 "--sign-in-timeout-ms over 15 minutes" -- "${dcli[@]}" sign-in-with-apple --sign-in-timeout-ms 900001
+printf '%s\n' "[Desktop Entry]" "Type=Application" "Name=Portal test browser (CLI)" \
+    "Exec=\"$repo/Tests/tools/fake_browser.sh\" \"$browser_state\" %u" \
+    "MimeType=x-scheme-handler/http;x-scheme-handler/https;" >"$XDG_DATA_HOME/applications/portal-test-browser-cli.desktop"
+printf '%s\n' "[Default Applications]" "x-scheme-handler/http=portal-test-browser-cli.desktop" \
+    "x-scheme-handler/https=portal-test-browser-cli.desktop" >"$XDG_CONFIG_HOME/mimeapps.list"
+# (The output is read whole: grep -q ending the pipe early would fail it under pipefail.)
+gio_mime=$(gio mime x-scheme-handler/https 2>&1)
+[[ $gio_mime == *portal-test-browser-cli.desktop* ]] && ok "gio mime names the test browser" || bad "gio mime x-scheme-handler/https: $gio_mime"
+printf '%s\n' "PORTAL_AUTH_ENVIRONMENT_ID='cli-desktop-$$'" "PORTAL_REDIRECT_URL='$redirect'" \
+    "PORTAL_TEST_END_USER='eu-cli-desktop'" "PORTAL_TEST_CLI='$ps_bin'" \
+    "export PORTAL_AUTH_ENVIRONMENT_ID PORTAL_REDIRECT_URL" >"$browser_state/env"
+echo handler >"$browser_state/mode"
+expect 0 "sign-in-with-apple --json: the handler's process stored it" -- "${dcli[@]}" sign-in-with-apple --json
+[[ $(field "$out" status) == authenticated && $(field "$out" endUserId) == eu-cli-desktop ]] && ok "... and it printed the signed-in end user" || bad "json: $out"
+[[ $(cat "$browser_state/handler-status" 2>/dev/null) == 0 ]] && ok "... handle-redirect exited 0" || bad "handler: $(cat "$browser_state/handler.out" 2>&1)"
+expect 0 "restore in another process" -- "${dcli[@]}" restore
+echo ignore >"$browser_state/mode"
+expect 3 "no redirect within --sign-in-timeout-ms" -- "${dcli[@]}" sign-in-with-google --sign-in-timeout-ms 300
+[[ $err == *"timed out"* ]] && ok "... says it timed out" || bad "stderr: $err"
+"${dcli[@]}" clear >/dev/null
 
 rm -f /tmp/cli-err.$$ /tmp/cli-out.$$ /tmp/cli-pattern.$$
 printf '\ncli/run.sh: %d passed, %d failed\n' "$passed" "$failed"

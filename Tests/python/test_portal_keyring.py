@@ -71,6 +71,9 @@ def test_one_exception_class_per_status_under_a_common_base(pk: Any) -> None:
         pk.Status.SERVER: pk.ServerError,
         pk.Status.REQUEST_REFUSED: pk.RequestRefused,
         pk.Status.TOTP_QR_UNAVAILABLE: pk.TotpQrUnavailable,
+        pk.Status.SIGN_IN_IN_PROGRESS: pk.SignInInProgress,
+        pk.Status.SIGN_IN_UNAVAILABLE: pk.SignInUnavailable,
+        pk.Status.SIGN_IN_TIMED_OUT: pk.SignInTimedOut,
     }
     # Every code the header declares has its class.
     header = read_text(os.path.join(REPO, "Include", "portal_keyring.h"))

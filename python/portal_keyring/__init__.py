@@ -32,7 +32,8 @@ Errors: every failed call raises a subclass of :class:`PortalKeyringError`, one 
 :class:`AuthenticationFailed`, :class:`UnsolicitedRedirect`, :class:`DifferentEndUser`,
 :class:`Cancelled`, :class:`MagicLinkNotConfigured`, :class:`AuthMethodUnavailable`,
 :class:`AccountAbstractionUnavailable`, :class:`ServerError` (HTTP 5xx: not a failed sign-in),
-:class:`RequestRefused`, :class:`TotpQrUnavailable`), carrying ``status`` and the library's ``message``; a code this
+:class:`RequestRefused`, :class:`TotpQrUnavailable`, and the desktop sign-in's :class:`SignInInProgress`,
+:class:`SignInUnavailable`, :class:`SignInTimedOut`), carrying ``status`` and the library's ``message``; a code this
 package does not know raises the base class with the ``int`` status. :class:`InvalidArgument` is
 also a ``ValueError``. "Signed out" is not an error: :meth:`PortalAuth.restore_session` returns
 ``None``. :class:`SessionStorageFailure` means the keyring could not be read *this time*; the end
@@ -48,7 +49,9 @@ handle is freed when the last call in flight returns.
 Sign-in: ``PortalAuth(…, magic_link=MagicLinkConfig(from_email=…, template_id=…),
 is_account_abstracted=None)``, :meth:`PortalAuth.get_methods`, :meth:`~PortalAuth.send_magic_link`,
 :meth:`~PortalAuth.login_with_google` / ``_apple``, :meth:`~PortalAuth.handle_redirect` (``None``,
-:class:`SignedIn` or :class:`TotpRequired`) and :meth:`~PortalAuth.verify_totp`.
+:class:`SignedIn` or :class:`TotpRequired`) and :meth:`~PortalAuth.verify_totp`; the desktop sign-in
+:meth:`~PortalAuth.sign_in_with_google` / ``_apple``, which opens the page in the desktop's browser and
+returns when the redirect came back.
 
 asyncio: every keyring, sign-in and Portal call has a coroutine twin (``restore_session_async``,
 ``handle_redirect_async`` …, ``Portal.aclose``) that completes on the running loop without blocking it; cancelling the task
@@ -101,6 +104,9 @@ from .errors import (
     ServerError,
     SessionInvalidated,
     SessionStorageFailure,
+    SignInInProgress,
+    SignInTimedOut,
+    SignInUnavailable,
     Status,
     TotpQrUnavailable,
     Unauthorized,
@@ -138,6 +144,9 @@ __all__ = [
     "ServerError",
     "RequestRefused",
     "TotpQrUnavailable",
+    "SignInInProgress",
+    "SignInUnavailable",
+    "SignInTimedOut",
     "MagicLinkConfig",
     "LibraryNotFound",
     "SecretToken",

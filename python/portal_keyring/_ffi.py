@@ -71,6 +71,13 @@ _declare(
      ctypes.POINTER(_CharP), ctypes.POINTER(_CharP)],
 )
 _declare("portal_auth_verify_totp", ctypes.c_int, [_AuthP, _c_char_p, _CharP, ctypes.POINTER(_SessionP)])
+for _name in ("portal_auth_sign_in_with_google", "portal_auth_sign_in_with_apple"):
+    _declare(
+        _name,
+        ctypes.c_int,
+        [_AuthP, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(_SessionP), ctypes.POINTER(_CharP),
+         ctypes.POINTER(_CharP)],
+    )
 _declare("portal_session_get_end_user_id", _c_char_p, [_SessionP])
 _declare("portal_session_get_auth_environment_id", _c_char_p, [_SessionP])
 _declare("portal_session_get_client_id", _c_char_p, [_SessionP])

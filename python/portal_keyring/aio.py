@@ -98,6 +98,8 @@ _declare(
     "portal_auth_handle_redirect_async", ctypes.c_int, [_AuthP, _c_char_p, ctypes.c_uint32, *_SIGN_IN_TAIL]
 )
 _declare("portal_auth_verify_totp_async", ctypes.c_int, [_AuthP, _c_char_p, _CharP, *_SIGN_IN_TAIL])
+_declare("portal_auth_sign_in_with_google_async", ctypes.c_int, [_AuthP, ctypes.c_uint32, *_SIGN_IN_TAIL])
+_declare("portal_auth_sign_in_with_apple_async", ctypes.c_int, [_AuthP, ctypes.c_uint32, *_SIGN_IN_TAIL])
 _declare("portal_free_async", ctypes.c_int, [_PortalP, _QueueP, _COMPLETION, ctypes.c_void_p, _NOTIFY])
 _declare(
     "portal_on_session_invalidated_queued",

@@ -24,7 +24,7 @@ from ._strings import (
     _take_text,
     _text_arg,
 )
-from .errors import InvalidArgument, InvalidUserJwt, SessionInvalidated
+from .errors import InternalError, InvalidArgument, InvalidUserJwt, SessionInvalidated, Status
 from .signin import MagicLinkConfig, RedirectResult, SignedIn, SignInMethods, TotpRequired
 
 if TYPE_CHECKING:  # watch imports this module
@@ -244,14 +244,38 @@ class PortalAuth(_Owner):
         """
         text = _text_arg(url, "url")
         flags = (_ALLOW_UNSOLICITED if allow_unsolicited else 0) | (_REPLACE_END_USER if replace_end_user else 0)
+        return self._redirect_outputs(_lib.portal_auth_handle_redirect_v2, text, flags)
+
+    def sign_in_with_google(self, timeout_ms: int = 0) -> RedirectResult:
+        """Signs the end user in with Google in their browser and returns when it completed
+        (``portal_auth_sign_in_with_google``; README "Desktop sign-in"): opens the authorize page
+        with the desktop's URL opener (GIO: the default browser, or the OpenURI portal in a
+        Flatpak sandbox), then waits for the redirect: handed to :meth:`handle_redirect` in this
+        process (from another thread: that call's result or error), or stored by the URL
+        handler's process (a :class:`SignedIn` with the restored session). Persists nothing
+        itself; one per auth environment in a process. Blocks until then: use the ``_async`` form
+        on an event loop (cancellable).
+
+        :param timeout_ms: how long to wait once the page is open; 0 (the default) and at most
+            900000 (15 minutes).
+        :raises SignInInProgress, SignInUnavailable (no application could open the page),
+            SignInTimedOut, AuthMethodUnavailable, NetworkError, SessionStorageFailure,
+            InvalidArgument, or the in-process delivery's error:"""
+        return _completed(self._redirect_outputs(_lib.portal_auth_sign_in_with_google, _sign_in_timeout(timeout_ms)))
+
+    def sign_in_with_apple(self, timeout_ms: int = 0) -> RedirectResult:
+        """Signs the end user in with Apple in their browser; see :meth:`sign_in_with_google`."""
+        return _completed(self._redirect_outputs(_lib.portal_auth_sign_in_with_apple, _sign_in_timeout(timeout_ms)))
+
+    def _redirect_outputs(self, function: Any, *args: Any) -> Optional[RedirectResult]:
+        """Calls ``function(auth, *args, &kind, &session, &user_jwt, &totp_link)`` and reads the
+        sign-in it reports (``None``: not handled)."""
         kind = ctypes.c_int(0)
         session = _SessionP()
         jwt = _CharP()
         link = _CharP()
         with self._use() as auth:
-            _lib.portal_auth_handle_redirect_v2(
-                auth, text, flags, ctypes.byref(kind), ctypes.byref(session), ctypes.byref(jwt), ctypes.byref(link)
-            )
+            function(auth, *args, ctypes.byref(kind), ctypes.byref(session), ctypes.byref(jwt), ctypes.byref(link))
         if kind.value == _AUTHENTICATED and session:
             return _signed_in(Session._adopt(session))
         if kind.value == _TOTP_REQUIRED and jwt:
@@ -319,6 +343,19 @@ class PortalAuth(_Owner):
         flags = (_ALLOW_UNSOLICITED if allow_unsolicited else 0) | (_REPLACE_END_USER if replace_end_user else 0)
         return await self._sign_in(_lib.portal_auth_handle_redirect_async, _read_redirect, text, flags)
 
+    async def sign_in_with_google_async(self, timeout_ms: int = 0) -> RedirectResult:
+        """:meth:`sign_in_with_google` as a coroutine (``portal_auth_sign_in_with_google_async``):
+        the loop keeps running while the end user is in the browser, and the redirect may be
+        handed to :meth:`handle_redirect_async` on the same loop. Cancelling the task ends the
+        wait at once (no page is opened when the cancel comes first). Same results and errors."""
+        timeout = _sign_in_timeout(timeout_ms)
+        return await self._sign_in(_lib.portal_auth_sign_in_with_google_async, _read_sign_in, timeout)
+
+    async def sign_in_with_apple_async(self, timeout_ms: int = 0) -> RedirectResult:
+        """:meth:`sign_in_with_apple` as a coroutine; see :meth:`sign_in_with_google_async`."""
+        timeout = _sign_in_timeout(timeout_ms)
+        return await self._sign_in(_lib.portal_auth_sign_in_with_apple_async, _read_sign_in, timeout)
+
     async def verify_totp_async(self, code: str, user_jwt: TokenLike) -> "Session":
         """:meth:`verify_totp` as a coroutine: the code and the user JWT are checked and copied
         (the JWT copy wiped) before the first ``await`` suspends. Same result and errors. A task
@@ -355,6 +392,24 @@ def _read_redirect(result: Any) -> Optional[RedirectResult]:
         link = aio.take_pointer(result, "totp_link", _CharP) if result.totp_link else None
         return _totp_required(aio.take_pointer(result, "user_jwt", _CharP), link)
     return None
+
+
+def _read_sign_in(result: Any) -> RedirectResult:
+    return _completed(_read_redirect(result))
+
+
+def _completed(result: Optional[RedirectResult]) -> RedirectResult:
+    """A desktop sign-in's result: the library never reports one as "not handled"."""
+    if result is None:
+        raise InternalError(Status.INTERNAL, "the desktop sign-in completed without a result")
+    return result
+
+
+def _sign_in_timeout(timeout_ms: int) -> int:
+    """A desktop sign-in's ``timeout_ms``: 0 (the default, 15 minutes) … 900000."""
+    if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or not 0 <= timeout_ms <= 900_000:
+        raise _invalid("timeout_ms: must be an int 0 … 900000 (0: the default, 15 minutes)")
+    return timeout_ms
 
 
 def _signed_in(session: "Session") -> SignedIn:

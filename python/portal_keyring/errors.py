@@ -59,6 +59,9 @@ class Status(enum.IntEnum):
     SERVER = 18
     REQUEST_REFUSED = 19
     TOTP_QR_UNAVAILABLE = 20
+    SIGN_IN_IN_PROGRESS = 21
+    SIGN_IN_UNAVAILABLE = 22
+    SIGN_IN_TIMED_OUT = 23
 
 
 
@@ -169,6 +172,21 @@ class TotpQrUnavailable(PortalKeyringError):
     an ``otpauth://`` link with a valid secret, too long, or libqrencode4 not installed)."""
 
 
+class SignInInProgress(PortalKeyringError):
+    """``PORTAL_ERR_SIGN_IN_IN_PROGRESS``: a desktop sign-in of this auth environment is already
+    waiting in this process; nothing done."""
+
+
+class SignInUnavailable(PortalKeyringError):
+    """``PORTAL_ERR_SIGN_IN_UNAVAILABLE``: the desktop could not open the sign-in page (no
+    application registered for its URL scheme, no OpenURI portal); nothing stored."""
+
+
+class SignInTimedOut(PortalKeyringError):
+    """``PORTAL_ERR_SIGN_IN_TIMED_OUT``: no redirect came back within the desktop sign-in's
+    timeout; nothing stored by the call."""
+
+
 class UnsolicitedRedirect(PortalKeyringError):
     """``PORTAL_ERR_UNSOLICITED_REDIRECT``: a redirect no pending sign-in asked for; nothing done."""
 
@@ -203,6 +221,9 @@ _ERRORS: Dict[int, Type[PortalKeyringError]] = {
     Status.SERVER: ServerError,
     Status.REQUEST_REFUSED: RequestRefused,
     Status.TOTP_QR_UNAVAILABLE: TotpQrUnavailable,
+    Status.SIGN_IN_IN_PROGRESS: SignInInProgress,
+    Status.SIGN_IN_UNAVAILABLE: SignInUnavailable,
+    Status.SIGN_IN_TIMED_OUT: SignInTimedOut,
 }
 
 

@@ -1,0 +1,153 @@
+import CGLib
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The desktop sign-ins (`signInWithGoogle` / `signInWithApple`, DesktopSignIn.swift) waiting in
+/// this process for their redirect: at most one per auth environment (the single flight), and
+/// what may end each one's wait. `handleRedirect` reports to the waiting sign-in of its auth
+/// environment (an in-process delivery), the sign-in's `SessionWatch` reports a sign-in stored
+/// by any process, and cancellation reports itself.
+///
+/// One mutex and one monotonic condition for every waiter: a change wakes them all and each
+/// checks its own state. pthread, not GMutex/GCond, for ThreadSanitizer (as `PersistTurn`).
+final class SignInInFlight: @unchecked Sendable {
+    /// This process's sign-ins (a fork child starts with none: `ProcessLocal`).
+    static var shared: SignInInFlight { slot.get }
+    private static let slot = ProcessLocal { SignInInFlight() }
+
+    /// One waiting sign-in. Its fields are guarded by the registry's `mutex`.
+    final class Waiter: @unchecked Sendable {
+        fileprivate let authEnvironmentId: String
+        /// How the wait ends without the keyring: an in-process delivery's result or error, or
+        /// `.cancelled`. The first one set stays.
+        fileprivate var outcome: Result<AuthResult, PortalAuthError>?
+        /// The watch saw a new sign-in stored since the waiter last looked.
+        fileprivate var stored = false
+        /// `handleRedirect` calls of this auth environment running in this process: while one
+        /// runs, a stored sign-in is its own persist, and its result (with the client the API
+        /// named) is awaited instead of a restore.
+        fileprivate var deliveries = 0
+        fileprivate init(_ authEnvironmentId: String) { self.authEnvironmentId = authEnvironmentId }
+    }
+
+    /// What ended a wait.
+    enum Wake {
+        case outcome(Result<AuthResult, PortalAuthError>)
+        /// A sign-in was stored and no in-process delivery is running: restore it.
+        case stored
+        case timedOut
+    }
+
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    /// Guarded by `mutex`: the waiting sign-in of each auth environment.
+    private var waiting: [String: Waiter] = [:]
+
+    private init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: pthread_cond_t())
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
+    }
+
+    /// Registers the sign-in of `authEnvironmentId`.
+    /// - Throws: `signInInProgress` when one is waiting already (nothing else is done).
+    func claim(_ authEnvironmentId: String) throws(PortalAuthError) -> Waiter {
+        let waiter = locked { () -> Waiter? in
+            guard waiting[authEnvironmentId] == nil else { return nil }
+            let waiter = Waiter(authEnvironmentId)
+            waiting[authEnvironmentId] = waiter
+            return waiter
+        }
+        guard let waiter else { throw .signInInProgress }
+        return waiter
+    }
+
+    /// Ends `waiter`'s registration: a new sign-in of its auth environment may start.
+    func release(_ waiter: Waiter) {
+        locked {
+            if waiting[waiter.authEnvironmentId] === waiter { waiting[waiter.authEnvironmentId] = nil }
+        }
+    }
+
+    /// A `handleRedirect` of `authEnvironmentId` starts: the waiting sign-in, if any, to report
+    /// its outcome to with `endDelivery`.
+    func beginDelivery(_ authEnvironmentId: String) -> Waiter? {
+        locked { () -> Waiter? in
+            guard let waiter = waiting[authEnvironmentId] else { return nil }
+            waiter.deliveries += 1
+            return waiter
+        }
+    }
+
+    /// The `handleRedirect` that `beginDelivery` announced ended. A result ends the wait with it,
+    /// and so does an error (an `error` redirect, a rejected grant, another end user, a keyring
+    /// failure: the app's own call got the same), except `.notHandled` (not this app's URL),
+    /// `unsolicitedRedirect` (a grant no sign-in asked for: refused, the wait goes on) and
+    /// `cancelled` (the app's call was cancelled, not the sign-in).
+    func endDelivery(_ waiter: Waiter, _ outcome: Result<RedirectResult, PortalAuthError>) {
+        let ending: Result<AuthResult, PortalAuthError>?
+        switch outcome {
+        case .success(.authenticated(let result)): ending = .success(.authenticated(result))
+        case .success(.totpRequired(let step)): ending = .success(.totpRequired(step))
+        case .success(.notHandled), .failure(.unsolicitedRedirect), .failure(.cancelled): ending = nil
+        case .failure(let error): ending = .failure(error)
+        }
+        locked {
+            waiter.deliveries -= 1
+            if waiter.outcome == nil, let ending { waiter.outcome = ending }
+            pthread_cond_broadcast(condition)
+        }
+    }
+
+    /// The sign-in's watch saw a new sign-in stored (by this process or another).
+    func signInStored(_ waiter: Waiter) {
+        locked {
+            waiter.stored = true
+            pthread_cond_broadcast(condition)
+        }
+    }
+
+    /// Ends `waiter`'s wait with `.cancelled` (unless it ended already) and its registration at
+    /// once: the `async` caller is resumed before the worker thread has unwound, and a sign-in
+    /// started right after the cancel must not find this one still in flight.
+    func cancel(_ waiter: Waiter) {
+        locked {
+            if waiter.outcome == nil { waiter.outcome = .failure(.cancelled) }
+            if waiting[waiter.authEnvironmentId] === waiter { waiting[waiter.authEnvironmentId] = nil }
+            pthread_cond_broadcast(condition)
+        }
+    }
+
+    /// Waits until `waiter` has an outcome, a sign-in was stored while no in-process delivery
+    /// runs (the flag is then taken), or `end` (`g_get_monotonic_time()` microseconds) passes.
+    func wait(_ waiter: Waiter, until end: Int) -> Wake {
+        locked { () -> Wake in
+            var deadline = timespec(tv_sec: end / 1_000_000, tv_nsec: (end % 1_000_000) * 1000)
+            while true {
+                if let outcome = waiter.outcome { return .outcome(outcome) }
+                if waiter.stored && waiter.deliveries == 0 {
+                    waiter.stored = false
+                    return .stored
+                }
+                if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT, waiter.outcome == nil,
+                   !(waiter.stored && waiter.deliveries == 0) {
+                    return .timedOut
+                }
+            }
+        }
+    }
+}
