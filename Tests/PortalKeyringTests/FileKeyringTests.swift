@@ -306,7 +306,7 @@ private func sealRaw(_ plaintext: [UInt8], key: FileKeyringKey) throws -> [UInt8
         }
     }
 
-    @Test("a changed byte anywhere in a blob, or a bad padding under a valid MAC, hides the item; it is kept")
+    @Test("a changed byte anywhere in a blob, a bad padding or a malformed plaintext under a valid MAC hides the item; it is kept")
     func tamperedItems() throws {
         var keyring = try FileKeyring()
         let key = try keyring.key(masterSecret: master(ourSecret))
@@ -326,6 +326,18 @@ private func sealRaw(_ plaintext: [UInt8], key: FileKeyringKey) throws -> [UInt8
         }
         #expect(try key.open(sealRaw([UInt8](repeating: 0x41, count: 12) + [4, 4, 4, 4], key: key)).map(array)
                 == [UInt8](repeating: 0x41, count: 12))  // the same construction, padded right, opens
+
+        // A blob that opens under the key but whose plaintext is not a normal-form (a{ss}sttay):
+        // not an item, and counted as unreadable rather than trapping or being removed.
+        let garbage = try sealRaw([UInt8](repeating: 0xEE, count: 28) + [4, 4, 4, 4], key: key)
+        #expect(try key.open(garbage) != nil)
+        let nonsense = try #require(try key.open(garbage))
+        #expect(FileKeyringItem(plaintext: nonsense) == nil)
+        var unreadable = FileKeyring(salt: keyring.salt, iterations: keyring.iterations, modified: 0, usageCount: 0,
+                                     items: [SealedItem(hashedAttributes: [], blob: garbage)])
+        #expect(try unreadable.search([:], key: key).isEmpty)
+        #expect(try unreadable.remove(matching: [:], key: key) == 0)
+        #expect(try unreadable.unreadable(key: key) == 1)
 
         // In a keyring, a tampered item is neither found nor removed, and is written back as it is.
         var tampered = blob
