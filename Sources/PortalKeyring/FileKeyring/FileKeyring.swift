@@ -65,12 +65,14 @@ struct FileKeyring: Sendable {
         return found
     }
 
-    /// How many items do not open under `key` (another master secret: a reset host keyring
-    /// gives a new one) or do not decrypt to a well-formed item. They are kept as they are.
-    func unreadable(key: FileKeyringKey) throws(FileKeyringError) -> Int {
+    /// How many items (of those `including` selects, by what the file shows in clear) do not
+    /// open under `key` (another master secret: a reset host keyring gives a new one) or do not
+    /// decrypt to a well-formed item. They are kept as they are.
+    func unreadable(key: FileKeyringKey,
+                    including: (SealedItem) -> Bool = { _ in true }) throws(FileKeyringError) -> Int {
         try check(key)
         var count = 0
-        for sealed in items {
+        for sealed in items where including(sealed) {
             guard let plaintext = try key.open(sealed.blob), FileKeyringItem(plaintext: plaintext) != nil else {
                 count += 1
                 continue
@@ -79,28 +81,38 @@ struct FileKeyring: Sendable {
         return count
     }
 
-    /// Appends `item`, sealed under `key`, with its attribute values hashed under `key`.
-    mutating func add(_ item: FileKeyringItem, key: FileKeyringKey) throws(FileKeyringError) {
+    /// Appends `item`, sealed under `key`, with its attribute values hashed under `key`; returns
+    /// it as the file holds it.
+    @discardableResult
+    mutating func add(_ item: FileKeyringItem, key: FileKeyringKey) throws(FileKeyringError) -> SealedItem {
         try check(key)
         var hashed: [SealedItem.HashedAttribute] = []
         for name in item.attributes.keys.sorted() {
             hashed.append(.init(name: name, hash: try key.hash(attributeValue: item.attributes[name]!)))  // trusted: name is one of its keys
         }
-        let blob = try key.seal(item.serialized())
-        items.append(SealedItem(hashedAttributes: hashed, blob: blob))
+        let sealed = SealedItem(hashedAttributes: hashed, blob: try key.seal(item.serialized()))
+        items.append(sealed)
         usageCount &+= 1
         modified = FileKeyring.now()
+        return sealed
     }
 
     /// Removes the items `search(query, key:)` returns; returns how many. Items that do not open
     /// under `key` are never removed, whatever their hashed attributes say.
     @discardableResult
     mutating func remove(matching query: [String: String], key: FileKeyringKey) throws(FileKeyringError) -> Int {
-        let positions = Set(try search(query, key: key).map(\.index))
-        guard !positions.isEmpty else { return 0 }
+        let found = try search(query, key: key)
+        remove(found)
+        return found.count
+    }
+
+    /// Removes the items `found` names (a `search` of this value, so only items that opened
+    /// under its key).
+    mutating func remove(_ found: [Found]) {
+        let positions = Set(found.map(\.index))
+        guard !positions.isEmpty else { return }
         items = items.enumerated().filter { !positions.contains($0.offset) }.map(\.element)
         modified = FileKeyring.now()
-        return positions.count
     }
 
     /// A key made for another salt or iteration count would seal items nobody can open.

@@ -6,11 +6,48 @@ import Glibc
 /// most `FileKeyringFormat.maximumFileSize` bytes) and replaced whole: a new file beside it
 /// (same directory, mode 0600), written, fsync'ed, renamed over the old one, and the directory
 /// fsync'ed, so a reader sees the old file or the new one, never a part. Who writes when (two
-/// processes of one app) is not decided here.
+/// processes of one app) is not decided here; a `Stamp` tells a writer whether the file is still
+/// the one it read.
 enum FileKeyringFile {
+    /// Which file a path named when it was read: device, inode, size and change times. Every
+    /// write replaces the file (a new inode, new times), so a different stamp means another
+    /// writer replaced it since; nil stands for "no file".
+    struct Stamp: Equatable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+        let size: Int64
+        let modified: [Int]
+        let changed: [Int]
+
+        init(_ status: stat) {
+            device = UInt64(status.st_dev)
+            inode = UInt64(status.st_ino)
+            size = Int64(status.st_size)
+            modified = [Int(status.st_mtim.tv_sec), Int(status.st_mtim.tv_nsec)]
+            changed = [Int(status.st_ctim.tv_sec), Int(status.st_ctim.tv_nsec)]
+        }
+    }
+
     /// The keyring at `path`; nil when there is no file there. Throws when it cannot be read or
     /// is not a well-formed keyring.
     static func load(_ path: String) throws(FileKeyringError) -> FileKeyring? {
+        try loadStamped(path)?.keyring
+    }
+
+    /// The stamp of the file at `path` now; nil when there is none.
+    static func stamp(_ path: String) throws(FileKeyringError) -> Stamp? {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            let code = errno
+            if code == ENOENT { return nil }
+            throw .io("stat \(path): \(describe(code))")
+        }
+        return Stamp(status)
+    }
+
+    /// The keyring at `path` and the stamp of the file it was read from; nil when there is no
+    /// file there. Throws as `load`.
+    static func loadStamped(_ path: String) throws(FileKeyringError) -> (keyring: FileKeyring, stamp: Stamp)? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
         if fd < 0 {
             let code = errno
@@ -42,9 +79,20 @@ enum FileKeyringFile {
             Result { () throws(FileKeyringError) in try FileKeyringFormat.decode(bytes) }
         }
         switch decoded {
-        case .success(let keyring): return keyring
+        case .success(let keyring): return (keyring, Stamp(status))
         case .failure(.malformed(let detail)): throw .malformed("\(path): \(detail)")
         case .failure(let error): throw error
+        }
+    }
+
+    /// Creates the directory of `path` and its missing parents, mode 0700 (as libsecret does for
+    /// `$XDG_DATA_HOME/keyrings`).
+    static func makeDirectory(of path: String) throws(FileKeyringError) {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        var prefix = ""
+        for component in path[..<slash].split(separator: "/") {
+            prefix += (prefix.isEmpty && !path.hasPrefix("/") ? "" : "/") + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST { throw .io("mkdir \(prefix): \(describe(errno))") }
         }
     }
 

@@ -16,6 +16,28 @@ struct SealedItem: Equatable, Sendable {
     let hashedAttributes: [HashedAttribute]
     let blob: [UInt8]
 
+    /// The item's identity across reads and rewrites of the file: SHA-256 of its blob, 64 hex
+    /// digits. The blob is written back byte-exact and holds a random IV, so the id stays while
+    /// the item does and two items stored apart never share one. (Its position in the file is
+    /// no identity: another writer's removal shifts it.) Needs libgcrypt initialized, as every
+    /// use of the key does (`FileKeyringKey.ready`).
+    var id: String {
+        var digest = [UInt8](repeating: 0, count: 32)
+        digest.withUnsafeMutableBytes { out in
+            blob.withUnsafeBytes { gcry_md_hash_buffer(Int32(GCRY_MD_SHA256.rawValue), out.baseAddress, $0.baseAddress, $0.count) }
+        }
+        return digest.map { byte in
+            let digits = String(byte, radix: 16)
+            return digits.count == 1 ? "0" + digits : digits
+        }.joined()
+    }
+
+    /// Whether the file shows, in clear, every attribute name of `names` for this item (its
+    /// values cannot be told without the key it was stored under).
+    func shows(_ names: [String]) -> Bool {
+        names.allSatisfy { name in hashedAttributes.contains { $0.name == name } }
+    }
+
     /// Whether every attribute of `query` is one of this item's, with the same value, as far as
     /// the hashes tell (`query` hashed under the key, name → HMAC). An item of another key never
     /// matches a non-empty query. The decrypted attributes have the last word (`FileKeyring.search`).
