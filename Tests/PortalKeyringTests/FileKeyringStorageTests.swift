@@ -95,7 +95,8 @@ import Glibc
         } catch {
             guard case .sessionStorageFailure(let message) = error else { throw error }
             #expect(message.hasPrefix("file keyring \(store.path): 1 session item"))
-            #expect(message.contains("do not open under this app's master secret"))
+            #expect(message.contains("cannot be read, not opening under this app's master secret"))
+            #expect(message.hasSuffix("Signing in again stores a new session beside it"))
             #expect(message.contains("host keyring was reset"))
         }
         #expect(try store.observe(authEnvironmentId: "env") == .locked)

@@ -157,12 +157,14 @@ struct FileKeyringStorage: SessionStorage {
     private func checkNothingHidden(_ snapshot: Snapshot) throws(StorageFailure) {
         let count = try hidden(snapshot)
         guard count > 0 else { return }
-        throw .fileKeyring("\(path): \(count == 1 ? "1 session item" : "\(count) session items") of this schema "
-                           + "cannot be read: \(Self.otherKey). Signing in again stores a new session beside them")
+        let items = count == 1 ? "1 session item" : "\(count) session items"
+        throw .fileKeyring("\(path): \(items) of this schema cannot be read, \(Self.otherKey). "
+                           + "Signing in again stores a new session beside \(count == 1 ? "it" : "them")")
     }
 
-    static let otherKey = "they do not open under this app's master secret (stored under another key: the host keyring "
-        + "was reset, or the file comes from another machine or app) or are damaged, and are kept as they are"
+    /// What the items that do not open are, for restore's error and for status.
+    static let otherKey = "not opening under this app's master secret (stored under another key: the host keyring was "
+        + "reset, or the file comes from another machine or app) or damaged; kept as they are"
 
     // MARK: - Deadlines and errors
 
