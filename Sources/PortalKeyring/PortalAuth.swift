@@ -32,7 +32,9 @@ public final class PortalAuth: Sendable {
     /// Redirect grants already exchanged by this instance (see `handleRedirect(url:)`).
     let grants: GrantLedger
 
-    /// Creates client auth for an auth environment. Does no I/O.
+    /// Creates client auth for an auth environment. Does no I/O. Sessions are kept in the Secret
+    /// Service, or in the storage `PORTAL_KEYRING_BACKEND` names (`StorageBackend`: tests and odd
+    /// setups), read from the environment now.
     ///
     /// - Parameters:
     ///   - authEnvironmentId: the auth environment's id from the Portal dashboard; not blank.
@@ -58,7 +60,7 @@ public final class PortalAuth: Sendable {
                             keyringTimeouts: KeyringTimeouts = .default) throws(PortalAuthError) {
         try self.init(authEnvironmentId: authEnvironmentId, redirectUrl: redirectUrl, apiHost: apiHost,
                       magicLink: magicLink, isAccountAbstracted: isAccountAbstracted,
-                      storage: SecretServiceStorage(timeouts: keyringTimeouts), keyringTimeouts: keyringTimeouts)
+                      storage: StorageBackend.storage(timeouts: keyringTimeouts), keyringTimeouts: keyringTimeouts)
     }
 
     init(authEnvironmentId: String, redirectUrl: String, apiHost: String,

@@ -56,6 +56,9 @@ enum StorageFailure: Error, Equatable {
     /// do not open under the app's key; the message starts with the file's path and says what
     /// happened (its lock not given within the deadline, an unreadable or malformed file, …).
     case fileKeyring(String)
+    /// The environment asks for a storage that cannot be made (`StorageBackend`); the message
+    /// names the variable.
+    case misconfigured(String)
 
     var message: String {
         switch self {
@@ -69,6 +72,7 @@ enum StorageFailure: Error, Equatable {
         case .superseded:
             return "another sign-in was stored at the same moment and replaced this one: the stored session is the other one"
         case .fileKeyring(let m): return "file keyring \(m)"
+        case .misconfigured(let m): return "keyring backend misconfigured: \(m)"
         }
     }
 }

@@ -1,0 +1,100 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which storage a `PortalAuth` keeps sessions in (README, "Storage"): the Secret Service, unless
+/// the environment names another one explicitly. The override is for tests and odd setups, read
+/// when the `PortalAuth` is made:
+///
+/// - `PORTAL_KEYRING_BACKEND` unset, empty or `secret-service`: the Secret Service
+///   (`SecretServiceStorage`).
+/// - `PORTAL_KEYRING_BACKEND=file:/absolute/path/default.keyring`: that file keyring
+///   (`FileKeyringStorage`), keyed by the master secret in the file that
+///   `PORTAL_KEYRING_MASTER_SECRET_FILE` names: this user's regular file, no group or other
+///   permissions, 1 to 4096 bytes taken as they are (the Secret portal's secret is 64). It is read
+///   each time a key must be derived (a keyring file with a new salt) and wiped once the key is
+///   made.
+/// - Any other value, or a file keyring without its master secret: every storage call fails
+///   with `StorageFailure.misconfigured` naming the variable. Never a silent fall back to
+///   another keyring: the sessions would go where the caller did not ask.
+///
+/// The session watch listens for the Secret Service's signals only: over a file keyring it reads
+/// the state when it starts, and sees later changes only when a Secret Service signal wakes it.
+enum StorageBackend {
+    static let variable = "PORTAL_KEYRING_BACKEND"
+    static let masterSecretVariable = "PORTAL_KEYRING_MASTER_SECRET_FILE"
+    /// The largest master secret file read.
+    static let maximumSecretSize = 4096
+
+    /// The storage the environment names (`environment`: the variables as tests set them; nil:
+    /// the process's).
+    static func storage(timeouts: KeyringTimeouts, environment: [String: String]? = nil) -> any SessionStorage {
+        let value = lookup(variable, environment) ?? ""
+        if value.isEmpty || value == "secret-service" { return SecretServiceStorage(timeouts: timeouts) }
+        guard value.hasPrefix("file:/") else {
+            return MisconfiguredStorage(message: "\(variable)='\(value)' is neither 'secret-service' nor 'file:' and an absolute path")
+        }
+        guard let secretPath = lookup(masterSecretVariable, environment), secretPath.hasPrefix("/") else {
+            return MisconfiguredStorage(message: "\(variable) names a file keyring, and \(masterSecretVariable) names no "
+                                        + "absolute path to its master secret")
+        }
+        let source: FileKeyringMasterSecret.Source = { () throws(StorageFailure) in try readMasterSecret(secretPath) }
+        return FileKeyringStorage(path: String(value.dropFirst("file:".count)),
+                                  masterSecret: FileKeyringMasterSecret(source: source), timeouts: timeouts)
+    }
+
+    /// The bytes of the master secret file at `path`, checked as the variable's rules say.
+    static func readMasterSecret(_ path: String) throws(StorageFailure) -> SecretBytes {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY)
+        guard fd >= 0 else { throw .misconfigured("\(masterSecretVariable): open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_uid == geteuid(),
+              status.st_mode & 0o077 == 0 else {
+            throw .misconfigured("\(masterSecretVariable): \(path) is not a regular file of this user that only it can read "
+                                 + "(mode 0600 or stricter)")
+        }
+        guard status.st_size > 0, status.st_size <= maximumSecretSize else {
+            throw .misconfigured("\(masterSecretVariable): \(path) holds \(status.st_size) bytes, not 1 to \(maximumSecretSize)")
+        }
+        let size = Int(status.st_size)
+        var complete = true
+        let secret = SecretBytes(count: size) { out in
+            var offset = 0
+            while offset < size {
+                let count = read(fd, out.baseAddress! + offset, size - offset)  // trusted: size > 0, our own buffer
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                offset += count
+            }
+            complete = offset == size
+        }
+        guard complete else { throw .misconfigured("\(masterSecretVariable): \(path) could not be read whole") }
+        return secret
+    }
+
+    private static func lookup(_ name: String, _ environment: [String: String]?) -> String? {
+        if let environment { return environment[name] }
+        guard let value = getenv(name) else { return nil }
+        return String(validatingCString: value)
+    }
+}
+
+/// The storage of a misconfigured override: every call fails with the message, nothing is read
+/// or written anywhere.
+struct MisconfiguredStorage: SessionStorage {
+    let message: String
+
+    func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored? { throw .misconfigured(message) }
+
+    func replace(authEnvironmentId: String, generation: String, now: UInt64, label: String,
+                 document: (UInt64) -> SecretBytes) throws(StorageFailure) -> UInt64 { throw .misconfigured(message) }
+
+    func delete(itemId: String) throws(StorageFailure) { throw .misconfigured(message) }
+
+    func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int { throw .misconfigured(message) }
+
+    func observe(authEnvironmentId: String) throws(StorageFailure) -> SessionObservation { throw .misconfigured(message) }
+
+    func describe() throws(StorageFailure) -> [(String, String)] { throw .misconfigured(message) }
+}
