@@ -115,9 +115,10 @@ public final class PortalAuth: Sendable {
         PortalAuth(copying: self, isAccountAbstracted: .some(isAccountAbstracted))
     }
 
-    /// The keyring as `portal-session status` shows it: provider process, transfer algorithm,
-    /// default collection and whether it is locked, as (name, value) pairs. Empty for a storage
-    /// other than the Secret Service (tests).
+    /// The keyring as `portal-session status` shows it, as (name, value) pairs: for the Secret
+    /// Service its provider process, transfer algorithm, default collection and whether it is
+    /// locked; for a file keyring (`StorageBackend`) its path and how many items it holds and
+    /// cannot open. Empty for the in-memory test store.
     @_spi(PortalKeyringCLI)
     public func describeKeyring() throws(PortalAuthError) -> [(String, String)] {
         try storageCall { () throws(StorageFailure) in try storage.describe() }
