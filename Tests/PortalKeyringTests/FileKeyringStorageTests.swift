@@ -259,7 +259,8 @@ import Glibc
             let runtime = "\(store.directory)/run-\(index)"
             try #require(mkdir(runtime, 0o700) == 0)
             pids.append(try spawnSelf(filter: "FileKeyringStorageTests/persistLoopWorker",
-                                      variables: ["PORTAL_TEST_FILE_KEYRING_WORKER=\(job)", "XDG_RUNTIME_DIR=\(runtime)"],
+                                      variables: ["PORTAL_TEST_FILE_KEYRING_WORKER=\(job)", "XDG_RUNTIME_DIR=\(runtime)",
+                                                  "ASAN_OPTIONS=detect_leaks=0"],
                                       log: "\(store.directory)/worker-\(index).log"))
         }
         for (index, pid) in pids.enumerated() {
