@@ -12,13 +12,14 @@ import Glibc
 /// `persisted_at`: `SecretServiceStorage.match`, `isOurs`, `storedItem`), the same document and
 /// the same order (`PersistOrder`, `ReadPolicy`). Every search names the schema and the auth
 /// environment (never an empty query), and both are confirmed on the decrypted attributes, so
-/// other applications' items are never read, and every item this adapter does not remove is
-/// written back byte-exact.
+/// other applications' items are never read as ours, and every item this adapter does not remove
+/// is written back byte-exact.
 ///
 /// Readers (restore, the watch, status) read the file without a lock: writers replace it whole
 /// (a rename), so a read sees one version of it. Writers (persist, clear, invalidation,
 /// restore's removal of unusable items: `FileKeyringStorage+Writing.swift`) hold the file's lock
-/// (`FileKeyringLock`) across read–change–write and read the file again under it.
+/// (`FileKeyringLock`) across read–change–write, read the file again under it, and replace it
+/// only while it is still the file they read (libsecret in the same app writes without the lock).
 ///
 /// An item's id is `SealedItem.id`, a hash of its sealed bytes: it names the same item in every
 /// later read of the file, whatever was added or removed before it.
