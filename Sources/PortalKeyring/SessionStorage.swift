@@ -59,6 +59,10 @@ enum StorageFailure: Error, Equatable {
     /// The environment asks for a storage that cannot be made (`StorageBackend`); the message
     /// names the variable.
     case misconfigured(String)
+    /// The Secret portal (`SecretPortal`) could not hand out the app's master secret this time:
+    /// not reachable, no answer within the deadline, or the request cancelled or failed (the
+    /// host's keyring locked with nobody to unlock it). Nothing was read or deleted.
+    case secretPortal(String)
 
     var message: String {
         switch self {
@@ -73,6 +77,7 @@ enum StorageFailure: Error, Equatable {
             return "another sign-in was stored at the same moment and replaced this one: the stored session is the other one"
         case .fileKeyring(let m): return "file keyring \(m)"
         case .misconfigured(let m): return "keyring backend misconfigured: \(m)"
+        case .secretPortal(let m): return "Secret portal: \(m)"
         }
     }
 }

@@ -13,10 +13,11 @@ import Glibc
 ///   `PORTAL_KEYRING_MASTER_SECRET_FILE` names: this user's regular file, no group or other
 ///   permissions, 1 to 4096 bytes taken as they are (the Secret portal's secret is 64). It is read
 ///   each time a key must be derived (a keyring file with a new salt) and wiped once the key is
-///   made.
-/// - Any other value, or a file keyring without its master secret: every storage call fails
-///   with `StorageFailure.misconfigured` naming the variable. Never a silent fall back to
-///   another keyring: the sessions would go where the caller did not ask.
+///   made. With `PORTAL_KEYRING_MASTER_SECRET_FILE` unset, the master secret is the Secret
+///   portal's (`SecretPortal.retrieveSecret`), asked for each time a key must be derived.
+/// - Any other value, or a master secret variable that is set and names no absolute path: every
+///   storage call fails with `StorageFailure.misconfigured` naming the variable. Never a silent
+///   fall back to another keyring: the sessions would go where the caller did not ask.
 ///
 /// The session watch listens for the Secret Service's signals only: over a file keyring it reads
 /// the state when it starts, and sees later changes only when a Secret Service signal wakes it.
@@ -34,14 +35,23 @@ enum StorageBackend {
         guard value.hasPrefix("file:/") else {
             return MisconfiguredStorage(message: "\(variable)='\(value)' is neither 'secret-service' nor 'file:' and an absolute path")
         }
-        guard let secretPath = lookup(masterSecretVariable, environment), secretPath.hasPrefix("/") else {
+        let path = String(value.dropFirst("file:".count))
+        guard let secretPath = lookup(masterSecretVariable, environment) else {
+            return FileKeyringStorage(path: path, masterSecret: portalSecret, timeouts: timeouts)
+        }
+        guard secretPath.hasPrefix("/") else {
             return MisconfiguredStorage(message: "\(variable) names a file keyring, and \(masterSecretVariable) names no "
                                         + "absolute path to its master secret")
         }
-        let source: FileKeyringMasterSecret.Source = { () throws(StorageFailure) in try readMasterSecret(secretPath) }
-        return FileKeyringStorage(path: String(value.dropFirst("file:".count)),
-                                  masterSecret: FileKeyringMasterSecret(source: source), timeouts: timeouts)
+        let source: FileKeyringMasterSecret.Source = { _ throws(StorageFailure) in try readMasterSecret(secretPath) }
+        return FileKeyringStorage(path: path, masterSecret: FileKeyringMasterSecret(source: source), timeouts: timeouts)
     }
+
+    /// The Secret portal's master secret, one for the process (one app id, one secret): the key
+    /// derived from it is kept for every storage over the same file.
+    static let portalSecret = FileKeyringMasterSecret(source: { end throws(StorageFailure) in
+        try SecretPortal.retrieveSecret(until: end)
+    })
 
     /// The bytes of the master secret file at `path`, checked as the variable's rules say.
     static func readMasterSecret(_ path: String) throws(StorageFailure) -> SecretBytes {

@@ -166,8 +166,8 @@ import Glibc
         let path = directory + "/default.keyring"
         let calls = Lock(0)
         let failing = Lock(false)
-        let secret = FileKeyringMasterSecret { () throws(StorageFailure) in
-            if failing.withLock({ $0 }) { throw .fileKeyring("the portal did not answer (test)") }
+        let secret = FileKeyringMasterSecret { _ throws(StorageFailure) in
+            if failing.withLock({ $0 }) { throw .secretPortal("no answer to RetrieveSecret (test)") }
             calls.withLock { $0 += 1 }
             return master(ourSecret)
         }
@@ -183,7 +183,7 @@ import Glibc
         #expect(calls.withLock { $0 } == 2)
         unlink(path)
         failing.withLock { $0 = true }
-        #expect(throws: PortalAuthError.sessionStorageFailure(message: "file keyring the portal did not answer (test)")) {
+        #expect(throws: PortalAuthError.sessionStorageFailure(message: "Secret portal: no answer to RetrieveSecret (test)")) {
             try a.persistSession(endUserId: "w", clientSessionToken: "t")
         }
         #expect(access(path, F_OK) != 0, "nothing written without the key")

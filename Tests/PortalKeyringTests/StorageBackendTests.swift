@@ -34,7 +34,11 @@ import Glibc
         #expect(misconfiguration(StorageBackend.storage(timeouts: timeouts, environment: ["PORTAL_KEYRING_BACKEND": "kwallet"]))
                 == "PORTAL_KEYRING_BACKEND='kwallet' is neither 'secret-service' nor 'file:' and an absolute path")
         #expect(misconfiguration(StorageBackend.storage(timeouts: timeouts, environment: ["PORTAL_KEYRING_BACKEND": "file:k"])) != nil)
-        for secret in [nil, "", "relative/secret"] {
+        // Without a master secret file, the Secret portal's secret.
+        let portal = try #require(StorageBackend.storage(timeouts: timeouts, environment: ["PORTAL_KEYRING_BACKEND": "file:/k"])
+                                  as? FileKeyringStorage)
+        #expect(portal.masterSecret === StorageBackend.portalSecret)
+        for secret in ["", "relative/secret"] {
             var environment = ["PORTAL_KEYRING_BACKEND": "file:/k"]
             environment["PORTAL_KEYRING_MASTER_SECRET_FILE"] = secret
             #expect(misconfiguration(StorageBackend.storage(timeouts: timeouts, environment: environment))

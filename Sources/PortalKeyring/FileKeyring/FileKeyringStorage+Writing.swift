@@ -117,7 +117,7 @@ extension FileKeyringStorage {
             } else {
                 keyring = try mapping { () throws(FileKeyringError) in try FileKeyring() }
             }
-            let key = try masterSecret.key(for: keyring, path: path)
+            let key = try masterSecret.key(for: keyring, path: path, until: end)
             let (result, changed) = try change(&keyring, key)
             if !changed { return result }
             guard g_get_monotonic_time() < end else {

@@ -66,7 +66,7 @@ struct FileKeyringStorage: SessionStorage {
     /// nothing, when no usable sign-in is there but items that may be ours do not open.
     func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored? {
         let end = deadline()
-        guard let snapshot = try snapshot() else { return nil }
+        guard let snapshot = try snapshot(until: end) else { return nil }
         let items = try ours(snapshot, authEnvironmentId, secrets: true).map(\.stored)
         if ReadPolicy.newest(authEnvironmentId, items: items).chosen == nil {
             try checkNothingHidden(snapshot)
@@ -118,11 +118,13 @@ struct FileKeyringStorage: SessionStorage {
         let key: FileKeyringKey
     }
 
-    func snapshot() throws(StorageFailure) -> Snapshot? {
+    /// `end`: the operation's (monotonic microseconds), for the master secret when a key must be
+    /// derived.
+    func snapshot(until end: Int? = nil) throws(StorageFailure) -> Snapshot? {
         guard let (keyring, stamp) = try mapping({ () throws(FileKeyringError) in try FileKeyringFile.loadStamped(path) }) else {
             return nil
         }
-        return Snapshot(keyring: keyring, stamp: stamp, key: try masterSecret.key(for: keyring, path: path))
+        return Snapshot(keyring: keyring, stamp: stamp, key: try masterSecret.key(for: keyring, path: path, until: end ?? deadline()))
     }
 
     /// This auth environment's items of our schema that open under the key: where each is in
