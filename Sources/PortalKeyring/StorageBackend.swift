@@ -2,12 +2,15 @@
 import Glibc
 #endif
 
-/// Which storage a `PortalAuth` keeps sessions in (README, "Storage"): the Secret Service, unless
-/// the environment names another one explicitly. The override is for tests and odd setups, read
-/// when the `PortalAuth` is made:
+/// Which storage a `PortalAuth` keeps sessions in (README, "Storage"): the Secret Service; inside
+/// a Flatpak sandbox (`/.flatpak-info` exists) the storage libsecret would use there
+/// (`FlatpakStorage`: the file keyring at `$XDG_DATA_HOME/keyrings/default.keyring` when the
+/// Secret portal answers version 1); unless the environment names another one explicitly, which
+/// wins. The override is for tests and odd setups, read when the `PortalAuth` is made:
 ///
-/// - `PORTAL_KEYRING_BACKEND` unset, empty or `secret-service`: the Secret Service
-///   (`SecretServiceStorage`).
+/// - `PORTAL_KEYRING_BACKEND` unset or empty: the choice above.
+/// - `PORTAL_KEYRING_BACKEND=secret-service`: the Secret Service (`SecretServiceStorage`), also
+///   in a sandbox.
 /// - `PORTAL_KEYRING_BACKEND=file:/absolute/path/default.keyring`: that file keyring
 ///   (`FileKeyringStorage`), keyed by the master secret in the file that
 ///   `PORTAL_KEYRING_MASTER_SECRET_FILE` names: this user's regular file, no group or other
@@ -27,10 +30,21 @@ enum StorageBackend {
     /// The largest master secret file read.
     static let maximumSecretSize = 4096
 
+    /// The file whose presence says the process runs in a Flatpak sandbox (libsecret's test).
+    static let flatpakInfo = "/.flatpak-info"
+
     /// The storage the environment names (`environment`: the variables as tests set them; nil:
-    /// the process's).
-    static func storage(timeouts: KeyringTimeouts, environment: [String: String]? = nil) -> any SessionStorage {
+    /// the process's; `flatpakInfo`: the file that marks a sandbox, for tests).
+    static func storage(timeouts: KeyringTimeouts, environment: [String: String]? = nil,
+                        flatpakInfo: String = flatpakInfo) -> any SessionStorage {
         let value = lookup(variable, environment) ?? ""
+        if value.isEmpty && access(flatpakInfo, F_OK) == 0 {
+            guard let path = dataHome(environment).map({ $0 + "/keyrings/default.keyring" }) else {
+                return MisconfiguredStorage(message: "in a Flatpak sandbox, neither XDG_DATA_HOME nor HOME names an absolute "
+                                            + "directory for the file keyring")
+            }
+            return FlatpakStorage(keyringPath: path, timeouts: timeouts)
+        }
         if value.isEmpty || value == "secret-service" { return SecretServiceStorage(timeouts: timeouts) }
         guard value.hasPrefix("file:/") else {
             return MisconfiguredStorage(message: "\(variable)='\(value)' is neither 'secret-service' nor 'file:' and an absolute path")
@@ -81,6 +95,15 @@ enum StorageBackend {
         }
         guard complete else { throw .misconfigured("\(masterSecretVariable): \(path) could not be read whole") }
         return secret
+    }
+
+    /// The user's data directory as GLib (and so libsecret) finds it: `XDG_DATA_HOME` when it
+    /// is an absolute path (in a Flatpak sandbox `~/.var/app/APP_ID/data`), else
+    /// `$HOME/.local/share`; nil when neither is known.
+    static func dataHome(_ environment: [String: String]?) -> String? {
+        if let data = lookup("XDG_DATA_HOME", environment), data.hasPrefix("/") { return data }
+        guard let home = lookup("HOME", environment), home.hasPrefix("/") else { return nil }
+        return home + "/.local/share"
     }
 
     private static func lookup(_ name: String, _ environment: [String: String]?) -> String? {

@@ -51,6 +51,33 @@ import Glibc
         }
     }
 
+    @Test func insideAFlatpakSandboxTheFileKeyringIsInTheAppsDataDirectoryAndTheOverrideWins() throws {
+        let directory = try temporaryDirectory()
+        defer { removeDirectory(directory) }
+        let info = directory + "/.flatpak-info"
+        writeBytes(Array("[Application]\nname=org.example.App\n".utf8), to: info)
+        let timeouts = KeyringTimeouts(callMilliseconds: 1234, promptMilliseconds: 1)
+        func storage(_ environment: [String: String], _ marker: String = info) -> any SessionStorage {
+            StorageBackend.storage(timeouts: timeouts, environment: environment, flatpakInfo: marker)
+        }
+        let data = "/home/u/.var/app/org.example.App/data"
+        let inside = try #require(storage(["XDG_DATA_HOME": data, "HOME": "/home/u"]) as? FlatpakStorage)
+        #expect(inside.keyringPath == data + "/keyrings/default.keyring")
+        #expect(inside.timeouts == timeouts)
+        #expect((inside.withTimeouts(.default) as? FlatpakStorage)?.timeouts == .default)
+        // GLib's rule: XDG_DATA_HOME when absolute, else ~/.local/share.
+        for value in [nil, "", "relative"] {
+            var environment = ["HOME": "/home/u"]
+            environment["XDG_DATA_HOME"] = value
+            #expect((storage(environment) as? FlatpakStorage)?.keyringPath == "/home/u/.local/share/keyrings/default.keyring")
+        }
+        #expect(misconfiguration(storage([:]))?.hasPrefix("in a Flatpak sandbox, neither XDG_DATA_HOME nor HOME") == true)
+        // The explicit override wins; outside a sandbox, the Secret Service.
+        #expect(storage(["PORTAL_KEYRING_BACKEND": "secret-service", "XDG_DATA_HOME": data]) is SecretServiceStorage)
+        #expect((storage(["PORTAL_KEYRING_BACKEND": "file:/k", "XDG_DATA_HOME": data]) as? FileKeyringStorage)?.path == "/k")
+        #expect(storage(["XDG_DATA_HOME": data], directory + "/absent") is SecretServiceStorage)
+    }
+
     @Test func theMasterSecretFileMustBeThisUsersAndPrivate() throws {
         let directory = try temporaryDirectory()
         defer { removeDirectory(directory) }
