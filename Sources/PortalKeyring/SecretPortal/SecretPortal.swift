@@ -120,7 +120,8 @@ enum SecretPortal {
         throws(StorageFailure) -> T {
         ForkSafety.install()
         if ForkSafety.dbusUnusable { throw ForkSafety.childFailure }
-        let milliseconds = UInt32(clamping: max((end - g_get_monotonic_time()) / 1000, 1))
+        // The time left, rounded up: a call made at once says the deadline it was given.
+        let milliseconds = UInt32(clamping: max((end - g_get_monotonic_time() + 999) / 1000, 1))
         do {
             return try Deadlines.shared.run(operation: what, milliseconds: milliseconds) { deadline throws(StorageFailure) -> T in
                 let connection: OpaquePointer
