@@ -314,7 +314,8 @@ portal_version() {
         --method org.freedesktop.DBus.Properties.Get org.freedesktop.portal.Secret version) == "(<uint32 1>,)" ]]
 }
 
-# UseIn=gnome in gnome-keyring.portal: the desktop must say it is GNOME.
+# gnome-keyring.portal says UseIn=gnome: say the desktop is GNOME (1.16 falls back to the only
+# implementation of an interface anyway; later versions choose by portals.conf).
 XDG_DESKTOP_PORTAL_DIR="$dir/portals" XDG_CURRENT_DESKTOP=GNOME \
     "$portal_bin" </dev/null >>"$dir/log/xdg-desktop-portal.log" 2>&1 &
 portal_pid=$!

@@ -38,12 +38,13 @@ enum SecretPortal {
                 throw failure("its version could not be read", error)
             }
             defer { g_variant_unref(reply) }
-            guard let value = Variant.child(reply, 0) else { throw .secretPortal("unexpected answer to the version query") }
+            // The property's value has whatever type the portal gave it.
+            guard let boxed = Variant.child(reply, 0) else { throw .secretPortal("unexpected answer to the version query") }
+            defer { g_variant_unref(boxed) }
+            guard let value = Variant.unboxed(boxed) else { throw .secretPortal("unexpected answer to the version query") }
             defer { g_variant_unref(value) }
-            guard let version = Variant.uint32(Variant.tuple([Variant.unboxed(value)]), 0) else {
-                throw .secretPortal("its version is not a number (u)")
-            }
-            return version
+            guard Variant.has(value, type: "u") else { throw .secretPortal("its version is not a number (u)") }
+            return g_variant_get_uint32(value)
         }
     }
 
