@@ -13,6 +13,8 @@
 #     keyring at $XDG_DATA_HOME/keyrings/default.keyring), status names it and the portal's
 #     version; secret-tool lookup with our attributes reads the document we stored byte-exact,
 #     and we restore a document secret-tool stored; the app's own libsecret item survives;
+#   - two sandboxed instances persisting 20 times each at once: none fails, one session is left (a
+#     last one), the app's own item is kept;
 #   - RetrieveSecret answered 2 (the host's login collection locked, no prompter): restore,
 #     persist and clear fail as a storage failure naming the portal, the file unchanged; after an
 #     unlock the same session is restored;
@@ -138,6 +140,25 @@ fi
 expect 0 "after the unlock, restore" -- "${cli[@]}" restore --show-token
 [[ $out == "eu-flatpak"$'\n'"$token" ]] && ok "... the same session" || bad "restore after the unlock printed: $out"
 
+echo "== two instances of the app persisting at once, 20 rounds each"
+cat >"$work/persists.sh" <<'EOF'
+who=$1; shift; failed=0
+for i in $(seq 20); do printf '%s\n' "$who-$i" | "$@" persist --end-user-id "$who" >/dev/null 2>>"$HOME/persist-$who.err" || failed=$((failed + 1)); done
+echo "$failed"
+EOF
+sandbox bash "$work/persists.sh" a "${cli[@]}" >"$work/a.out" &
+sandbox bash "$work/persists.sh" b "${cli[@]}" >"$work/b.out"
+wait
+[[ $(cat "$work/a.out") == 0 && $(cat "$work/b.out") == 0 ]] && ok "40 persists from two sandboxes, none failed" ||
+    bad "persists failed: a $(cat "$work/a.out"), b $(cat "$work/b.out"): $(cat "$HOME"/persist-*.err 2>/dev/null | head -3)"
+expect 0 "restore after them" -- "${cli[@]}" restore --show-token
+current=$out
+[[ $out == $'a\na-20' || $out == $'b\nb-20' ]] && ok "... one of the last sign-ins (${out//$'\n'/ })" || bad "restore after the race: $out"
+expect 0 "status after them" -- "${cli[@]}" status --json
+[[ $(field "$out" items) == 2 ]] && ok "the file holds our one session and the app's own item" || bad "items after the race: $out"
+[[ $(stool lookup app_setting theme) == "the app own secret" ]] && ok "the app's own item survived the race" ||
+    bad "the app's own item is gone after the race"
+
 echo "== the portal stopped, then gone"
 portal=$PORTAL_TEST_PORTAL_PID
 kill -STOP "$portal"
@@ -160,7 +181,7 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 expect 0 "portal started again: restore" -- "${cli[@]}" restore --show-token
-[[ $out == "eu-flatpak"$'\n'"$token" ]] && ok "... the same session" || bad "restore after the portal's restart printed: $out"
+[[ $out == "$current" ]] && ok "... the same session" || bad "restore after the portal's restart printed: $out"
 
 echo "== $rounds processes in a row ask the portal (version, RetrieveSecret)"
 cat >"$work/loop.sh" <<'EOF'
