@@ -33,33 +33,38 @@ struct SecretPortalTests {
 
     @Test func aResponseCountsOnlyFromThePortalAndOfItsType() {
         let state = SecretPortalRequest.State(sender: Self.portal)
+        let path = SecretPortalRequest.path(sender: ":1.3", token: "t")
         let failed = response(2)
         defer { g_variant_unref(failed) }
-        // From anyone else, or without a sender: dropped.
-        state.response(":1.99", failed)
-        state.response(nil, failed)
-        #expect(state.code == nil)
+        // From anyone else, without a sender or without a path: dropped.
+        state.response(":1.99", path, failed)
+        state.response(nil, path, failed)
+        state.response(Self.portal, nil, failed)
+        #expect(state.code(for: [path]) == nil)
         // Of another shape, even from the portal: dropped, never read past its end.
         for shape in [owned(Variant.tuple([g_variant_new_uint32(0)])),
                       owned(Variant.tuple([g_variant_new_int32(0), Variant.propertyDictionary([])])),
                       owned(Variant.tuple([g_variant_new_uint32(0), Variant.stringDictionary([])])),
                       owned(g_variant_new_uint32(0))] {
-            state.response(Self.portal, shape)
+            state.response(Self.portal, path, shape)
             g_variant_unref(shape)
         }
-        state.response(Self.portal, nil)
-        #expect(state.code == nil)
-        state.response(Self.portal, failed)
-        #expect(state.code == 2)
-        // The first genuine answer stays.
+        state.response(Self.portal, path, nil)
+        #expect(state.code(for: [path]) == nil)
+        state.response(Self.portal, path, failed)
+        #expect(state.code(for: [path]) == 2)
+        // The first genuine answer of a path stays; another path's is kept apart.
         let success = response(0)
         defer { g_variant_unref(success) }
-        state.response(Self.portal, success)
-        #expect(state.code == 2)
+        state.response(Self.portal, path, success)
+        #expect(state.code(for: [path]) == 2)
+        state.response(Self.portal, "/other", success)
+        #expect(state.code(for: ["/other", path]) == 0)
+        #expect(state.code(for: ["/unknown"]) == nil)
         // An empty expected sender matches nobody.
         let nobody = SecretPortalRequest.State(sender: "")
-        nobody.response("", success)
-        #expect(nobody.code == nil)
+        nobody.response("", path, success)
+        #expect(nobody.code(for: [path]) == nil)
     }
 
     @Test func thePipeGivesExactly64BytesAndNothingElse() throws {
