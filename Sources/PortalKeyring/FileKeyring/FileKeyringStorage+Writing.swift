@@ -86,7 +86,8 @@ extension FileKeyringStorage {
     /// file, so that write is not lost. Nothing is written once `end` has passed.
     ///
     /// Without a file, `otherwise` is the answer (nothing to remove), unless `creating`: then the
-    /// directory is made (0700) and a new keyring (a fresh salt) is written.
+    /// directory is made (0700) and a new keyring (a fresh salt) is written. The key of the file
+    /// as it is now is made before the lock is taken.
     func transaction<T>(_ operation: String, until end: Int, creating: Bool, otherwise: T,
                         _ change: (inout FileKeyring, FileKeyringKey) throws(StorageFailure) -> (T, changed: Bool))
         throws(StorageFailure) -> T {
@@ -94,6 +95,13 @@ extension FileKeyringStorage {
             try mapping { () throws(FileKeyringError) in try FileKeyringFile.makeDirectory(of: path) }
         } else if try mapping({ () throws(FileKeyringError) in try FileKeyringFile.stamp(path) }) == nil {
             return otherwise
+        }
+        // The key before the lock: asking the Secret portal for the master secret and deriving
+        // the key take tens of milliseconds (seconds on a loaded machine), which must not hold
+        // the other writers up; under the lock it is then the kept one (same salt). Only a new
+        // file (a fresh salt) needs its key under the lock.
+        if let current = try mapping({ () throws(FileKeyringError) in try FileKeyringFile.loadStamped(path) }) {
+            _ = try masterSecret.key(for: current.keyring, path: path, until: end)
         }
         let lock: Int32
         do throws(FileKeyringLock.Failure) {
