@@ -32,7 +32,9 @@ public final class PortalAuth: Sendable {
     /// Redirect grants already exchanged by this instance (see `handleRedirect(url:)`).
     let grants: GrantLedger
 
-    /// Creates client auth for an auth environment. Does no I/O.
+    /// Creates client auth for an auth environment. Does no I/O. Sessions are kept in the Secret
+    /// Service, or in the storage `PORTAL_KEYRING_BACKEND` names (`StorageBackend`: tests and odd
+    /// setups), read from the environment now.
     ///
     /// - Parameters:
     ///   - authEnvironmentId: the auth environment's id from the Portal dashboard; not blank.
@@ -58,7 +60,7 @@ public final class PortalAuth: Sendable {
                             keyringTimeouts: KeyringTimeouts = .default) throws(PortalAuthError) {
         try self.init(authEnvironmentId: authEnvironmentId, redirectUrl: redirectUrl, apiHost: apiHost,
                       magicLink: magicLink, isAccountAbstracted: isAccountAbstracted,
-                      storage: SecretServiceStorage(timeouts: keyringTimeouts), keyringTimeouts: keyringTimeouts)
+                      storage: StorageBackend.storage(timeouts: keyringTimeouts), keyringTimeouts: keyringTimeouts)
     }
 
     init(authEnvironmentId: String, redirectUrl: String, apiHost: String,
@@ -113,9 +115,11 @@ public final class PortalAuth: Sendable {
         PortalAuth(copying: self, isAccountAbstracted: .some(isAccountAbstracted))
     }
 
-    /// The keyring as `portal-session status` shows it: provider process, transfer algorithm,
-    /// default collection and whether it is locked, as (name, value) pairs. Empty for a storage
-    /// other than the Secret Service (tests).
+    /// The keyring as `portal-session status` shows it, as (name, value) pairs: for the Secret
+    /// Service its provider process, transfer algorithm, default collection and whether it is
+    /// locked; for a file keyring (`StorageBackend`) its path and how many items it holds and
+    /// cannot open; in a Flatpak sandbox (`FlatpakStorage`) first the Secret portal's version.
+    /// Empty for the in-memory test store.
     @_spi(PortalKeyringCLI)
     public func describeKeyring() throws(PortalAuthError) -> [(String, String)] {
         try storageCall { () throws(StorageFailure) in try storage.describe() }

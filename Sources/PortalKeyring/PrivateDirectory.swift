@@ -5,7 +5,9 @@ import Glibc
 
 /// The library's own directory of small files that only this user can create or replace: the
 /// pending-sign-in markers and their completion locks (`PendingSignIn`), the cross-process
-/// prompt lock (`Prompts`) and the persist locks (`SecretServiceStorage.replace`). One rule for where it is and what makes it safe:
+/// prompt lock (`Prompts`) and the persist turns (`PersistTurn`; the writers of a file keyring
+/// lock a file beside the keyring instead: `FileKeyringLock`). One rule for where it is and what
+/// makes it safe:
 ///
 /// `$XDG_RUNTIME_DIR/portal-keyring/` when `XDG_RUNTIME_DIR` is an absolute path to a directory
 /// owned by this user with no group or other permissions (the XDG rule; tmpfs, per user, emptied

@@ -52,6 +52,17 @@ enum StorageFailure: Error, Equatable {
     /// The new item was removed because another sign-in, stored at the same moment, ranks above
     /// it (`PersistOrder`). Never retried: the call must not store again over the winner.
     case superseded
+    /// The file keyring (`FileKeyringStorage`) could not be used this time, or holds items that
+    /// do not open under the app's key; the message starts with the file's path and says what
+    /// happened (its lock not given within the deadline, an unreadable or malformed file, …).
+    case fileKeyring(String)
+    /// The environment asks for a storage that cannot be made (`StorageBackend`); the message
+    /// names the variable.
+    case misconfigured(String)
+    /// The Secret portal (`SecretPortal`) could not hand out the app's master secret this time:
+    /// not reachable, no answer within the deadline, or the request cancelled or failed (the
+    /// host's keyring locked with nobody to unlock it). Nothing was read or deleted.
+    case secretPortal(String)
 
     var message: String {
         switch self {
@@ -64,13 +75,17 @@ enum StorageFailure: Error, Equatable {
         case .failed(let m): return "Secret Service error: \(m)"
         case .superseded:
             return "another sign-in was stored at the same moment and replaced this one: the stored session is the other one"
+        case .fileKeyring(let m): return "file keyring \(m)"
+        case .misconfigured(let m): return "keyring backend misconfigured: \(m)"
+        case .secretPortal(let m): return "Secret portal: \(m)"
         }
     }
 }
 
 /// The one narrow seam between the core and the keyring (README, "Layout"). The core never
 /// looks past it (no downcast to an adapter): what differs between storages is a member here.
-/// `SecretServiceStorage` is the only real implementation; tests may use an in-memory one. What the
+/// `SecretServiceStorage` and `FileKeyringStorage` (libsecret's file keyring, for a Flatpak sandbox)
+/// implement it; tests may use an in-memory one. What the
 /// stored items mean — which are ours, which is newest, which are unusable — is decided once, by
 /// `ReadPolicy` and `PersistOrder`, which every implementation calls with its own list, read and
 /// delete steps.

@@ -5,7 +5,7 @@ import Glibc
 
 /// The one way this library calls a D-Bus method: the Secret Service's methods (`SecretBus`), the
 /// bus daemon's (`BusConnection`), the transfer session's (`ServiceConnection`), the prompts'
-/// (`Prompts`) and the watch's (`WatchLoop`). A failed call comes back classified by its D-Bus
+/// (`Prompts`), the watch's (`WatchLoop`) and the Secret portal's (`SecretPortal`). A failed call comes back classified by its D-Bus
 /// error name (`StorageFailure.classify`).
 enum BusCall {
     /// What bounds a call: the operation's deadline — its cancellable, which the deadline thread
@@ -41,6 +41,9 @@ enum BusCall {
         let parameters: OpaquePointer?
         /// The reply's type, checked by GDBus; nil: any.
         let replyType: StaticString?
+        /// File descriptors sent with the call (the `h` arguments index into it); nil: none.
+        /// Borrowed: the caller keeps its reference and unrefs it after the call.
+        var fdList: UnsafeMutablePointer<GUnixFDList>? = nil
     }
 
     /// What `sendAll` delivered: the reply, or the error (the caller frees whichever it gets).
@@ -56,10 +59,11 @@ enum BusCall {
     /// error).
     static func call(_ connection: OpaquePointer, destination: String, _ path: String, _ interface: String,
                      _ method: String, _ parameters: OpaquePointer?, _ replyType: StaticString?, _ bound: Bound,
-                     _ fallback: String) throws(StorageFailure.Classified) -> OpaquePointer {
+                     _ fallback: String,
+                     fdList: UnsafeMutablePointer<GUnixFDList>? = nil) throws(StorageFailure.Classified) -> OpaquePointer {
         let outcome = sendAll(connection, destination: destination,
                               [Request(path: path, interface: interface, method: method, parameters: parameters,
-                                       replyType: replyType)], bound)[0]
+                                       replyType: replyType, fdList: fdList)], bound)[0]
         guard let reply = outcome.reply else { throw StorageFailure.classify(outcome.error, fallback) }
         return reply
     }
@@ -84,8 +88,26 @@ enum BusCall {
         }
         g_main_context_push_thread_default(context)
         for (index, request) in requests.enumerated() {
+            let replyType = request.replyType.map { Variant.type($0) }
+            if let fdList = request.fdList {
+                // The reply's own descriptors (none expected) are closed with the list at once.
+                g_dbus_connection_call_with_unix_fd_list(connection, destination, request.path, request.interface,
+                                                         request.method, request.parameters, replyType,
+                                                         G_DBUS_CALL_FLAGS_NO_AUTO_START, bound.milliseconds, fdList,
+                                                         bound.cancellable, { source, result, data in
+                    guard let outcome = data?.assumingMemoryBound(to: Outcome.self) else { return }
+                    var error: UnsafeMutablePointer<GError>?
+                    var received: UnsafeMutablePointer<GUnixFDList>?
+                    outcome.pointee.reply = g_dbus_connection_call_with_unix_fd_list_finish(OpaquePointer(source), &received,
+                                                                                           result, &error)
+                    if let received { g_object_unref(received) }
+                    outcome.pointee.error = error
+                    outcome.pointee.done = true
+                }, outcomes + index)
+                continue
+            }
             g_dbus_connection_call(connection, destination, request.path, request.interface, request.method,
-                                   request.parameters, request.replyType.map { Variant.type($0) },
+                                   request.parameters, replyType,
                                    G_DBUS_CALL_FLAGS_NO_AUTO_START, bound.milliseconds, bound.cancellable,
                                    { source, result, data in
                 guard let outcome = data?.assumingMemoryBound(to: Outcome.self) else { return }

@@ -122,7 +122,7 @@ final class ServiceConnection: Sendable {
                 guard fromCache else { return false }
                 defer { staleRetried = true }
                 return !staleRetried
-            case .locked, .refused, .noDefaultCollection, .timedOut, .superseded:
+            case .locked, .refused, .noDefaultCollection, .timedOut, .superseded, .fileKeyring, .misconfigured, .secretPortal:
                 return false
             }
         }

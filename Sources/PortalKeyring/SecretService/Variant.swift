@@ -1,6 +1,6 @@
 import CGLib
 
-/// GVariant construction and reading for `SecretBus` (GLib's variadic constructors are not
+/// GVariant construction and reading for `SecretBus` and the file keyring (GLib's variadic constructors are not
 /// callable from Swift).
 enum Variant {
     /// `G_VARIANT_TYPE(literal)`: a type string is its own `GVariantType`.
@@ -109,5 +109,19 @@ enum Variant {
         var count: gsize = 0
         let start = g_variant_get_fixed_array(value, &count, 1)
         return UnsafeRawBufferPointer(start: count == 0 ? nil : start, count: Int(count))
+    }
+
+    /// The `u` that is child `index` of `tuple`; nil when there is no such child or it is not a `u`.
+    static func uint32(_ tuple: OpaquePointer?, _ index: gsize) -> UInt32? {
+        guard let child = child(tuple, index) else { return nil }
+        defer { g_variant_unref(child) }
+        return has(child, type: "u") ? g_variant_get_uint32(child) : nil
+    }
+
+    /// The `t` that is child `index` of `tuple`; nil when there is no such child or it is not a `t`.
+    static func uint64(_ tuple: OpaquePointer?, _ index: gsize) -> UInt64? {
+        guard let child = child(tuple, index) else { return nil }
+        defer { g_variant_unref(child) }
+        return has(child, type: "t") ? UInt64(g_variant_get_uint64(child)) : nil
     }
 }

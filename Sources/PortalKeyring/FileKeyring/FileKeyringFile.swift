@@ -1,0 +1,147 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reading a file keyring from a path and replacing it atomically. The file is read whole (at
+/// most `FileKeyringFormat.maximumFileSize` bytes) and replaced whole: a new file beside it
+/// (same directory, mode 0600), written, fsync'ed, renamed over the old one, and the directory
+/// fsync'ed, so a reader sees the old file or the new one, never a part. Who writes when (two
+/// processes of one app) is not decided here; a `Stamp` tells a writer whether the file is still
+/// the one it read.
+enum FileKeyringFile {
+    /// Which file a path named when it was read: device, inode, size and change times. Every
+    /// write replaces the file (a new inode, new times), so a different stamp means another
+    /// writer replaced it since; nil stands for "no file".
+    struct Stamp: Equatable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+        let size: Int64
+        let modified: [Int]
+        let changed: [Int]
+
+        init(_ status: stat) {
+            device = UInt64(status.st_dev)
+            inode = UInt64(status.st_ino)
+            size = Int64(status.st_size)
+            modified = [Int(status.st_mtim.tv_sec), Int(status.st_mtim.tv_nsec)]
+            changed = [Int(status.st_ctim.tv_sec), Int(status.st_ctim.tv_nsec)]
+        }
+    }
+
+    /// The keyring at `path`; nil when there is no file there. Throws when it cannot be read or
+    /// is not a well-formed keyring.
+    static func load(_ path: String) throws(FileKeyringError) -> FileKeyring? {
+        try loadStamped(path)?.keyring
+    }
+
+    /// The stamp of the file at `path` now; nil when there is none.
+    static func stamp(_ path: String) throws(FileKeyringError) -> Stamp? {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            let code = errno
+            if code == ENOENT { return nil }
+            throw .io("stat \(path): \(describe(code))")
+        }
+        return Stamp(status)
+    }
+
+    /// The keyring at `path` and the stamp of the file it was read from; nil when there is no
+    /// file there. Throws as `load`.
+    static func loadStamped(_ path: String) throws(FileKeyringError) -> (keyring: FileKeyring, stamp: Stamp)? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        if fd < 0 {
+            let code = errno
+            if code == ENOENT { return nil }
+            throw .io("open \(path): \(describe(code))")
+        }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw .io("fstat \(path): \(describe(errno))") }
+        guard (status.st_mode & S_IFMT) == S_IFREG else { throw .io("\(path) is not a regular file") }
+        guard status.st_size <= FileKeyringFormat.maximumFileSize else {
+            throw .malformed("\(path) is \(status.st_size) bytes, more than \(FileKeyringFormat.maximumFileSize)")
+        }
+        var bytes = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .io("read \(path): \(describe(errno))")
+            }
+            if count == 0 { break }
+            bytes += chunk[0..<count]
+            guard bytes.count <= FileKeyringFormat.maximumFileSize else {
+                throw .malformed("\(path) is more than \(FileKeyringFormat.maximumFileSize) bytes")
+            }
+        }
+        let decoded = bytes.withUnsafeBytes { bytes in
+            Result { () throws(FileKeyringError) in try FileKeyringFormat.decode(bytes) }
+        }
+        switch decoded {
+        case .success(let keyring): return (keyring, Stamp(status))
+        case .failure(.malformed(let detail)): throw .malformed("\(path): \(detail)")
+        case .failure(let error): throw error
+        }
+    }
+
+    /// Creates the directory of `path` and its missing parents, mode 0700 (as libsecret does for
+    /// `$XDG_DATA_HOME/keyrings`).
+    static func makeDirectory(of path: String) throws(FileKeyringError) {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        var prefix = ""
+        for component in path[..<slash].split(separator: "/") {
+            prefix += (prefix.isEmpty && !path.hasPrefix("/") ? "" : "/") + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST { throw .io("mkdir \(prefix): \(describe(errno))") }
+        }
+    }
+
+    /// Replaces the file at `path` with `keyring` (the directory must exist). On failure the old
+    /// file is untouched and the temporary file removed.
+    static func write(_ keyring: FileKeyring, to path: String) throws(FileKeyringError) {
+        let bytes = FileKeyringFormat.encode(keyring)
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        var template = Array("\(directory)/.\(name).XXXXXX".utf8CString)
+        // mkstemp creates the file with mode 0600, exclusively.
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // trusted: a non-empty array of our own
+        guard fd >= 0 else { throw .io("create a file in \(directory): \(describe(errno))") }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var renamed = false
+        defer {
+            if !renamed { unlink(temporary) }
+        }
+        let written = Result { () throws(FileKeyringError) in try fill(fd, with: bytes, name: temporary) }
+        close(fd)
+        try written.get()
+        guard rename(temporary, path) == 0 else { throw .io("rename \(temporary) to \(path): \(describe(errno))") }
+        renamed = true
+        // The rename itself is durable once the directory is; a failure here leaves a complete file.
+        let directoryFd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFd >= 0 {
+            _ = fsync(directoryFd)
+            close(directoryFd)
+        }
+    }
+
+    /// Writes all of `bytes` to `fd` (mode 0600) and flushes them to the disk.
+    private static func fill(_ fd: Int32, with bytes: [UInt8], name: String) throws(FileKeyringError) {
+        guard fchmod(fd, 0o600) == 0 else { throw .io("fchmod \(name): \(describe(errno))") }
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, bytes.count - offset) }  // trusted: offset < count
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .io("write \(name): \(describe(errno))")
+            }
+            offset += count
+        }
+        guard fsync(fd) == 0 else { throw .io("fsync \(name): \(describe(errno))") }
+    }
+
+    private static func describe(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}
