@@ -18,11 +18,13 @@
 # libkf5wallet-bin (kwalletd5) and libqca-qt5-2-plugins (KWallet's encrypted
 # transfer session) are the other providers of scripts/test-matrix.sh.
 # libqrencode4 encodes TOTP QR codes (loaded only when one is asked for); zbar-tools' zbarimg
-# reads them back in the tests.
+# reads them back in the tests. bubblewrap, xdg-dbus-proxy and xdg-desktop-portal make the Flatpak
+# sandbox of scripts/with-flatpak-sandbox.sh (its Secret portal, Flatpak's bus filter).
 PORTAL_DEPS_PACKAGES=(
     libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
     libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
     gdb dbus-bin keepassxc libkf5wallet-bin libqca-qt5-2-plugins libqrencode4 zbar-tools
+    bubblewrap xdg-dbus-proxy xdg-desktop-portal
 )
 
 portal_deps_missing() {

@@ -19,7 +19,9 @@
 #   7. the fault-injection suite (Tests/fault/run.sh: 14 conditions on real daemons it starts
 #      itself, a short libFuzzer run of the stored-session decoder);
 #   8. the fake Portal API's own tests;
-#   9. the provider matrix (scripts/test-matrix.sh, docs/providers.md): Tests/providers/run.sh on
+#   9. the Flatpak sandbox (scripts/with-flatpak-sandbox.sh --host Tests/flatpak/run.sh: the
+#      Secret portal and the file keyring, read and written beside libsecret's own file backend);
+#  10. the provider matrix (scripts/test-matrix.sh, docs/providers.md): Tests/providers/run.sh on
 #      gnome-keyring unlocked / locked since login / passwordless, KeePassXC with confirmations
 #      off and on, KWallet; the Swift, CLI and C suites on the other providers as well.
 # The slow checks (valgrind, TSan/ASan, long fuzzing) are `Tests/fault/run.sh --slow`, which
@@ -31,7 +33,8 @@
 # [PORTAL_TIMEOUT_SWIFT], C tests 600 [PORTAL_TIMEOUT_C], bindings 600 [PORTAL_TIMEOUT_BINDINGS],
 # CLI 300 [PORTAL_TIMEOUT_CLI], install 1800 [PORTAL_TIMEOUT_INSTALL], fault suite 1800
 # [PORTAL_TIMEOUT_FAULT] (each of its conditions has its own limit too: Tests/fault/run.sh),
-# benchmark smoke 600 [PORTAL_TIMEOUT_BENCH], fake API tests 120 [PORTAL_TIMEOUT_API].
+# benchmark smoke 600 [PORTAL_TIMEOUT_BENCH], fake API tests 120 [PORTAL_TIMEOUT_API], Flatpak
+# sandbox 600 [PORTAL_TIMEOUT_FLATPAK].
 # Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -157,6 +160,10 @@ bench_step() {
     step "benchmark smoke run (a few iterations; never fails on timings — make bench for figures)"
     bounded "${PORTAL_TIMEOUT_BENCH:-600}" "benchmark smoke run" bench/run.sh --smoke
 }
+flatpak_step() {
+    step "Flatpak sandbox: the Secret portal and the file keyring (Tests/flatpak/run.sh)"
+    bounded "${PORTAL_TIMEOUT_FLATPAK:-600}" "Flatpak sandbox" scripts/with-flatpak-sandbox.sh --host Tests/flatpak/run.sh
+}
 api_step() {
     step "fake Portal API tests"
     bounded "${PORTAL_TIMEOUT_API:-120}" "fake Portal API tests" python3 -m unittest discover -s Tests/portal-api
@@ -210,7 +217,7 @@ c_keepassxc_step() {
 
 # Two lanes while the install test's release build takes the CPU; then three for the matrix,
 # balanced by their seconds on a clean clone (the longest lane is the test command's tail).
-lane build-and-fault-a install_step bench_step api_step
+lane build-and-fault-a install_step bench_step api_step flatpak_step
 lane build-and-fault-b fault_step
 wait_lanes
 lane matrix-a contract_matrix_step plain_step cli_matrix_step
