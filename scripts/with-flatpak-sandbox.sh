@@ -2,7 +2,7 @@
 # with-flatpak-sandbox.sh — run a command inside a throwaway emulation of a
 # Flatpak sandbox whose only way to the keyring is the Secret portal.
 #
-#   scripts/with-flatpak-sandbox.sh [--app-id ID] [--host] CMD [ARGS...]
+#   scripts/with-flatpak-sandbox.sh [--app-id ID] [--talk-name NAME]... [--host] CMD [ARGS...]
 #
 # What `flatpak run` sets up for an app without --talk-name=org.freedesktop.secrets,
 # headless (there is no offline Flatpak runtime; docs/providers.md, "Flatpak"):
@@ -30,6 +30,11 @@
 #              config, cache, state), XDG_RUNTIME_DIR=/run/user/UID,
 #              DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/UID/bus, FLATPAK_ID.
 #              The host's private bus socket is not visible in it.
+#
+# --talk-name NAME lets the app talk to NAME too, as the manifest's
+# --talk-name=NAME does (the proxy's --talk=NAME): with org.freedesktop.secrets
+# the app reaches the host's Secret Service, as an app that had the talk-name
+# in an earlier release (Tests/flatpak/migration.sh).
 #
 # CMD runs inside the sandbox. With --host it runs on the host side instead
 # (the private bus, where the keyring can be locked or the portal stopped),
@@ -81,8 +86,15 @@ source "$here/keyring-providers.sh"
 
 app_id=org.example.PortalKeyringTest
 on_host=0
+talk=()
 while [[ $# -gt 0 ]]; do
     case $1 in
+    --talk-name)
+        [[ $# -ge 2 && $2 =~ ^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)+$ ]] ||
+            { note "error: --talk-name needs a bus name"; exit 2; }
+        talk+=("--talk=$2")
+        shift
+        ;;
     --app-id)
         [[ $# -ge 2 ]] || { note "error: --app-id needs an ID"; exit 2; }
         app_id=$2
@@ -345,7 +357,7 @@ root_args+=(--ro-bind "$repo" "$repo" --ro-bind "$dir/flatpak-info" /.flatpak-in
 bwrap "${root_args[@]}" --bind "$dir/bus" "$dir/bus" --bind "$dir/app-run" "$sandbox_run" \
     --die-with-parent --unshare-pid \
     xdg-dbus-proxy "$address" "$sandbox_run/bus" --filter \
-    --call='org.freedesktop.portal.*=*' --broadcast='org.freedesktop.portal.*=@/org/freedesktop/portal/*' \
+    --call='org.freedesktop.portal.*=*' --broadcast='org.freedesktop.portal.*=@/org/freedesktop/portal/*' "${talk[@]}" \
     </dev/null >>"$dir/log/xdg-dbus-proxy.log" 2>&1 &
 proxy_pid=$!
 export PORTAL_TEST_PROXY_PID="$proxy_pid"

@@ -52,24 +52,32 @@ struct FlatpakStorage: SessionStorage {
         }
     }
 
-    /// The storage the choice names.
-    func storage() throws(StorageFailure) -> any SessionStorage {
+    /// The storage the choice names. Over the file keyring, an operation on an auth environment
+    /// first moves that environment's session from the host's Secret Service into the file,
+    /// while the bus still reaches it (`HostKeyringMigration`: once per process, each step under
+    /// the call deadline).
+    func storage(migrating authEnvironmentId: String? = nil) throws(StorageFailure) -> any SessionStorage {
         switch try choice() {
         case .fileKeyring:
-            return FileKeyringStorage(path: keyringPath, masterSecret: StorageBackend.portalSecret, timeouts: timeouts)
+            let file = FileKeyringStorage(path: keyringPath, masterSecret: StorageBackend.portalSecret, timeouts: timeouts)
+            if let authEnvironmentId {
+                try HostKeyringMigration(host: SecretServiceStorage(timeouts: timeouts), file: file, fileKey: keyringPath)
+                    .ensure(authEnvironmentId: authEnvironmentId)
+            }
+            return file
         case .secretService:
             return SecretServiceStorage(timeouts: timeouts)
         }
     }
 
     func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored? {
-        try storage().restore(authEnvironmentId: authEnvironmentId)
+        try storage(migrating: authEnvironmentId).restore(authEnvironmentId: authEnvironmentId)
     }
 
     func replace(authEnvironmentId: String, generation: String, now: UInt64, label: String,
                  document: (UInt64) -> SecretBytes) throws(StorageFailure) -> UInt64 {
-        try storage().replace(authEnvironmentId: authEnvironmentId, generation: generation, now: now, label: label,
-                              document: document)
+        try storage(migrating: authEnvironmentId).replace(authEnvironmentId: authEnvironmentId, generation: generation,
+                                                          now: now, label: label, document: document)
     }
 
     func delete(itemId: String) throws(StorageFailure) {
@@ -78,11 +86,11 @@ struct FlatpakStorage: SessionStorage {
 
     @discardableResult
     func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int {
-        try storage().deleteAll(authEnvironmentId: authEnvironmentId, generation: generation)
+        try storage(migrating: authEnvironmentId).deleteAll(authEnvironmentId: authEnvironmentId, generation: generation)
     }
 
     func observe(authEnvironmentId: String) throws(StorageFailure) -> SessionObservation {
-        try storage().observe(authEnvironmentId: authEnvironmentId)
+        try storage(migrating: authEnvironmentId).observe(authEnvironmentId: authEnvironmentId)
     }
 
     /// The chosen storage's description, after what chose it: the sandbox and the Secret

@@ -199,7 +199,7 @@ public final class PortalAuth: Sendable {
         // below ours and the next persist or clear removes, so it does not fail the call.
         _ = try storageCall { () throws(StorageFailure) in
             try storage.replace(authEnvironmentId: authEnvironmentId, generation: generation, now: Self.persistTimestamp(),
-                                label: "Portal session (auth environment \(authEnvironmentId))") { persistedAt in
+                                label: Self.itemLabel(authEnvironmentId)) { persistedAt in
                 SessionDocument.encode(authEnvironmentId: authEnvironmentId, endUserId: endUserId, token: token,
                                        generation: generation, persistedAt: persistedAt)
             }
@@ -304,6 +304,11 @@ public final class PortalAuth: Sendable {
                 && bytes.contains(where: { !($0 == 0x20 || (0x09...0x0D).contains($0)) })
         }
         if !ok { throw .invalidArgument(name: name) }
+    }
+
+    /// The label of a stored item (what a keyring manager shows).
+    static func itemLabel(_ authEnvironmentId: String) -> String {
+        "Portal session (auth environment \(authEnvironmentId))"
     }
 
     /// A random 128-bit sign-in name, as 32 lower-case hex digits; not derived from the token.

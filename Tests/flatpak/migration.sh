@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Tests/flatpak/migration.sh — a session in the host's Secret Service moves into the sandbox's
+# file keyring at the first call of an app that still has --talk-name=org.freedesktop.secrets
+# (README, "Flatpak"), written and read back before the host delete; a process that stops between
+# the two leaves nothing lost and nothing twice after the next call.
+#
+#   swift build && scripts/with-flatpak-sandbox.sh --talk-name org.freedesktop.secrets \
+#       --host Tests/flatpak/migration.sh
+#
+# Runs on the host side (keyringctl and portal-session there use the host's Secret Service, as
+# the app did unsandboxed or in its earlier release) and runs the app in the sandbox
+# ($PORTAL_TEST_IN_SANDBOX). Exits 1 if any check failed.
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+ps_bin=${PORTAL_SESSION_BIN:-$repo/.build/debug/portal-session}
+libdir=${PORTAL_KEYRING_LIBDIR:-$repo/.build/debug}
+for var in PORTAL_TEST_IN_SANDBOX PORTAL_TEST_APP_DATA PORTAL_TEST_KEYRING_DIR; do
+    [[ -n ${!var:-} ]] || { echo "flatpak/migration.sh: $var unset: run as scripts/with-flatpak-sandbox.sh --talk-name org.freedesktop.secrets --host $0" >&2; exit 2; }
+done
+[[ -x $ps_bin ]] || { echo "flatpak/migration.sh: $ps_bin not built (swift build)" >&2; exit 2; }
+work=$(mktemp -d "$HOME/flatpak-migration.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+kctl=${PORTAL_TEST_KEYRINGCTL:-$repo/build/keyringctl}
+if [[ ! -x $kctl ]]; then
+    kctl=$work/keyringctl
+    # shellcheck disable=SC2046  # pkg-config's flags are words
+    gcc -O1 -Wall -Wextra -Werror -o "$kctl" "$repo/Tests/tools/keyringctl.c" $(pkg-config --cflags --libs libsecret-1) ||
+        { echo "flatpak/migration.sh: could not build keyringctl" >&2; exit 2; }
+fi
+stopper=$work/stop_before_host_delete
+# shellcheck disable=SC2046  # pkg-config's flags are words
+gcc -std=c11 -O1 -Wall -Wextra -Werror -rdynamic -I"$repo/Include" -o "$stopper" \
+    "$repo/Tests/flatpak/stop_before_host_delete.c" -L"$libdir" -lportal-keyring -Wl,-rpath,"$libdir" \
+    -Wl,--no-as-needed $(pkg-config --libs libsecret-1) ||
+    { echo "flatpak/migration.sh: could not build stop_before_host_delete" >&2; exit 2; }
+
+passed=0 failed=0
+ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
+bad() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
+# expect WHERE STATUS DESCRIPTION -- CMD...   (WHERE: sandbox or host; stdout in $out, stderr in $err)
+expect() {
+    local where=$1 want=$2 what=$3
+    shift 4
+    if [[ $where == sandbox ]]; then set -- "$PORTAL_TEST_IN_SANDBOX" "$@"; fi
+    out=$("$@" 2>"$work/err") && got=0 || got=$?
+    err=$(cat "$work/err")
+    if [[ $got == "$want" ]]; then ok "$what (exit $got)"; else bad "$what: exit $got, wanted $want; stdout: $out; stderr: $err"; fi
+}
+schema=io.portalhq.PortalKeyring.Session
+keyring=$PORTAL_TEST_APP_DATA/keyrings/default.keyring
+host_count() { "$kctl" count --schema "$schema" "auth_environment_id=$1"; }
+# Our items in the sandbox's file keyring, through libsecret's file backend there (it prints
+# "[no path]" before each: file items have no D-Bus path).
+file_items() {
+    "$PORTAL_TEST_IN_SANDBOX" timeout 10 secret-tool search --all xdg:schema "$schema" auth_environment_id "$1" 2>&1 |
+        grep -c '^\[no path\]$'
+}
+cli() { echo timeout 30 "$ps_bin" --env "$1" --redirect-url app://cb --timeout-ms 5000; }
+persist_on_host() { # ENV USER TOKEN
+    printf '%s\n' "$3" | $(cli "$1") persist --end-user-id "$2" >/dev/null 2>"$work/err" ||
+        bad "persist on the host: $(cat "$work/err")"
+}
+
+echo "== the sandbox reaches the host's Secret Service (--talk-name=org.freedesktop.secrets)"
+expect sandbox 0 "org.freedesktop.secrets answers in the sandbox" -- gdbus call --session --timeout 5 \
+    --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets --method org.freedesktop.Secret.Service.ReadAlias default
+
+echo "== the first call in the sandbox moves the host's session into the file keyring"
+persist_on_host env-move eu-host tok-host-1
+[[ $(host_count env-move) == 1 ]] && ok "the session is in the host's keyring" || bad "host items: $(host_count env-move)"
+expect sandbox 0 "restore in the sandbox" -- $(cli env-move) restore --show-token
+[[ $out == $'eu-host\ntok-host-1' ]] && ok "it is the host's session, byte-exact" || bad "restore printed: $out"
+[[ $(host_count env-move) == 0 ]] && ok "the host keeps nothing of it" || bad "host items left: $(host_count env-move)"
+[[ $(file_items env-move) == 1 ]] && ok "the file keyring holds it once" || bad "file items: $(file_items env-move)"
+expect sandbox 0 "status there names the file keyring" -- $(cli env-move) status --json
+[[ $out == *"$keyring"* ]] && ok "... $keyring" || bad "status: $out"
+expect sandbox 0 "clear in the sandbox" -- $(cli env-move) clear
+expect sandbox 1 "restore after the clear: signed out" -- $(cli env-move) restore
+[[ $(host_count env-move) == 0 && $(file_items env-move) == 0 ]] && ok "nothing left anywhere" ||
+    bad "after clear: host $(host_count env-move), file $(file_items env-move)"
+
+echo "== a newer sign-in in the sandbox wins over an older one left on the host"
+expect sandbox 0 "persist in the sandbox" -- sh -c 'printf "tok-sandbox\n" | "$@" persist --end-user-id eu-sandbox' sh $(cli env-newer)
+# The host's item is written after the sandbox's, but an earlier release's item would be older:
+# make it older by its persisted_at, as PersistOrder ranks sign-ins.
+printf 'portal-keyring-session/2 e=%s u=%s g=00000000000000000000000000000001 t=1 c=%s' \
+    "$(printf env-newer | base64 -w0 | tr '+/' '-_' | tr -d =)" "$(printf eu-old | base64 -w0 | tr '+/' '-_' | tr -d =)" \
+    "$(printf tok-old | base64 -w0 | tr '+/' '-_' | tr -d =)" |
+    "$kctl" store --schema "$schema" auth_environment_id=env-newer session_generation=00000000000000000000000000000001 \
+        persisted_at=1 >/dev/null || bad "keyringctl store of an old sign-in"
+# A fresh process: the move is once per process.
+expect sandbox 0 "restore in a new sandboxed process" -- $(cli env-newer) restore --show-token
+[[ $out == $'eu-sandbox\ntok-sandbox' ]] && ok "the newer sign-in stays" || bad "restore printed: $out"
+[[ $(host_count env-newer) == 0 && $(file_items env-newer) == 1 ]] && ok "the older host item is gone, one left" ||
+    bad "host $(host_count env-newer), file $(file_items env-newer)"
+
+echo "== a process stopped between the write into the file and the host delete"
+persist_on_host env-stop eu-stop tok-stop
+expect sandbox 9 "the move stopped right before the host delete" -- "$stopper" env-stop app://cb
+[[ $(host_count env-stop) == 1 && $(file_items env-stop) == 1 ]] && ok "both hold it now (written and read back first)" ||
+    bad "after the stop: host $(host_count env-stop), file $(file_items env-stop)"
+expect sandbox 0 "the next restore" -- $(cli env-stop) restore --show-token
+[[ $out == $'eu-stop\ntok-stop' ]] && ok "restores the session" || bad "restore printed: $out"
+[[ $(host_count env-stop) == 0 && $(file_items env-stop) == 1 ]] && ok "one session left, in the file" ||
+    bad "after the next call: host $(host_count env-stop), file $(file_items env-stop)"
+
+echo "== the host's login keyring locked (the portal's master secret too): the call fails, nothing moves, nothing is lost"
+persist_on_host env-locked eu-locked tok-locked
+if "$kctl" lock; then
+    expect sandbox 2 "restore in the sandbox fails as a storage failure" -- $(cli env-locked) restore
+    [[ $err == *"locked"* || $err == *"Secret portal"* ]] && ok "... saying why: ${err%%$'\n'*}" || bad "message: $err"
+    "$kctl" unlock || bad "keyringctl unlock"
+    [[ $(host_count env-locked) == 1 ]] && ok "the host still holds it" || bad "host items: $(host_count env-locked)"
+    expect sandbox 0 "after the unlock the restore moves it" -- $(cli env-locked) restore --show-token
+    [[ $out == $'eu-locked\ntok-locked' && $(host_count env-locked) == 0 ]] && ok "moved" || bad "restore printed: $out"
+else
+    bad "keyringctl lock"
+fi
+
+printf '\nmigration: %d passed, %d failed\n' "$passed" "$failed"
+((failed == 0))
