@@ -1,6 +1,7 @@
 #include <libsecret/secret.h>
 #include <gcrypt.h>
 #include <glib-unix.h>
+#include <sys/inotify.h>
 
 /* libgcrypt's setup as a library must do it (gcry_control is variadic, so not callable from
  * Swift): only when neither the application nor another library (libsecret does the same) has

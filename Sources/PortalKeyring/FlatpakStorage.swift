@@ -93,6 +93,11 @@ struct FlatpakStorage: SessionStorage {
         try storage(migrating: authEnvironmentId).observe(authEnvironmentId: authEnvironmentId)
     }
 
+    /// The file keyring's path whatever the choice: known without asking the portal, so a watch
+    /// starts while the portal does not answer (over the Secret Service a change of the file
+    /// only makes the watch read again).
+    func watchedFile() throws(StorageFailure) -> String? { keyringPath }
+
     /// The chosen storage's description, after what chose it: the sandbox and the Secret
     /// portal's version ("none" when the portal has no Secret interface).
     func describe() throws(StorageFailure) -> [(String, String)] {

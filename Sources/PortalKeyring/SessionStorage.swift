@@ -130,6 +130,10 @@ protocol SessionStorage: Sendable {
     /// storage has nothing to show.
     func describe() throws(StorageFailure) -> [(String, String)]
 
+    /// The file whose changes a session watch must notice besides the Secret Service's signals
+    /// (a file keyring: `FileKeyringMonitor`); nil when the signals tell everything.
+    func watchedFile() throws(StorageFailure) -> String?
+
     /// The same storage with other deadlines.
     func withTimeouts(_ timeouts: KeyringTimeouts) -> any SessionStorage
 }
@@ -212,4 +216,9 @@ extension SessionStorage {
 
     /// A storage without deadlines of its own (tests) is the same storage.
     func withTimeouts(_ timeouts: KeyringTimeouts) -> any SessionStorage { self }
+}
+
+extension SessionStorage {
+    /// A storage without a file of its own: the Secret Service's signals tell every change.
+    func watchedFile() throws(StorageFailure) -> String? { nil }
 }

@@ -50,8 +50,12 @@ public enum SessionChange: Sendable, Equatable, CustomStringConvertible {
 /// name gives `.resync` (and the watch takes the new state as its baseline); a closed bus
 /// connection is reconnected once a second, then `.resync`.
 ///
+/// Over a file keyring (a Flatpak sandbox: README, "Flatpak") the watch also reads again when the
+/// keyring file changes (`FileKeyringMonitor`: inotify on its directory), so a sign-in persisted
+/// by another process of the app is seen the same way.
+///
 /// Cost: one library thread ("portal-watch") that sleeps in `poll()` until a D-Bus message for
-/// the watch arrives: no timer runs while nothing changes.
+/// the watch (or a change of the file keyring) arrives: no timer runs while nothing changes.
 ///
 /// Events are handed to `onChange` on the watch thread, in order, one at a time; it must return
 /// quickly (post the event to your loop). The C ABI and `PortalAuth.sessionChanges` do that.
@@ -76,7 +80,7 @@ public final class SessionWatch: Sendable {
         let id = auth.authEnvironmentId
         loop = try storageCall { () throws(StorageFailure) in
             try WatchLoop(observe: { () throws(StorageFailure) in try storage.observe(authEnvironmentId: id) },
-                          onChange: onChange)
+                          file: { () throws(StorageFailure) in try storage.watchedFile() }, onChange: onChange)
         }
     }
 
@@ -91,7 +95,7 @@ public final class SessionWatch: Sendable {
         let id = auth.authEnvironmentId
         loop = try storageCall { () throws(StorageFailure) in
             try WatchLoop(observe: { () throws(StorageFailure) in try storage.observe(authEnvironmentId: id) },
-                          onChange: onChange,
+                          file: { () throws(StorageFailure) in try storage.watchedFile() }, onChange: onChange,
                           start: .background(started: { failure in
                               started(failure.map { .sessionStorageFailure(message: $0.message) })
                           }))

@@ -22,8 +22,8 @@ import Glibc
 ///   storage call fails with `StorageFailure.misconfigured` naming the variable. Never a silent
 ///   fall back to another keyring: the sessions would go where the caller did not ask.
 ///
-/// The session watch listens for the Secret Service's signals only: over a file keyring it reads
-/// the state when it starts, and sees later changes only when a Secret Service signal wakes it.
+/// The session watch listens for the Secret Service's signals and, over a file keyring, for
+/// changes of the file (`FileKeyringMonitor`).
 enum StorageBackend {
     static let variable = "PORTAL_KEYRING_BACKEND"
     static let masterSecretVariable = "PORTAL_KEYRING_MASTER_SECRET_FILE"

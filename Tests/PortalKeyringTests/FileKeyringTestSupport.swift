@@ -106,3 +106,13 @@ enum SecretTool {
     }
 }
 
+/// `portal-session`, built beside this test binary.
+func portalSession() throws -> String {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    try #require(count > 0)
+    let executable = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let tool = String(executable[..<(executable.lastIndex(of: "/") ?? executable.startIndex)]) + "/portal-session"
+    try #require(access(tool, X_OK) == 0, "\(tool) is not built")
+    return tool
+}

@@ -153,15 +153,4 @@ import Glibc
                 == plainBytes(ours[0].item.secret))
         #expect(try SecretTool.lookup(file: keyring, password: ourSecret, ["account", "me"]) == binarySecret)
     }
-
-    /// `portal-session`, built beside this test binary.
-    private func portalSession() throws -> String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        try #require(count > 0)
-        let executable = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let tool = String(executable[..<(executable.lastIndex(of: "/") ?? executable.startIndex)]) + "/portal-session"
-        try #require(access(tool, X_OK) == 0, "\(tool) is not built")
-        return tool
-    }
 }

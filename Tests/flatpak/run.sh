@@ -13,6 +13,7 @@
 #     keyring at $XDG_DATA_HOME/keyrings/default.keyring), status names it and the portal's
 #     version; secret-tool lookup with our attributes reads the document we stored byte-exact,
 #     and we restore a document secret-tool stored; the app's own libsecret item survives;
+#   - a session watch in one sandboxed process prints the sign-in and sign-out another makes;
 #   - two sandboxed instances persisting 20 times each at once: none fails, one session is left (a
 #     last one), the app's own item is kept;
 #   - RetrieveSecret answered 2 (the host's login collection locked, no prompter): restore,
@@ -57,14 +58,17 @@ expect() {
     if [[ $got == "$want" ]]; then ok "$what (exit $got)"; else bad "$what: exit $got, wanted $want; stdout: $out; stderr: $err"; fi
 }
 # secret-tool in the sandbox, bounded: libsecret 0.20.5 hangs now and then on the portal's
-# Response (counted in $hangs, tried again up to 3 times).
-hangs=0
+# Response (tried again up to 3 times; counted in $work/hangs, since stool often runs in a
+# pipeline's subshell). A store's stdin (the secret) is read once and given to every try:
+# a retry that read the spent pipe stored an empty secret, which restore then found unusable.
+: >"$work/hangs"
 stool() {
     local try rc
+    if [[ $1 == store ]]; then cat >"$work/stool-in"; else : >"$work/stool-in"; fi
     for try in 1 2 3; do
-        sandbox timeout 10 secret-tool "$@" && return 0 || rc=$?
+        sandbox timeout 10 secret-tool "$@" <"$work/stool-in" && return 0 || rc=$?
         [[ $rc == 124 ]] || return "$rc"
-        hangs=$((hangs + 1))
+        echo hung >>"$work/hangs"
     done
     return 124
 }
@@ -140,6 +144,38 @@ fi
 expect 0 "after the unlock, restore" -- "${cli[@]}" restore --show-token
 [[ $out == "eu-flatpak"$'\n'"$token" ]] && ok "... the same session" || bad "restore after the unlock printed: $out"
 
+echo "== the session watch in one sandboxed process sees another's sign-in and sign-out (the file changed)"
+# wait_for FILE PATTERN : up to 10 s for a line matching PATTERN (ERE) in FILE.
+wait_for() {
+    local i
+    for ((i = 0; i < 200; i++)); do
+        grep -qE "$2" "$1" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+: >"$work/watch-out"
+: >"$work/watch-err"
+sandbox "${cli[@]}" watch >"$work/watch-out" 2>"$work/watch-err" &
+watch_pid=$!
+if wait_for "$work/watch-err" "^watching $env_id\$"; then
+    ok "watch in the sandbox is live"
+    # As the URL handler of a desktop sign-in would: another sandboxed process stores the session.
+    expect 0 "persist by another sandboxed process" -- sh -c 'printf "tok-watched\n" | "$@" persist --end-user-id eu-watched' \
+        sh "${cli[@]}"
+    wait_for "$work/watch-out" '^signed-in eu-watched$' && ok "the watch printed signed-in eu-watched" ||
+        bad "no signed-in line: $(cat "$work/watch-out") $(cat "$work/watch-err")"
+    expect 0 "clear by another sandboxed process" -- "${cli[@]}" clear
+    wait_for "$work/watch-out" '^signed-out$' && ok "the watch printed signed-out" ||
+        bad "no signed-out line: $(cat "$work/watch-out")"
+else
+    bad "watch never said it was watching: $(cat "$work/watch-err")"
+fi
+kill -TERM "$watch_pid" 2>/dev/null
+wait "$watch_pid" 2>/dev/null
+[[ $(cat "$work/watch-out") == $'signed-in eu-watched\nsigned-out' ]] && ok "exactly those two lines" ||
+    bad "watch printed: $(cat "$work/watch-out")"
+
 echo "== two instances of the app persisting at once, 20 rounds each"
 cat >"$work/persists.sh" <<'EOF'
 who=$1; shift; failed=0
@@ -205,7 +241,7 @@ echo "\$hung"
 EOF
 lib_hung=$(sandbox bash "$work/lookups.sh")
 printf '  info  libsecret %s: %s of %s secret-tool lookups hung (3 s each), %s more in the checks above\n' \
-    "$(pkg-config --modversion libsecret-1 2>/dev/null)" "$lib_hung" "$rounds" "$hangs"
+    "$(pkg-config --modversion libsecret-1 2>/dev/null)" "$lib_hung" "$rounds" "$(wc -l <"$work/hangs")"
 
 echo "flatpak/run.sh: $passed passed, $failed failed"
 ((failed == 0))

@@ -97,6 +97,8 @@ struct FileKeyringStorage: SessionStorage {
     /// The keyring as `portal-session status` shows it: the backend and its file, how many
     /// items the file holds, and how many of them do not open under this app's key. No secret
     /// is read.
+    func watchedFile() throws(StorageFailure) -> String? { path }
+
     func describe() throws(StorageFailure) -> [(String, String)] {
         var result = [("backend", "file keyring"), ("file", path)]
         guard let snapshot = try snapshot() else {

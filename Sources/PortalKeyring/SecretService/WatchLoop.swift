@@ -17,6 +17,9 @@ import Glibc
 /// exists, then only by the watch thread. Stopping never waits for the thread (`stop()`).
 final class WatchLoop: @unchecked Sendable {
     private let observe: () throws(StorageFailure) -> SessionObservation
+    /// The file keyring to watch besides the signals (nil: none), asked when the watch starts.
+    private let file: () throws(StorageFailure) -> String?
+    private var monitor: FileKeyringMonitor?
     private let onChange: @Sendable (SessionChange) -> Void
     private let context: OpaquePointer
     private let mainLoop: OpaquePointer
@@ -51,10 +54,12 @@ final class WatchLoop: @unchecked Sendable {
     }
 
     init(observe: @escaping () throws(StorageFailure) -> SessionObservation,
+         file: @escaping () throws(StorageFailure) -> String? = { nil },
          onChange: @escaping @Sendable (SessionChange) -> Void, start: Start = .blocking) throws(StorageFailure) {
         ForkSafety.install()
         if ForkSafety.dbusUnusable { throw ForkSafety.childFailure }
         self.observe = observe
+        self.file = file
         self.onChange = onChange
         // GLib aborts on allocation failure instead of returning NULL; no outside input here.
         context = g_main_context_new()
@@ -82,6 +87,14 @@ final class WatchLoop: @unchecked Sendable {
         let connected = connect()
         g_main_context_pop_thread_default(context)
         if let failure = connected { throw failure }
+        do throws(StorageFailure) {
+            if let path = try file() {
+                monitor = try FileKeyringMonitor(path: path, context: context) { [unowned self] in self.scheduleRead() }
+            }
+        } catch {
+            disconnect()
+            throw error
+        }
         last = try? observe()
     }
 
@@ -139,6 +152,8 @@ final class WatchLoop: @unchecked Sendable {
         }
         readSource = nil
         reconnectSource = nil
+        monitor?.stop()
+        monitor = nil
         disconnect()
         drain()
         g_main_context_pop_thread_default(context)
