@@ -13,7 +13,8 @@
 #      with g++ (and clang++ when found) -std=c++17 -Wall -Wextra -pedantic -Werror (plus
 #      -Wshadow -Wconversion -Wsign-conversion -Wold-style-cast), then examples/cpp/*.cpp and
 #      Tests/bindings/cpp_wrapper_test.cpp; BUILD_DIR defaults to build/bindings;
-#   4. mypy --strict on python/portal_keyring, examples/python, Tests/python and
+#   4. mypy --strict on python/portal_keyring, examples/python, Tests/python,
+#      Tests/flatpak/python_restore.py and
 #      Tests/bindings/typing/watch_good.py, and that it rejects watch_bad.py (mypy installed
 #      like pytest when missing: pip, else apt-get install python3-mypy), then the pytest suite
 #      Tests/python (python3 -m pytest -W error) with PYTHONPATH=python;
@@ -160,7 +161,8 @@ fi
 section "Python: mypy --strict on the package, the examples and the tests"
 mypy_log=$build/mypy.log
 if (cd "$repo" && MYPYPATH=$repo/python "$python" -m mypy --strict --no-incremental \
-    python/portal_keyring examples/python Tests/python Tests/bindings/typing/watch_good.py) >"$mypy_log" 2>&1; then
+    python/portal_keyring examples/python Tests/python Tests/flatpak/python_restore.py \
+    Tests/bindings/typing/watch_good.py) >"$mypy_log" 2>&1; then
     pass "mypy --strict: $(tail -n1 "$mypy_log")"
 else
     sed 's/^/  | /' "$mypy_log" | tail -n 30

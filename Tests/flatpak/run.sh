@@ -14,6 +14,7 @@
 #     version; secret-tool lookup with our attributes reads the document we stored byte-exact,
 #     and we restore a document secret-tool stored; the app's own libsecret item survives;
 #   - a session watch in one sandboxed process prints the sign-in and sign-out another makes;
+#   - the Python package restores there (blocking and asyncio);
 #   - two sandboxed instances persisting 20 times each at once: none fails, one session is left (a
 #     last one), the app's own item is kept;
 #   - RetrieveSecret answered 2 (the host's login collection locked, no prompter): restore,
@@ -175,6 +176,14 @@ kill -TERM "$watch_pid" 2>/dev/null
 wait "$watch_pid" 2>/dev/null
 [[ $(cat "$work/watch-out") == $'signed-in eu-watched\nsigned-out' ]] && ok "exactly those two lines" ||
     bad "watch printed: $(cat "$work/watch-out")"
+
+echo "== the Python package in the sandbox: restore, blocking and with asyncio"
+expect 0 "persist for Python" -- sh -c 'printf "tok-python\n" | "$@" persist --end-user-id eu-python' sh "${cli[@]}"
+expect 0 "python3 Tests/flatpak/python_restore.py" -- env PYTHONPATH="$repo/python" \
+    PORTAL_KEYRING_LIBRARY="${PORTAL_KEYRING_LIBRARY:-$(dirname "$ps_bin")/libportal-keyring.so}" \
+    timeout 60 python3 "$repo/Tests/flatpak/python_restore.py" "$env_id"
+[[ $out == $'blocking: eu-python tok-python\nasyncio: eu-python tok-python' ]] && ok "both restore the session" ||
+    bad "python printed: $out; $err"
 
 echo "== two instances of the app persisting at once, 20 rounds each"
 cat >"$work/persists.sh" <<'EOF'
