@@ -189,6 +189,26 @@ import Glibc
         #expect(access(path, F_OK) != 0, "nothing written without the key")
     }
 
+    /// No file yet and no master secret to be had (the portal refusing: the host's keyring
+    /// locked): restore fails as a locked keyring does, never "signed out" — so a sign-in, which
+    /// restores before it spends its grant, keeps the grant for when the secret can be had.
+    @Test func noFileAndNoMasterSecretIsNoSignedOut() throws {
+        let directory = try temporaryDirectory()
+        defer { removeDirectory(directory) }
+        let failing = Lock(true)
+        let secret = FileKeyringMasterSecret { _ throws(StorageFailure) in
+            if failing.withLock({ $0 }) { throw .secretPortal("RetrieveSecret failed (2) (test)") }
+            return master(ourSecret)
+        }
+        let storage = FileKeyringStorage(path: directory + "/default.keyring", masterSecret: secret)
+        let a = try PortalAuth(authEnvironmentId: "env", redirectUrl: "app://cb", apiHost: "api.portalhq.io", storage: storage)
+        #expect(throws: PortalAuthError.sessionStorageFailure(message: "Secret portal: RetrieveSecret failed (2) (test)")) {
+            try a.restoreSession()
+        }
+        failing.withLock { $0 = false }
+        #expect(try a.restoreSession() == nil, "signed out once the secret can be had")
+    }
+
     @Test func aWriterHoldingTheLockPastTheDeadlineFailsTheWriteAndNotTheRead() throws {
         let store = try FileStore(timeouts: KeyringTimeouts(callMilliseconds: 300, promptMilliseconds: 300))
         try auth(store).persistSession(endUserId: "u", clientSessionToken: "t")

@@ -28,6 +28,13 @@ final class FileKeyringMasterSecret: Sendable {
         self.init(source: { _ throws(StorageFailure) in secret })
     }
 
+    /// Whether the secret can be had now (before `end`): asked for and released (wiped) at once,
+    /// also when a key is kept (a new file needs a new key, so the source must answer). Throws
+    /// what the source throws.
+    func check(until end: Int) throws(StorageFailure) {
+        _ = try source(end)
+    }
+
     /// The key of `keyring` (the file at `path`, for messages): the kept one when it was derived
     /// for the same salt and iteration count, else derived now (the secret asked for before
     /// `end`, monotonic microseconds) and kept instead.

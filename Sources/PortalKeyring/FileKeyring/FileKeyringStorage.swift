@@ -66,7 +66,13 @@ struct FileKeyringStorage: SessionStorage {
     /// nothing, when no usable sign-in is there but items that may be ours do not open.
     func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored? {
         let end = deadline()
-        guard let snapshot = try snapshot(until: end) else { return nil }
+        guard let snapshot = try snapshot(until: end) else {
+            // No file: signed out — once the master secret can be had, so that a keyring no write
+            // could use now (the portal refusing, a misconfigured secret file) fails here too, as
+            // a locked keyring does, and a sign-in that restores first keeps its grant unspent.
+            try masterSecret.check(until: end)
+            return nil
+        }
         let items = try ours(snapshot, authEnvironmentId, secrets: true).map(\.stored)
         if ReadPolicy.newest(authEnvironmentId, items: items).chosen == nil {
             try checkNothingHidden(snapshot)
@@ -94,10 +100,11 @@ struct FileKeyringStorage: SessionStorage {
         return try hidden(snapshot) > 0 ? .locked : .signedOut
     }
 
+    func watchedFile() throws(StorageFailure) -> String? { path }
+
     /// The keyring as `portal-session status` shows it: the backend and its file, how many
     /// items the file holds, and how many of them do not open under this app's key. No secret
     /// is read.
-    func watchedFile() throws(StorageFailure) -> String? { path }
 
     func describe() throws(StorageFailure) -> [(String, String)] {
         var result = [("backend", "file keyring"), ("file", path)]
