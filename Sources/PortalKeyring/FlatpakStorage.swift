@@ -80,6 +80,12 @@ struct FlatpakStorage: SessionStorage {
                                                           now: now, label: label, document: document)
     }
 
+    /// The host's session moved into the file keyring first (once per process), so that
+    /// `portal-session status` describes the file as the next call finds it.
+    func prepare(authEnvironmentId: String) throws(StorageFailure) {
+        _ = try storage(migrating: authEnvironmentId)
+    }
+
     func delete(itemId: String) throws(StorageFailure) {
         try storage().delete(itemId: itemId)
     }

@@ -118,11 +118,15 @@ public final class PortalAuth: Sendable {
     /// The keyring as `portal-session status` shows it, as (name, value) pairs: for the Secret
     /// Service its provider process, transfer algorithm, default collection and whether it is
     /// locked; for a file keyring (`StorageBackend`) its path and how many items it holds and
-    /// cannot open; in a Flatpak sandbox (`FlatpakStorage`) first the Secret portal's version.
+    /// cannot open; in a Flatpak sandbox (`FlatpakStorage`) first the Secret portal's version,
+    /// after the host's session moved into the file (`SessionStorage.prepare`).
     /// Empty for the in-memory test store.
     @_spi(PortalKeyringCLI)
     public func describeKeyring() throws(PortalAuthError) -> [(String, String)] {
-        try storageCall { () throws(StorageFailure) in try storage.describe() }
+        try storageCall { () throws(StorageFailure) in
+            try storage.prepare(authEnvironmentId: authEnvironmentId)
+            return try storage.describe()
+        }
     }
 
     /// Rebuilds the persisted session, without a network call.

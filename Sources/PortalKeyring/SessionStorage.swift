@@ -130,6 +130,11 @@ protocol SessionStorage: Sendable {
     /// storage has nothing to show.
     func describe() throws(StorageFailure) -> [(String, String)]
 
+    /// What the storage does before any operation on `authEnvironmentId`, so that a description
+    /// shows the state the next operation sees (a Flatpak's move of the host's session:
+    /// `FlatpakStorage`); nothing for most storages.
+    func prepare(authEnvironmentId: String) throws(StorageFailure)
+
     /// The file whose changes a session watch must notice besides the Secret Service's signals
     /// (a file keyring: `FileKeyringMonitor`); nil when the signals tell everything.
     func watchedFile() throws(StorageFailure) -> String?
@@ -221,4 +226,7 @@ extension SessionStorage {
 extension SessionStorage {
     /// A storage without a file of its own: the Secret Service's signals tell every change.
     func watchedFile() throws(StorageFailure) -> String? { nil }
+
+    /// Nothing to do before an operation.
+    func prepare(authEnvironmentId: String) throws(StorageFailure) {}
 }

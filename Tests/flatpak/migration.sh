@@ -74,6 +74,18 @@ expect sandbox 0 "restore in the sandbox" -- $(cli env-move) restore --show-toke
 [[ $(file_items env-move) == 1 ]] && ok "the file keyring holds it once" || bad "file items: $(file_items env-move)"
 expect sandbox 0 "status there names the file keyring" -- $(cli env-move) status --json
 [[ $out == *"$keyring"* ]] && ok "... $keyring" || bad "status: $out"
+
+echo "== status as the first call describes the file after the move"
+persist_on_host env-status eu-status tok-status
+expect sandbox 0 "status in the sandbox" -- $(cli env-status) status --json
+first=$out
+expect sandbox 0 "status again" -- $(cli env-status) status --json
+items() { sed -n 's/.*"items":"\([0-9]*\).*/\1/p' <<<"$1"; }
+[[ $first == *'"keyring":"session stored"'* && $first == *'"endUserId":"eu-status"'* && -n $(items "$first") &&
+    $(items "$first") == "$(items "$out")" ]] &&
+    ok "session stored, and the file's items count it already ($(items "$first"))" ||
+    bad "first status: $first; second: $out"
+[[ $(host_count env-status) == 0 ]] && ok "the host keeps nothing of it" || bad "host items: $(host_count env-status)"
 expect sandbox 0 "clear in the sandbox" -- $(cli env-move) clear
 expect sandbox 1 "restore after the clear: signed out" -- $(cli env-move) restore
 [[ $(host_count env-move) == 0 && $(file_items env-move) == 0 ]] && ok "nothing left anywhere" ||
