@@ -18,8 +18,8 @@
 #   - two sandboxed instances persisting 20 times each at once: none fails, one session is left (a
 #     last one), the app's own item is kept;
 #   - RetrieveSecret answered 2 (the host's login collection locked, no prompter): restore,
-#     persist and clear fail as a storage failure naming the portal, the file unchanged; after an
-#     unlock the same session is restored;
+#     persist and clear fail as a storage failure naming the portal, the file unchanged, restore
+#     also when there is no file yet; after an unlock the same session is restored;
 #   - the portal stopped (no answer) or gone: a storage failure naming the portal, within the
 #     deadline; once it answers again, the next call works;
 #   - PORTAL_TEST_FLATPAK_ROUNDS (200) processes in a row each ask the portal (version and
@@ -138,6 +138,11 @@ if "$kctl" lock; then
         sh other-token "${cli[@]}"
     expect 2 "clear fails as a storage failure" -- "${cli[@]}" clear
     [[ $(sha256sum <"$keyring") == "$before" ]] && ok "the file keyring is unchanged" || bad "the file keyring changed"
+    # No file yet (a first launch): still a storage failure, never "signed out" — a sign-in
+    # restores first, so it keeps its grant unspent instead of losing it at the write.
+    mv "$keyring" "$keyring.aside"
+    expect 2 "restore with no file yet fails as well" -- "${cli[@]}" restore
+    mv "$keyring.aside" "$keyring"
     "$kctl" unlock || bad "keyringctl unlock"
 else
     bad "keyringctl lock"
