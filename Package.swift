@@ -28,9 +28,11 @@ let package = Package(
         .systemLibrary(name: "CCurl"),
         // The public C header, imported so that `@c @implementation` checks every export against it.
         .systemLibrary(name: "CPortalKeyring", path: "Include"),
+        // jsmn (Debian libjsmn-dev), the JSON tokenizer: its definitions compiled once, strict.
+        .target(name: "CJsmn"),
         .target(
             name: "PortalKeyring",
-            dependencies: ["CGLib", "CCurl"]
+            dependencies: ["CGLib", "CCurl", "CJsmn"]
         ),
         .target(
             name: "PortalKeyringC",

@@ -19,12 +19,13 @@
 # transfer session) are the other providers of scripts/test-matrix.sh.
 # libqrencode4 encodes TOTP QR codes (loaded only when one is asked for); zbar-tools' zbarimg
 # reads them back in the tests. bubblewrap, xdg-dbus-proxy and xdg-desktop-portal make the Flatpak
-# sandbox of scripts/with-flatpak-sandbox.sh (its Secret portal, Flatpak's bus filter).
+# sandbox of scripts/with-flatpak-sandbox.sh (its Secret portal, Flatpak's bus filter). libjsmn-dev
+# is the header-only JSON tokenizer the library compiles in (Sources/CJsmn).
 PORTAL_DEPS_PACKAGES=(
     libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
     libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
     gdb dbus-bin keepassxc libkf5wallet-bin libqca-qt5-2-plugins libqrencode4 zbar-tools
-    bubblewrap xdg-dbus-proxy xdg-desktop-portal
+    bubblewrap xdg-dbus-proxy xdg-desktop-portal libjsmn-dev
 )
 
 portal_deps_missing() {
