@@ -86,10 +86,8 @@ enum SessionDocument {
             return version > currentVersion
         }
         if bytes.first == UInt8(ascii: "{"), isValidUTF8(bytes) {
-            struct Versioned: Decodable { let v: Int }
-            guard let base = bytes.baseAddress else { return false }
-            let view = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
-            return ((try? JSONDecoder().decode(Versioned.self, from: view))?.v ?? 0) > currentVersion
+            let version = try? JSONText.read(bytes) { root in root.member("v")?.int64 }
+            return (version.flatMap { $0 } ?? 0) > Int64(currentVersion)
         }
         return false
     }
@@ -132,36 +130,24 @@ enum SessionDocument {
 
     // MARK: - Version 1 (0.1.0), read only
 
-    private struct Version1: Decodable {
-        var v: Int
-        var clientSessionToken: String?
-        var endUserId: String?
-        var g: String?
-        var t: UInt64?
-
-        private enum CodingKeys: String, CodingKey { case v, clientSessionToken, endUserId, g, t }
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            v = try container.decode(Int.self, forKey: .v)
-            clientSessionToken = try container.decodeIfPresent(String.self, forKey: .clientSessionToken)
-            endUserId = try container.decodeIfPresent(String.self, forKey: .endUserId)
-            // Tolerant: a wrong type is "absent", never "unusable".
-            g = (try? container.decodeIfPresent(String.self, forKey: .g)) ?? nil
-            t = (try? container.decodeIfPresent(UInt64.self, forKey: .t)) ?? nil
-        }
-    }
-
+    /// Version 1, `{"v":1,"clientSessionToken":…,"endUserId":…,"g":…,"t":…}` (JSONText): `v`
+    /// must be the integer 1; the token and end user, when present, strings (another type makes
+    /// the document unusable); `g` and `t` tolerant (a wrong type reads as absent, never as
+    /// unusable). The token goes from the stored bytes straight into `SecretBytes`.
     private static func decodeVersion1(_ bytes: UnsafeRawBufferPointer) -> Decoded? {
         guard isValidUTF8(bytes) else { return nil }
-        var data = Data(bytes)
-        defer { data.withUnsafeMutableBytes { SecretBytes.wipe($0.baseAddress, $0.count) } }
-        guard let wire = try? JSONDecoder().decode(Version1.self, from: data), wire.v == 1,
-              let token = wire.clientSessionToken, let endUserId = wire.endUserId
-        else { return nil }
-        return usable(Decoded(version: 1, authEnvironmentId: nil, endUserId: endUserId,
-                              token: SecretBytes.copyingUTF8(of: token),
-                              generation: wire.g.flatMap { isGeneration($0) ? $0 : nil }, persistedAt: wire.t))
+        let decoded = try? JSONText.read(bytes) { root -> Decoded? in
+            guard root.member("v")?.int64 == 1,
+                  let token = root.member("clientSessionToken"), let count = token.unescapedCount,
+                  let endUserId = root.member("endUserId")?.string
+            else { return nil }
+            let generation = root.member("g")?.string.flatMap { isGeneration($0) ? $0 : nil }
+            let persistedAt = root.member("t")?.int64.flatMap { $0 >= 0 ? UInt64($0) : nil }
+            return Decoded(version: 1, authEnvironmentId: nil, endUserId: endUserId,
+                           token: SecretBytes(count: count) { token.unescape(into: UnsafeMutableRawBufferPointer($0)) },
+                           generation: generation, persistedAt: persistedAt)
+        }
+        return decoded.flatMap { $0 }.flatMap(usable)
     }
 
     /// What a version-1 `g` field must look like to be used: the attribute value a search by

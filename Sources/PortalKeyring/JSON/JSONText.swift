@@ -13,8 +13,8 @@ import CJsmn
 ///   in pairs, `\u0000` kept as a byte, the bytes valid UTF-8;
 /// - nesting at most `maximumDepth` deep.
 ///
-/// Duplicate keys: `member(_:)` answers the last one (as JavaScript and PortalSwift's decoder
-/// read them); `hasDuplicateKeys` lets a strict reader refuse them.
+/// - no object naming a key twice: JSONDecoder would pick one silently, and a stored document or
+///   an answer with two tokens or two end users is not ours to guess.
 ///
 /// Values are read through `JSONText.Value`, valid only inside `read`'s body: nothing of the
 /// input is copied unless asked (`string()`, or `unescape(into:)` straight into a wiped buffer).
@@ -61,8 +61,7 @@ enum JSONText {
 
         var kind: Kind { document.kind(index) }
 
-        /// The value of `key` (the last one when the key repeats); nil when absent or when this
-        /// is not an object.
+        /// The value of `key`; nil when absent or when this is not an object.
         func member(_ key: String) -> Value? {
             guard kind == .object else { return nil }
             var found: Int?
@@ -71,14 +70,6 @@ enum JSONText {
                 if document.stringEquals(keyIndex, wanted) { found = keyIndex + 1 }
             }
             return found.map { Value(document: document, index: $0) }
-        }
-
-        /// Whether an object names a key twice.
-        var hasDuplicateKeys: Bool {
-            guard kind == .object else { return false }
-            var keys: [[UInt8]] = []
-            document.forEachChild(index) { keys.append(document.unescaped($0)) }
-            return Set(keys).count != keys.count
         }
 
         /// The keys of an object in order (unescaped), or [] when this is not an object.
@@ -187,6 +178,7 @@ enum JSONText {
                 let object = token.type == JSMN_OBJECT
                 var next = index + 1
                 var previousEnd = start + 1
+                var keys = Set<[UInt8]>()
                 for child in 0..<Int(token.size) {
                     guard next < tokens.count else { throw Failure(message: "truncated at \(start)") }
                     let gapOK = child == 0 ? isBlank(previousEnd, rawStart(next)) : isSeparator(previousEnd, rawStart(next), UInt8(ascii: ","))
@@ -196,6 +188,9 @@ enum JSONText {
                             throw Failure(message: "expected a key at \(rawStart(next))")
                         }
                         try checkString(next)
+                        guard keys.insert(unescaped(next)).inserted else {
+                            throw Failure(message: "a key named twice at \(rawStart(next))")
+                        }
                         let valueIndex = next + 1
                         guard valueIndex < tokens.count, isSeparator(rawEnd(next), rawStart(valueIndex), UInt8(ascii: ":")) else {
                             throw Failure(message: "expected ':' at \(rawEnd(next))")
