@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// The `endUserId` claim of a user JWT (the TOTP step's credential). `POST
 /// /api/v3/auth/totps/validations` answers without an end user, so `verifyTotp` labels the
 /// session with this claim, read before the code is sent: a JWT without it fails locally and no
@@ -11,23 +9,14 @@ enum UserJwt {
     static func endUserId(of jwt: String) throws(PortalAuthError) -> String {
         let segments = jwt.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
         guard segments.count >= 2 else { throw .invalidUserJwt }
-        var text = segments[1]
-        while text.last == "=" { text = text.dropLast() }
-        var base64 = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
-        if base64.count % 4 == 1 { throw .invalidUserJwt }
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        struct Claims: Decodable {
-            let endUserId: String?
-            init(from decoder: any Decoder) throws {
-                // A claim of another type (a number, an object) reads as absent, never as text.
-                let container = try decoder.container(keyedBy: Key.self)
-                endUserId = try? container.decodeIfPresent(String.self, forKey: .endUserId)
-            }
-            enum Key: String, CodingKey { case endUserId }
-        }
-        guard let payload = Data(base64Encoded: base64),
-              let claims = try? JSONDecoder().decode(Claims.self, from: payload),
-              let endUserId = claims.endUserId,
+        // base64url or base64, padded or not: read as canonical unpadded base64url.
+        var text = Array(segments[1].utf8)
+        while text.last == UInt8(ascii: "=") { text.removeLast() }
+        text = text.map { $0 == UInt8(ascii: "+") ? UInt8(ascii: "-") : $0 == UInt8(ascii: "/") ? UInt8(ascii: "_") : $0 }
+        guard let payload = text.withUnsafeBytes({ Base64URL.decode($0) }) else { throw .invalidUserJwt }
+        // A claim of another type (a number, an object) reads as absent, never as text.
+        let claim = payload.withUnsafeBytes { bytes in try? JSONText.read(bytes) { root in root.member("endUserId")?.string } }
+        guard let endUserId = claim.flatMap({ $0 }),
               endUserId.unicodeScalars.contains(where: { !$0.properties.isWhitespace }) else { throw .invalidUserJwt }
         return endUserId
     }
