@@ -5,7 +5,10 @@
 #   2. every mutant of the catalogue still applies (its search text is found exactly once), so a
 #      refactor that strands a mutant fails here at once, not at the next full mutation run;
 #   3. CI's choice of mutants (`mutants.py select`) picks what a change guards
-#      (Tests/mutants/test_select.py, on a throw-away git repository).
+#      (Tests/mutants/test_select.py, on a throw-away git repository);
+#   4. the library (Sources/PortalKeyring, Sources/PortalKeyringC) imports neither Foundation nor
+#      FoundationEssentials: loaded into other people's processes, it stays light (issue 27; the
+#      portal-session command may use them).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 failed=0
@@ -17,6 +20,15 @@ if [[ -n $unmarked ]]; then
     failed=1
 else
     echo "check-sources: every force-unwrap in Sources/ is marked '// trusted:'"
+fi
+foundation=$(grep -rnE '^[[:space:]]*(@_implementationOnly[[:space:]]+|(public|internal|package|private|fileprivate)[[:space:]]+)?import[[:space:]]+(struct[[:space:]]+|class[[:space:]]+|enum[[:space:]]+|func[[:space:]]+)?(Foundation|FoundationEssentials|FoundationInternationalization)\b' \
+    --include='*.swift' Sources/PortalKeyring Sources/PortalKeyringC || true)
+if [[ -n $foundation ]]; then
+    echo "check-sources: the library imports Foundation (it must stay light to load):"
+    printf '%s\n' "$foundation"
+    failed=1
+else
+    echo "check-sources: the library imports no Foundation"
 fi
 python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
 python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// The client-auth transport: one request to `/api/v3/auth/*`, its headers, and how a status
 /// becomes a `PortalAuthError` (README, "Sign-in"; the contract PortalSwift's `PortalAuthApi`
 /// speaks). Sequencing, storage and the pending sign-in live in SignIn.swift.
@@ -44,7 +42,7 @@ extension PortalAuth {
         guard let target = TargetURL.forAPI(host: apiHost, path: path) else { throw .invalidArgument(name: "apiHost") }
         var bytes: [UInt8]?
         if let body {
-            do { bytes = Array(try JSONEncoder().encode(body)) } catch { throw .invalidArgument(name: "body") }
+            do { bytes = try JSONTextEncoder.encode(body) } catch { throw .invalidArgument(name: "body") }
         }
         let request = PortalRequest(method: method, target: path,
                                     headers: [(name: "x-portal-auth-environment-id", value: authEnvironmentId),
@@ -96,11 +94,7 @@ extension PortalAuth {
     /// Decodes the response body where the library received it (wiped on release): no array or
     /// `Data` copy of a body that may carry a CST is left behind in freed memory.
     static func decode<T: Decodable>(_ type: T.Type, _ response: PortalResponse) throws -> T {
-        try response.withBodyBytes { bytes in
-            guard let base = bytes.baseAddress, bytes.count > 0 else { return try JSONDecoder().decode(type, from: Data()) }
-            let view = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
-            return try JSONDecoder().decode(type, from: view)
-        }
+        try response.withBodyBytes { bytes in try JSONTextDecoder.decode(type, from: bytes) }
     }
 
     /// Form-encodes a query value as the Portal SDKs do (Java's `URLEncoder`, with a space as

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// The secret stored in each keyring item (README, "Storage"), version 2:
 ///
 ///     portal-keyring-session/2 e=<auth environment> u=<end user id> g=<generation> t=<persisted_at> c=<CST>

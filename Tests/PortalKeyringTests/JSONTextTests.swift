@@ -76,3 +76,61 @@ import Testing
         }
     }
 }
+
+/// `Decodable` and `Encodable` without Foundation (JSONTextDecoder, JSONTextEncoder): the shapes
+/// the API's answers and our request bodies have.
+@Suite struct JSONTextCodingTests {
+    struct Answer: Decodable, Equatable {
+        struct Inner: Decodable, Equatable { let url: String?; let n: [Int] }
+        let name: String
+        let count: Int
+        let flag: Bool?
+        let missing: String?
+        let inner: Inner
+        let ratio: Double
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
+        let bytes = Array(text.utf8)
+        return try bytes.withUnsafeBytes { try JSONTextDecoder.decode(type, from: $0) }
+    }
+
+    @Test func decodesStructsOptionalsArraysAndNumbers() throws {
+        let answer = try decode(Answer.self, #"{"name":"n\u00e9","count":-3,"flag":null,"inner":{"url":"https:\/\/x","n":[1,2]},"ratio":0.5,"extra":[{}]}"#)
+        #expect(answer == Answer(name: "né", count: -3, flag: nil, missing: nil, inner: .init(url: "https://x", n: [1, 2]), ratio: 0.5))
+        #expect(try decode([String: Int].self, #"{"a":1,"b":2}"#) == ["a": 1, "b": 2])
+    }
+
+    @Test func refusesWrongTypesAndInexactNumbers() throws {
+        #expect(throws: (any Error).self) { try decode(Answer.self, #"{"name":1,"count":1,"inner":{"n":[]},"ratio":1}"#) }
+        #expect(throws: (any Error).self) { try decode(Answer.self, #"{"name":"n","count":1.5,"inner":{"n":[]},"ratio":1}"#) }
+        #expect(throws: (any Error).self) { try decode(Answer.self, #"{"name":"n","count":1,"inner":{"n":[]}}"#) }
+        #expect(throws: (any Error).self) { try decode([UInt8].self, "[256]") }
+        #expect(throws: (any Error).self) { try decode([Int8].self, "[128]") }
+        #expect(try decode([Int8].self, "[-128, 127]") == [-128, 127])
+        #expect(throws: (any Error).self) { try decode([Int].self, #"[1,2"#) }
+    }
+
+    struct Body: Encodable {
+        let email: String
+        let templateId: String?
+        let isAccountAbstracted: Bool?
+        let count: Int
+    }
+
+    @Test func encodesFlatBodiesAndLeavesOutNil() throws {
+        let text = try JSONTextEncoder.encode(Body(email: "a\"b\\c\n\u{1}é/", templateId: nil, isAccountAbstracted: true, count: 7))
+        #expect(String(decoding: text, as: UTF8.self) == #"{"email":"a\"b\\c\n\u0001é/","isAccountAbstracted":true,"count":7}"#)
+        // What we send reads back through our own reader.
+        let fields = try text.withUnsafeBytes { try JSONText.read($0) { root in root.member("email")?.string } }
+        #expect(fields == "a\"b\\c\n\u{1}é/")
+    }
+
+    struct Nested: Encodable { let inner: [String: String] }
+
+    @Test func refusesWhatNoBodyHas() {
+        #expect(throws: (any Error).self) { try JSONTextEncoder.encode(Nested(inner: ["a": "b"])) }
+        #expect(throws: (any Error).self) { try JSONTextEncoder.encode(["a", "b"]) }
+        #expect(throws: (any Error).self) { try JSONTextEncoder.encode(1.5) }
+    }
+}

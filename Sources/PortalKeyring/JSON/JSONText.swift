@@ -27,8 +27,9 @@ enum JSONText {
     /// The deepest nesting accepted (arrays and objects).
     static let maximumDepth = 32
 
-    /// Reads `bytes` as one JSON value and hands it to `body`.
-    static func read<R>(_ bytes: UnsafeRawBufferPointer, _ body: (Value) throws(Failure) -> R) throws(Failure) -> R {
+    /// Reads `bytes` as one JSON value and hands it to `body`; throws `Failure` for a text that
+    /// is not one, or what `body` throws.
+    static func read<R>(_ bytes: UnsafeRawBufferPointer, _ body: (Value) throws -> R) throws -> R {
         let text = bytes.bindMemory(to: UInt8.self)
         guard let base = bytes.baseAddress, !text.isEmpty, text.count < Int(Int32.max) else {
             throw Failure(message: "empty or oversized text")
@@ -105,6 +106,13 @@ enum JSONText {
         func unescape(into out: UnsafeMutableRawBufferPointer) {
             guard kind == .string else { return }
             document.unescape(index, into: out)
+        }
+
+        /// A number as the nearest `Double` (finite); nil when this is not a number.
+        var double: Double? {
+            guard kind == .number else { return nil }
+            let token = document.tokens[index]
+            return Double(String(decoding: document.text[Int(token.start)..<Int(token.end)], as: UTF8.self)).flatMap { $0.isFinite ? $0 : nil }
         }
 
         /// `true` or `false`; nil for anything else.
