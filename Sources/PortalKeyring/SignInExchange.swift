@@ -25,17 +25,14 @@ extension PortalAuth {
     func decodeExchange(_ data: ExchangeWire) throws(PortalAuthError) -> Exchange {
         var exchange = Exchange(endUserId: data.endUserId, clientId: data.clientId,
                                 isAccountAbstracted: data.isAccountAbstracted, totpLink: data.totpLink)
-        // The decoder's Strings are this call's own: copied into wiped memory, then zeroed in place.
-        if var token = data.clientSessionToken, !Self.isBlank(token) {
-            let bytes = SecretBytes.copyingUTF8(of: token)
-            SecretBytes.wipeStorage(of: &token)
+        // The secrets came from the decoder straight into wiped memory (SecretField).
+        if let bytes = data.clientSessionToken?.bytes, !Self.isBlank(bytes) {
             guard let endUserId = data.endUserId, !Self.isBlank(endUserId) else { throw .malformedResponse(field: "endUserId") }
             exchange.endUserId = endUserId
             do { try Self.checkToken(bytes, name: "clientSessionToken") } catch { throw .malformedResponse(field: "clientSessionToken") }
             exchange.clientSessionToken = bytes
-        } else if var jwt = data.userJwt, !Self.isBlank(jwt) {
-            exchange.userJwt = SecretBytes.copyingUTF8(of: jwt)
-            SecretBytes.wipeStorage(of: &jwt)
+        } else if let jwt = data.userJwt?.bytes, !Self.isBlank(jwt) {
+            exchange.userJwt = jwt
         } else {
             throw .invalidGrant
         }
@@ -45,11 +42,9 @@ extension PortalAuth {
     /// The answer of `/api/v3/auth/totps/validations`: a non-blank `clientSessionToken`, and the
     /// client; the end user is the one read from the JWT (the answer names none).
     func decodeTotpValidation(_ data: TotpValidationWire, endUserId: String) throws(PortalAuthError) -> TotpExchange {
-        guard var token = data.clientSessionToken, !Self.isBlank(token) else {
+        guard let bytes = data.clientSessionToken?.bytes, !Self.isBlank(bytes) else {
             throw .malformedResponse(field: "clientSessionToken")
         }
-        let bytes = SecretBytes.copyingUTF8(of: token)
-        SecretBytes.wipeStorage(of: &token)
         do { try Self.checkToken(bytes, name: "clientSessionToken") } catch { throw .malformedResponse(field: "clientSessionToken") }
         return TotpExchange(endUserId: endUserId, clientId: data.clientId,
                             isAccountAbstracted: data.isAccountAbstracted, clientSessionToken: bytes)
@@ -59,18 +54,35 @@ extension PortalAuth {
         !text.unicodeScalars.contains { !$0.properties.isWhitespace }
     }
 
+    /// Whether a secret is empty or whitespace only (read in place, no String made; bytes that
+    /// are not UTF-8 count as not blank: `checkToken` refuses them).
+    private static func isBlank(_ secret: SecretBytes) -> Bool {
+        secret.withUnsafeBytes { bytes in
+            var iterator = bytes.makeIterator()
+            var parser = Unicode.UTF8.ForwardParser()
+            while true {
+                switch parser.parseScalar(from: &iterator) {
+                case .valid(let unit):
+                    if !Unicode.UTF8.decode(unit).properties.isWhitespace { return false }
+                case .emptyInput: return true
+                case .error: return false
+                }
+            }
+        }
+    }
+
     struct ExchangeWire: Decodable {
         let endUserId: String?
         let clientId: String?
-        let clientSessionToken: String?
+        let clientSessionToken: SecretField?
         let isAccountAbstracted: Bool?
-        let userJwt: String?
+        let userJwt: SecretField?
         let totpLink: String?
     }
 
     struct TotpValidationWire: Decodable {
         let clientId: String?
-        let clientSessionToken: String?
+        let clientSessionToken: SecretField?
         let isAccountAbstracted: Bool?
     }
 }

@@ -283,9 +283,38 @@ enum JSONText {
             walk(index) { unit in if unit == nil { valid = false } }
             guard valid else { throw Failure(message: "invalid string at \(token.start)") }
             // The unescaped bytes must be UTF-8 (an escape can only make valid scalars).
-            guard String(validating: unescaped(index), as: UTF8.self) != nil else {
+            guard isUTF8(index) else {
                 throw Failure(message: "a string that is not UTF-8 at \(token.start)")
             }
+        }
+
+        /// Whether the string's unescaped bytes are UTF-8 (no overlong form, surrogate or value
+        /// above U+10FFFF), checked as they come: no copy of a string that may be a secret.
+        private func isUTF8(_ index: Int) -> Bool {
+            var need = 0
+            var low: UInt8 = 0x80, high: UInt8 = 0xBF
+            var ok = true
+            walk(index) { unit in
+                guard ok, let byte = unit else { ok = false; return }
+                if need == 0 {
+                    switch byte {
+                    case 0x00...0x7F: break
+                    case 0xC2...0xDF: need = 1
+                    case 0xE0: (need, low) = (2, 0xA0)
+                    case 0xE1...0xEC, 0xEE...0xEF: need = 2
+                    case 0xED: (need, high) = (2, 0x9F)
+                    case 0xF0: (need, low) = (3, 0x90)
+                    case 0xF1...0xF3: need = 3
+                    case 0xF4: (need, high) = (3, 0x8F)
+                    default: ok = false
+                    }
+                } else {
+                    guard byte >= low, byte <= high else { ok = false; return }
+                    (low, high) = (0x80, 0xBF)
+                    need -= 1
+                }
+            }
+            return ok && need == 0
         }
 
         /// Calls `emit` with each unescaped byte of the string at `index`, or with nil (once, then

@@ -91,7 +91,14 @@ struct JSONTextDecoder: Decoder {
         func decode(_ type: UInt64.Type, forKey key: K) throws -> UInt64 { try primitive(type, key) }
 
         func decode<T: Decodable>(_ type: T.Type, forKey key: K) throws -> T {
-            try T(from: JSONTextDecoder(value: try member(key), codingPath: codingPath + [key]))
+            let value = try member(key)
+            // A secret goes from the answer's (wiped) bytes straight into SecretBytes: no String,
+            // no array in between.
+            if T.self == SecretField.self {
+                guard let count = value.unescapedCount else { throw JSONTextDecoder.mismatch("a string", codingPath + [key]) }
+                return SecretField(bytes: SecretBytes(count: count) { value.unescape(into: UnsafeMutableRawBufferPointer($0)) }) as! T  // trusted: T is SecretField
+            }
+            return try T(from: JSONTextDecoder(value: value, codingPath: codingPath + [key]))
         }
 
         private func primitive<T>(_ type: T.Type, _ key: K) throws -> T {
@@ -169,5 +176,19 @@ struct JSONTextDecoder: Decoder {
                 return try T(from: JSONTextDecoder(value: value, codingPath: codingPath))
             }
         }
+    }
+}
+
+/// A string field of an answer that holds a secret (a CST, a user JWT): `JSONTextDecoder` reads it
+/// straight into `SecretBytes`. Any other decoder goes through a `String`, wiped in place after.
+struct SecretField: Decodable, @unchecked Sendable {
+    let bytes: SecretBytes
+
+    init(bytes: SecretBytes) { self.bytes = bytes }
+
+    init(from decoder: any Decoder) throws {
+        var text = try decoder.singleValueContainer().decode(String.self)
+        bytes = SecretBytes.copyingUTF8(of: text)
+        SecretBytes.wipeStorage(of: &text)
     }
 }
