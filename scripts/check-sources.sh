@@ -5,7 +5,9 @@
 #   2. every mutant of the catalogue still applies (its search text is found exactly once), so a
 #      refactor that strands a mutant fails here at once, not at the next full mutation run;
 #   3. CI's choice of mutants (`mutants.py select`) picks what a change guards
-#      (Tests/mutants/test_select.py, on a throw-away git repository).
+#      (Tests/mutants/test_select.py, on a throw-away git repository);
+#   4. no `Lock` guards an empty value (`Lock<Void>`): ThreadSanitizer reports a false race on it
+#      (Sources/PortalKeyring/Lock.swift).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 failed=0
@@ -17,6 +19,15 @@ if [[ -n $unmarked ]]; then
     failed=1
 else
     echo "check-sources: every force-unwrap in Sources/ is marked '// trusted:'"
+fi
+empty_locks=$(grep -rnE 'Lock<(Void|\(\))>|Lock\(\(\)\)' --include='*.swift' Sources |
+    grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true)
+if [[ -n $empty_locks ]]; then
+    echo "check-sources: a Lock guards an empty value (ThreadSanitizer reports a false race; Lock.swift):"
+    printf '%s\n' "$empty_locks"
+    failed=1
+else
+    echo "check-sources: no Lock guards an empty value"
 fi
 python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
 python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1
