@@ -9,6 +9,8 @@
 #   4. the library (Sources/PortalKeyring, Sources/PortalKeyringC) imports neither Foundation nor
 #      FoundationEssentials: loaded into other people's processes, it stays light (issue 27; the
 #      portal-session command may use them).
+#   5. no `Lock` guards an empty value (`Lock<Void>`): ThreadSanitizer reports a false race on it
+#      (Sources/PortalKeyring/Lock.swift).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 failed=0
@@ -29,6 +31,15 @@ if [[ -n $foundation ]]; then
     failed=1
 else
     echo "check-sources: the library imports no Foundation"
+fi
+empty_locks=$(grep -rnE 'Lock<(Void|\(\))>|Lock\(\(\)\)' --include='*.swift' Sources |
+    grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true)
+if [[ -n $empty_locks ]]; then
+    echo "check-sources: a Lock guards an empty value (ThreadSanitizer reports a false race; Lock.swift):"
+    printf '%s\n' "$empty_locks"
+    failed=1
+else
+    echo "check-sources: no Lock guards an empty value"
 fi
 python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
 python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1

@@ -217,7 +217,7 @@ fi
 
 section "abi_test"
 abi_log=$build/abi_test.log
-PORTAL_TEST_KEYRINGCTL=$kctl "$build/abi_test" 2>&1 | tee "$abi_log" | sed 's/^/  | /'
+PORTAL_TEST_KEYRINGCTL=$kctl timeout 300 "$build/abi_test" 2>&1 | tee "$abi_log" | sed 's/^/  | /'
 abi_rc=${PIPESTATUS[0]}
 summary=$(grep -E '^abi_test: (all )?[0-9]+ checks passed' "$abi_log" || true)
 if ((abi_rc == 0)) && [[ -n $summary ]]; then
@@ -245,7 +245,7 @@ fi
 section "invalidation_test (listeners, replay, cancel, destroy_notify, two processes)"
 if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
     fail "invalidation_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
-elif out=$("$build/invalidation_test" 2>&1); then
+elif out=$(timeout 300 "$build/invalidation_test" 2>&1); then
     pass "$out"
 else
     fail "invalidation_test: $out"
@@ -341,7 +341,7 @@ else
 fi
 
 section "wipe_test (token memory wiped on release: memory scan for a marker token)"
-if out=$("$build/wipe_test" 2>&1); then
+if out=$(timeout 120 "$build/wipe_test" 2>&1); then
     pass "$(tail -n 1 <<<"$out")"
     sed 's/^/  | /' <<<"$out" | grep -v 'wipe_test:'
 else
@@ -381,7 +381,7 @@ stdin=/dev/null
 run() {
     local want=$1 what=$2 rc
     shift 3
-    "$@" <"$stdin" >"$out" 2>"$err"
+    timeout 120 "$@" <"$stdin" >"$out" 2>"$err"
     rc=$?
     stdin=/dev/null
     if ((rc == want)); then

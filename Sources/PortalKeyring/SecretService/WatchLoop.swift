@@ -125,8 +125,9 @@ final class WatchLoop: @unchecked Sendable {
         g_thread_unref(thread)  // detached: the thread keeps its own reference until it returns
     }
 
-    /// Held while `onChange` (or `started`) runs, and by `stop()` from another thread.
-    private let emitting = Lock<Void>(())
+    /// Held while `onChange` (or `started`) runs, and by `stop()` from another thread; counts
+    /// the events delivered.
+    private let emitting = Lock<UInt64>(0)
     /// The watch thread, once it runs (`stop()` on it must not take `emitting`).
     private let watchThread = Lock<pthread_t?>(nil)
 
@@ -168,7 +169,11 @@ final class WatchLoop: @unchecked Sendable {
     }
 
     private func emit(_ change: SessionChange) {
-        emitting.withLock { _ in if !isStopped { onChange(change) } }
+        emitting.withLock { delivered in
+            guard !isStopped else { return }
+            delivered += 1
+            onChange(change)
+        }
     }
 
     // MARK: - The connection
