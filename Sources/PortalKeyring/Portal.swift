@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -54,7 +53,7 @@ public final class Portal: Sendable {
         self.credential = credential
         CredentialRegistry.join(self, credential: credential)
         if validate {
-            DispatchQueue.global().async { [self] in
+            OperationWorkers.submit(.network) { [self] in
                 _ = try? self.send(PortalRequest(target: "/api/v3/clients/me"))
             }
         }

@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -128,8 +127,8 @@ final class ListenerRegistration: @unchecked Sendable {
 
 /// The at-most-once invalidation state of one credential (README, "API conventions").
 ///
-/// Listeners run on a serial dispatch queue owned by this center, one after another, never on
-/// the thread that registered or reported, and never while a library lock is held.
+/// Listeners run on a serial delivery owned by this center (`SerialDelivery`), one after another,
+/// never on the thread that registered or reported, and never while a library lock is held.
 final class InvalidationCenter: Sendable {
     /// `invalidating`: a rejection is being handled (the item is being deleted); listeners added
     /// now are delivered by `notifyListeners`, after the delete. `invalidated`: listeners were
@@ -143,7 +142,7 @@ final class InvalidationCenter: Sendable {
     }
 
     private let state: Lock<State>
-    private let queue = DispatchQueue(label: "io.portalhq.PortalKeyring.invalidation")
+    private let queue = SerialDelivery()
 
     init(phase: Phase) {
         state = Lock(State(phase: phase))
@@ -252,6 +251,6 @@ final class InvalidationCenter: Sendable {
 
     /// Waits until deliveries queued so far have run (tests and orderly shutdown).
     func drain() {
-        queue.sync {}
+        queue.wait()
     }
 }
