@@ -2,7 +2,7 @@
 # Tests/flatpak/run.sh — the library in a Flatpak sandbox whose only way to the keyring is the
 # Secret portal, end to end through portal-session, against libsecret's own file backend.
 #
-#   swift build && scripts/with-flatpak-sandbox.sh --host Tests/flatpak/run.sh
+#   swift build && scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh Tests/flatpak/run.sh
 #
 # Runs on the host side of scripts/with-flatpak-sandbox.sh (where the keyring can be locked) and
 # runs each program in a new sandbox instance ($PORTAL_TEST_IN_SANDBOX). Checks:
@@ -15,6 +15,9 @@
 #     and we restore a document secret-tool stored; the app's own libsecret item survives;
 #   - a session watch in one sandboxed process prints the sign-in and sign-out another makes;
 #   - the Python package restores there (blocking and asyncio);
+#   - a sign-in started in one sandbox instance completes by the redirect in another (the
+#     pending-sign-in marker in the per-app $XDG_RUNTIME_DIR/app/$FLATPAK_ID), an unsolicited
+#     redirect is still refused (needs scripts/with-portal-api.sh around this script);
 #   - two sandboxed instances persisting 20 times each at once: none fails, one session is left (a
 #     last one), the app's own item is kept;
 #   - RetrieveSecret answered 2 (the host's login collection locked, no prompter): restore,
@@ -189,6 +192,35 @@ expect 0 "python3 Tests/flatpak/python_restore.py" -- env PYTHONPATH="$repo/pyth
     timeout 60 python3 "$repo/Tests/flatpak/python_restore.py" "$env_id"
 [[ $out == $'blocking: eu-python tok-python\nasyncio: eu-python tok-python' ]] && ok "both restore the session" ||
     bad "python printed: $out; $err"
+
+echo "== a sign-in started in one instance, finished by the redirect in another"
+# Each instance has its own XDG_RUNTIME_DIR; the pending-sign-in marker is in the per-app
+# directory the instances share ($XDG_RUNTIME_DIR/app/$FLATPAK_ID), so the URL handler's new
+# instance takes the redirect. A redirect nobody asked for is still refused there.
+if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
+    bad "the sign-in checks need the loopback Portal API: run inside scripts/with-portal-api.sh"
+else
+    signin=(env PORTAL_MAGIC_LINK_FROM_EMAIL=login@example.com PORTAL_MAGIC_LINK_TEMPLATE_ID=tpl-flatpak
+        timeout 30 "$ps_bin" --env flatpak-signin --redirect-url app://cb --api-host "$PORTAL_TEST_API_HOST" --timeout-ms 5000)
+    admin() { # METHOD PATH [JSON]: the fake API's admin route; prints its "data"
+        python3 - "$PORTAL_TEST_API_URL/_admin/$2" "$1" "${3:-}" <<'PY'
+import json, sys, urllib.request
+url, method, body = sys.argv[1:4]
+req = urllib.request.Request(url, method=method, data=body.encode() or None, headers={"Content-Type": "application/json"})
+print(json.dumps(json.load(urllib.request.urlopen(req))["data"]))
+PY
+    }
+    unsolicited=$(admin POST grants '{"kind":"magic_link","endUserId":"eu-nobody","redirectUrl":"app://cb"}')
+    expect 4 "a redirect before any sign-in started is refused" -- "${signin[@]}" handle-redirect "$(field "$unsolicited" redirectUrl)"
+    expect 0 "instance 1: send-magic-link" -- "${signin[@]}" send-magic-link flatpak.user@example.com
+    link=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["links"][-1]["link"] if d["links"] else "")' "$(admin GET magic-links)")
+    expect 0 "instance 2: handle-redirect of the emailed link" -- "${signin[@]}" handle-redirect "$link"
+    signed_in=$out
+    expect 0 "instance 3: restore" -- "${signin[@]}" restore
+    [[ -n $signed_in && $out == "$signed_in" ]] && ok "the redirect's session is restored (${out:-nothing})" ||
+        bad "handle-redirect printed '$signed_in', restore '$out'"
+    sandbox "${signin[@]}" clear >/dev/null 2>&1 || true
+fi
 
 echo "== two instances of the app persisting at once, 20 rounds each"
 cat >"$work/persists.sh" <<'EOF'
