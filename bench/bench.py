@@ -15,6 +15,7 @@ printing everything else.
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import statistics
@@ -42,6 +43,8 @@ COUNTS = {
     "async_prompt_ms": (30_000, 1500),  # the prompt deadline the loop waits through
     "watch_rounds": (200, 5),
     "watch_idle_s": (60, 2),
+    "sandbox_cold": (200, 3),
+    "sandbox_warm": (2000, 20),
 }
 INVALIDATION_THREADS = 1000
 HISTORY_HEADING = "# History"
@@ -125,6 +128,7 @@ class Table:
         self.rows = []
         self.notes = []
         self.failures = []
+        self.samples = {}  # a figure's samples that a later figure compares with
 
     def add(self, figure, ours, baseline, ratio, target, verdict, n):
         if self.smoke and not verdict.startswith(("VIOLATED", "met: exactly")):
@@ -176,6 +180,7 @@ def fig_warm(t, a, kind, n):
     except ProgramFailed as e:
         return t.failed(label, "≤ 1.05×", str(e))
     ours, raw = [r[0] for r in data], [r[1] for r in data]
+    t.samples["warm " + kind] = ours
     r, cell = ratio_cell(ours, raw)
     t.add(label, spread(ours), "%s: %s" % (base, spread(raw)), cell, "≤ 1.05×",
           at_most_verdict(r, 1.05, statistics.median(raw), statistics.median(ours)), n)
@@ -274,6 +279,50 @@ def fig_cold_cli(t, a, n):
           at_most_verdict(r, 1.10, statistics.median(raw), statistics.median(ours)), n)
     t.notes.append("`portal-session restore` peak RSS %.1f MiB, `secret-tool lookup` %.1f MiB (medians)." % (
         statistics.median(r[2] for r in data) / 1024, statistics.median(r[3] for r in data) / 1024))
+
+
+def fig_sandbox(t, a, n_cold, n_warm):
+    """Issue 26: restore inside the Flatpak sandbox emulation (scripts/with-flatpak-sandbox.sh,
+    bench/sandbox.py), cold against secret-tool (libsecret's file backend) in the same sandbox,
+    warm against our host restore (the warm row, measured earlier in this run)."""
+    label_cold = "Flatpak sandbox, cold restore: `portal-session restore` (file keyring, the portal's secret)"
+    label_warm = "Flatpak sandbox, warm restore, one process (C ABI, file keyring)"
+    cmd = [os.path.join(ROOT, "scripts", "with-flatpak-sandbox.sh"), "--host", sys.executable,
+           os.path.join(HERE, "sandbox.py"), "--bin", a.bin, "--cli", a.cli, "--cold", str(n_cold), "--warm", str(n_warm)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        got = {}
+    if p.returncode != 0 or "error" in got or not got:
+        why = got.get("error") or "%s: exit status %d\n%s" % (" ".join(cmd), p.returncode, p.stderr.strip()[-3000:])
+        t.failed(label_cold, "≤ 1.10×", why)
+        return t.failed(label_warm, "≤ 1.00× the host's", why)
+    cold, hung = got["cold"], got["cold_hung"]
+    ours, lib = [r[0] for r in cold], [r[1] for r in cold]
+    r, cell = ratio_cell(ours, lib)
+    verdict = at_most_verdict(r, 1.10, statistics.median(lib), statistics.median(ours))
+    if hung["ours"]:
+        verdict = "VIOLATED: %d of ours hung (killed after 3 s)" % hung["ours"]
+    t.add(label_cold, spread(ours), "`secret-tool lookup` (libsecret's file backend) in the same sandbox: %s; "
+          "%d of %d hung, killed after 3 s (pairs left out)" % (spread(lib), hung["libsecret"], n_cold),
+          cell, "≤ 1.10×", verdict, len(cold))
+    t.notes.append("Flatpak sandbox cold restore peak RSS: `portal-session restore` %.1f MiB, `secret-tool lookup` "
+                   "%.1f MiB (medians); each process asks the portal for the app's secret and derives the key." % (
+                       statistics.median(r[2] for r in cold) / 1024, statistics.median(r[3] for r in cold) / 1024))
+    warm = got["warm"]
+    ours, lib = [r[0] for r in warm], [r[1] for r in warm]
+    host = t.samples.get("warm restore")
+    if not host:
+        return t.failed(label_warm, "≤ 1.00× the host's", "the host's warm restore row did not run")
+    r = statistics.median(ours) / statistics.median(host)
+    t.add(label_warm, spread(ours), "our host restore (gnome-keyring, the warm row above): %s; libsecret's file "
+          "backend in the same process: %s" % (spread(host), spread(lib)),
+          "**%.2f×** the host's (not paired: two processes in turn)" % r, "≤ 1.00× the host's",
+          "met" if r <= 1.0 else "MISSED (%.2f×)" % r, len(warm))
+    if got["warm_tries"] > 1:
+        t.notes.append("Flatpak sandbox warm restore: %d runs of bench/warm.c hung at libsecret's first portal "
+                       "call and were retried." % (got["warm_tries"] - 1))
 
 
 def fig_python(t, a, n_warm, n_cold):
@@ -522,6 +571,7 @@ def main():
         ("RSS drift", lambda: fig_rss(t, a, c["rss_cycles"], c["rss_cycles_raw"])),
         ("async restore", lambda: fig_async(t, a, c["async_restore"], c["async_prompt_ms"])),
         ("watch", lambda: fig_watch(t, a, c["watch_rounds"], c["watch_idle_s"])),
+        ("Flatpak sandbox", lambda: fig_sandbox(t, a, c["sandbox_cold"], c["sandbox_warm"])),
     ]
     for name, step in steps:
         t0 = time.monotonic()

@@ -37,6 +37,11 @@
 #                            B, p50/p99 over 200 isolated rounds, next to a raw D-Bus signal A → B in
 #                            the same run (target p50 ≤ 1.5×); the watch thread's wake-ups per minute
 #                            over 60 s without changes (target 0) (bench/watch.c; issue 16)
+#   Flatpak sandbox          inside scripts/with-flatpak-sandbox.sh (bench/sandbox.py): cold
+#                            `portal-session restore` vs `secret-tool lookup` (libsecret's file
+#                            backend), alternating in one sandbox, runs over 3 s killed and counted
+#                            (target ≤ 1.10×); warm restore (bench/warm.c in the sandbox) vs the host
+#                            warm restore row (target ≤ 1.00×) (issue 26)
 #
 # Which build is measured: $PORTAL_BENCH_LIBRARY / $PORTAL_BENCH_CLI when set; otherwise the
 # shipped build from the Makefile (build/make/lib/libportal-keyring.so, build/make/bin/

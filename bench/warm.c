@@ -9,7 +9,8 @@
  *
  * Each side has its own auth environment id (its own item), same schema and same document
  * (bench_common.h). Both sides run on GLib's shared session-bus connection after 50 warm-up calls
- * each. Prints one line per pair, "portal_ns raw_ns". Exit 2 if any call fails.
+ * each. In a Flatpak sandbox both use their file keyring (bench/sandbox.py, restore only: libsecret
+ * stores nothing after another writer changed the file). Prints one line per pair, "portal_ns raw_ns". Exit 2 if any call fails.
  */
 #include "bench_common.h"
 
@@ -92,14 +93,16 @@ int main(int argc, char **argv) {
     portal_status st = portal_auth_new(&auth, PORTAL_ENV, BENCH_REDIRECT_URL, NULL);
     if (st != PORTAL_OK) die_portal("portal_auth_new", st);
 
-    /* Start from one stored item on each side. */
-    st = portal_auth_clear_persisted_session(auth);
-    if (st != PORTAL_OK) die_portal("portal_auth_clear_persisted_session", st);
+    /* Start from one stored item on each side, libsecret's first: in a Flatpak sandbox
+     * (bench/sandbox.py) libsecret's file backend reads the file once and then refuses to store
+     * ("The file was externally modified") after anyone else wrote it — here, our persist. */
     GError *error = NULL;
     secret_password_clear_sync(&schema, NULL, &error, "auth_environment_id", RAW_ENV, NULL);
     if (error) die_raw("secret_password_clear_sync", error);
-    portal_persist();
     raw_store();
+    st = portal_auth_clear_persisted_session(auth);
+    if (st != PORTAL_OK) die_portal("portal_auth_clear_persisted_session", st);
+    portal_persist();
 
     void (*ours)(void) = restore ? portal_restore : portal_persist;
     void (*base)(void) = restore ? raw_lookup : raw_store;

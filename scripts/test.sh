@@ -19,8 +19,9 @@
 #   7. the fault-injection suite (Tests/fault/run.sh: 14 conditions on real daemons it starts
 #      itself, a short libFuzzer run of the stored-session decoder);
 #   8. the fake Portal API's own tests;
-#   9. the Flatpak sandbox (scripts/with-flatpak-sandbox.sh --host Tests/flatpak/run.sh: the
-#      Secret portal and the file keyring, read and written beside libsecret's own file backend;
+#   9. the Flatpak sandbox (scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh
+#      Tests/flatpak/run.sh: the Secret portal and the file keyring, read and written beside
+#      libsecret's own file backend, a sign-in finished by another instance of the app;
 #      Tests/flatpak/migration.sh: with the talk-name, the host's session moves into the file);
 #  10. the provider matrix (scripts/test-matrix.sh, docs/providers.md): Tests/providers/run.sh on
 #      gnome-keyring unlocked / locked since login / passwordless, KeePassXC with confirmations
@@ -163,7 +164,8 @@ bench_step() {
 }
 flatpak_step() {
     step "Flatpak sandbox: the Secret portal and the file keyring (Tests/flatpak/run.sh)"
-    bounded "${PORTAL_TIMEOUT_FLATPAK:-600}" "Flatpak sandbox" scripts/with-flatpak-sandbox.sh --host Tests/flatpak/run.sh
+    bounded "${PORTAL_TIMEOUT_FLATPAK:-600}" "Flatpak sandbox" \
+        scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh Tests/flatpak/run.sh
     step "Flatpak sandbox with --talk-name=org.freedesktop.secrets: the host's session moves into the file keyring"
     bounded 120 "Flatpak migration" \
         scripts/with-flatpak-sandbox.sh --talk-name org.freedesktop.secrets --host Tests/flatpak/migration.sh

@@ -11,7 +11,12 @@ import Glibc
 ///
 /// `$XDG_RUNTIME_DIR/portal-keyring/` when `XDG_RUNTIME_DIR` is an absolute path to a directory
 /// owned by this user with no group or other permissions (the XDG rule; tmpfs, per user, emptied
-/// at logout). Otherwise `$XDG_STATE_HOME/portal-keyring-pending/` (default
+/// at logout). Inside a Flatpak sandbox (`FLATPAK_ID` set) `$XDG_RUNTIME_DIR` is a tmpfs of each
+/// instance of the app, so a marker written by the instance that started a sign-in would be
+/// invisible to the instance the desktop starts for the redirect; there the directory is
+/// `$XDG_RUNTIME_DIR/app/$FLATPAK_ID/portal-keyring/`, in the per-app directory Flatpak shares
+/// between all instances of the app (and the host), when that is a private directory of this
+/// user. Otherwise `$XDG_STATE_HOME/portal-keyring-pending/` (default
 /// `$HOME/.local/state/…`; missing components created 0700), whose parent must be owned by this
 /// user and not writable by group or others. Never `/tmp`: another local user could create the
 /// name there first (and hold a lock in it, or plant a file). The directory is created 0700,
@@ -26,12 +31,18 @@ struct PrivateDirectory {
         }
     }
 
-    /// `XDG_RUNTIME_DIR`, `XDG_STATE_HOME` and `HOME` as tests set them; nil: the process's.
+    /// `XDG_RUNTIME_DIR`, `XDG_STATE_HOME`, `HOME` and `FLATPAK_ID` as tests set them; nil: the
+    /// process's.
     var environment: [String: String]? = nil
 
     /// The directory for this process's environment, as (base, name inside base), or nil.
-    static func location(runtimeDir: String?, stateHome: String?, home: String?) -> (base: String, name: String, fallback: Bool)? {
+    static func location(runtimeDir: String?, stateHome: String?, home: String?,
+                         flatpakId: String? = nil) -> (base: String, name: String, fallback: Bool)? {
         if let runtimeDir, runtimeDir.hasPrefix("/"), privateDirectory(runtimeDir) {
+            if let flatpakId, !flatpakId.isEmpty, flatpakId != ".", flatpakId != "..", !flatpakId.contains("/") {
+                let shared = runtimeDir + "/app/" + flatpakId
+                if privateDirectory(shared) { return (shared, "portal-keyring", false) }
+            }
             return (runtimeDir, "portal-keyring", false)
         }
         if let stateHome, stateHome.hasPrefix("/") { return (stateHome, "portal-keyring-pending", true) }
@@ -43,7 +54,8 @@ struct PrivateDirectory {
     /// for `openat`, closed by the caller.
     func open(create: Bool) throws(Failure) -> Int32 {
         guard let place = Self.location(runtimeDir: variable("XDG_RUNTIME_DIR"), stateHome: variable("XDG_STATE_HOME"),
-                                        home: variable("HOME") ?? (environment == nil ? Self.passwdHome() : nil)) else {
+                                        home: variable("HOME") ?? (environment == nil ? Self.passwdHome() : nil),
+                                        flatpakId: variable("FLATPAK_ID")) else {
             throw Failure("no XDG_RUNTIME_DIR and no home directory", errno: false)
         }
         if create && place.fallback { Self.makeDirectories(place.base) }

@@ -134,7 +134,8 @@ let commandHelp: [String: String] = [
     PORTAL_MAGIC_LINK_FROM_EMAIL and PORTAL_MAGIC_LINK_TEMPLATE_ID); without them nothing is
     sent or recorded (exit 64).
     First records the pending sign-in that handle-redirect requires (15 minutes; a file under
-    $XDG_RUNTIME_DIR/portal-keyring, else $XDG_STATE_HOME or ~/.local/state/portal-keyring-pending).
+    $XDG_RUNTIME_DIR/portal-keyring — in a Flatpak $XDG_RUNTIME_DIR/app/$FLATPAK_ID/portal-keyring —
+    else $XDG_STATE_HOME or ~/.local/state/portal-keyring-pending).
     --json prints {"status":"sent"}.
     exit: 0 sent, 2 the pending sign-in could not be recorded, 3 rate limited / network / rejected /
     server error, 64 usage, invalid email or no sender and template.

@@ -321,6 +321,39 @@ private func now() -> Int64 { Int64(time(nil)) }
         #expect(mine.isPending())
     }
 
+    /// In a Flatpak sandbox each instance has its own XDG_RUNTIME_DIR: markers go to the per-app
+    /// `app/$FLATPAK_ID` directory all instances share, so a sign-in one instance started is
+    /// pending for the next; only when it is a private directory of this user, and only for a
+    /// plain app id.
+    @Test func flatpakInstancesShareTheMarkerDirectory() throws {
+        let scratch = try scratchDirectory()
+        defer { remove(scratch) }
+        let shared = scratch + "/shared-app-dir"
+        for instance in ["one", "two"] { mkdir(scratch + "/" + instance, 0o700); mkdir(scratch + "/" + instance + "/app", 0o755) }
+        mkdir(shared, 0o700)
+        for instance in ["one", "two"] { symlink(shared, scratch + "/" + instance + "/app/org.example.App") }
+        func instance(_ name: String) -> [String: String] {
+            ["XDG_RUNTIME_DIR": scratch + "/" + name, "FLATPAK_ID": "org.example.App", "HOME": scratch]
+        }
+        try PendingSignIn(authEnvironmentId: "env-flatpak", environment: instance("one")).record()
+        #expect(PendingSignIn(authEnvironmentId: "env-flatpak", environment: instance("two")).isPending())
+        // Without the app id each instance keeps its own (the old behaviour: not pending there).
+        var plain = instance("two")
+        plain["FLATPAK_ID"] = nil
+        #expect(!PendingSignIn(authEnvironmentId: "env-flatpak", environment: plain).isPending())
+        // Not a private directory, or an app id that is a path: the instance's own directory.
+        chmod(shared, 0o755)
+        #expect(PrivateDirectory.location(runtimeDir: scratch + "/one", stateHome: nil, home: nil,
+                                          flatpakId: "org.example.App")! == (scratch + "/one", "portal-keyring", false))
+        chmod(shared, 0o700)
+        #expect(PrivateDirectory.location(runtimeDir: scratch + "/one", stateHome: nil, home: nil,
+                                          flatpakId: "org.example.App")! == (scratch + "/one/app/org.example.App", "portal-keyring", false))
+        for id in ["..", ".", "", "a/../../one"] {
+            #expect(PrivateDirectory.location(runtimeDir: scratch + "/one", stateHome: nil, home: nil,
+                                              flatpakId: id)! == (scratch + "/one", "portal-keyring", false))
+        }
+    }
+
     /// Where markers live: a private XDG_RUNTIME_DIR, else XDG_STATE_HOME, else
     /// ~/.local/state (created 0700), never a shared directory.
     @Test func markerDirectoryFallsBackSafely() throws {

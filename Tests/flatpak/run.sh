@@ -2,7 +2,7 @@
 # Tests/flatpak/run.sh — the library in a Flatpak sandbox whose only way to the keyring is the
 # Secret portal, end to end through portal-session, against libsecret's own file backend.
 #
-#   swift build && scripts/with-flatpak-sandbox.sh --host Tests/flatpak/run.sh
+#   swift build && scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh Tests/flatpak/run.sh
 #
 # Runs on the host side of scripts/with-flatpak-sandbox.sh (where the keyring can be locked) and
 # runs each program in a new sandbox instance ($PORTAL_TEST_IN_SANDBOX). Checks:
@@ -15,6 +15,9 @@
 #     and we restore a document secret-tool stored; the app's own libsecret item survives;
 #   - a session watch in one sandboxed process prints the sign-in and sign-out another makes;
 #   - the Python package restores there (blocking and asyncio);
+#   - a sign-in started in one sandbox instance completes by the redirect in another (the
+#     pending-sign-in marker in the per-app $XDG_RUNTIME_DIR/app/$FLATPAK_ID), an unsolicited
+#     redirect is still refused (needs scripts/with-portal-api.sh around this script);
 #   - two sandboxed instances persisting 20 times each at once: none fails, one session is left (a
 #     last one), the app's own item is kept;
 #   - RetrieveSecret answered 2 (the host's login collection locked, no prompter): restore,
@@ -22,15 +25,16 @@
 #     also when there is no file yet; after an unlock the same session is restored;
 #   - the portal stopped (no answer) or gone: a storage failure naming the portal, within the
 #     deadline; once it answers again, the next call works;
-#   - PORTAL_TEST_FLATPAK_ROUNDS (200) processes in a row each ask the portal (version and
-#     RetrieveSecret) and none hangs; the same number of secret-tool lookups is counted for
-#     comparison (libsecret 0.20.5 subscribes to Response after the call and hangs now and then:
-#     reported, not failed).
+#   - PORTAL_TEST_FLATPAK_ROUNDS (1000) processes in a row each restore, each asking the portal
+#     (version and RetrieveSecret), and none hangs or fails; 200 secret-tool lookups are counted
+#     for comparison (libsecret 0.20.5 subscribes to Response after the call and hangs now and
+#     then: reported, not failed).
 # Exits 1 if any check failed.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 ps_bin=${PORTAL_SESSION_BIN:-$repo/.build/debug/portal-session}
-rounds=${PORTAL_TEST_FLATPAK_ROUNDS:-200}
+rounds=${PORTAL_TEST_FLATPAK_ROUNDS:-1000}
+lookup_rounds=200
 for var in PORTAL_TEST_IN_SANDBOX PORTAL_TEST_APP_ID PORTAL_TEST_APP_DATA PORTAL_TEST_KEYRING_DIR; do
     [[ -n ${!var:-} ]] || { echo "flatpak/run.sh: $var unset: run as scripts/with-flatpak-sandbox.sh --host $0" >&2; exit 2; }
 done
@@ -190,6 +194,35 @@ expect 0 "python3 Tests/flatpak/python_restore.py" -- env PYTHONPATH="$repo/pyth
 [[ $out == $'blocking: eu-python tok-python\nasyncio: eu-python tok-python' ]] && ok "both restore the session" ||
     bad "python printed: $out; $err"
 
+echo "== a sign-in started in one instance, finished by the redirect in another"
+# Each instance has its own XDG_RUNTIME_DIR; the pending-sign-in marker is in the per-app
+# directory the instances share ($XDG_RUNTIME_DIR/app/$FLATPAK_ID), so the URL handler's new
+# instance takes the redirect. A redirect nobody asked for is still refused there.
+if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
+    bad "the sign-in checks need the loopback Portal API: run inside scripts/with-portal-api.sh"
+else
+    signin=(env PORTAL_MAGIC_LINK_FROM_EMAIL=login@example.com PORTAL_MAGIC_LINK_TEMPLATE_ID=tpl-flatpak
+        timeout 30 "$ps_bin" --env flatpak-signin --redirect-url app://cb --api-host "$PORTAL_TEST_API_HOST" --timeout-ms 5000)
+    admin() { # METHOD PATH [JSON]: the fake API's admin route; prints its "data"
+        python3 - "$PORTAL_TEST_API_URL/_admin/$2" "$1" "${3:-}" <<'PY'
+import json, sys, urllib.request
+url, method, body = sys.argv[1:4]
+req = urllib.request.Request(url, method=method, data=body.encode() or None, headers={"Content-Type": "application/json"})
+print(json.dumps(json.load(urllib.request.urlopen(req))["data"]))
+PY
+    }
+    unsolicited=$(admin POST grants '{"kind":"magic_link","endUserId":"eu-nobody","redirectUrl":"app://cb"}')
+    expect 4 "a redirect before any sign-in started is refused" -- "${signin[@]}" handle-redirect "$(field "$unsolicited" redirectUrl)"
+    expect 0 "instance 1: send-magic-link" -- "${signin[@]}" send-magic-link flatpak.user@example.com
+    link=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["links"][-1]["link"] if d["links"] else "")' "$(admin GET magic-links)")
+    expect 0 "instance 2: handle-redirect of the emailed link" -- "${signin[@]}" handle-redirect "$link"
+    signed_in=$out
+    expect 0 "instance 3: restore" -- "${signin[@]}" restore
+    [[ -n $signed_in && $out == "$signed_in" ]] && ok "the redirect's session is restored (${out:-nothing})" ||
+        bad "handle-redirect printed '$signed_in', restore '$out'"
+    sandbox "${signin[@]}" clear >/dev/null 2>&1 || true
+fi
+
 echo "== two instances of the app persisting at once, 20 rounds each"
 cat >"$work/persists.sh" <<'EOF'
 who=$1; shift; failed=0
@@ -233,7 +266,7 @@ done
 expect 0 "portal started again: restore" -- "${cli[@]}" restore --show-token
 [[ $out == "$current" ]] && ok "... the same session" || bad "restore after the portal's restart printed: $out"
 
-echo "== $rounds processes in a row ask the portal (version, RetrieveSecret)"
+echo "== $rounds processes in a row restore, each asking the portal (version, RetrieveSecret)"
 cat >"$work/loop.sh" <<'EOF'
 n=$1; shift; hung=0; failed=0
 for ((i = 0; i < n; i++)); do
@@ -248,14 +281,14 @@ read -r hung fails < <(sandbox bash "$work/loop.sh" "$rounds" "$ps_bin" --env "$
     bad "$rounds restores: $hung hung, $fails failed; $(cat "$work/loop.err")"
 cat >"$work/lookups.sh" <<EOF
 hung=0
-for ((i = 0; i < $rounds; i++)); do
+for ((i = 0; i < $lookup_rounds; i++)); do
     timeout 3 secret-tool lookup app_setting theme >/dev/null 2>&1; [ \$? = 124 ] && hung=\$((hung + 1))
 done
 echo "\$hung"
 EOF
 lib_hung=$(sandbox bash "$work/lookups.sh")
 printf '  info  libsecret %s: %s of %s secret-tool lookups hung (3 s each), %s more in the checks above\n' \
-    "$(pkg-config --modversion libsecret-1 2>/dev/null)" "$lib_hung" "$rounds" "$(wc -l <"$work/hangs")"
+    "$(pkg-config --modversion libsecret-1 2>/dev/null)" "$lib_hung" "$lookup_rounds" "$(wc -l <"$work/hangs")"
 
 echo "flatpak/run.sh: $passed passed, $failed failed"
 ((failed == 0))
