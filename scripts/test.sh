@@ -22,7 +22,8 @@
 #   9. the Flatpak sandbox (scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh
 #      Tests/flatpak/run.sh: the Secret portal and the file keyring, read and written beside
 #      libsecret's own file backend, a sign-in finished by another instance of the app;
-#      Tests/flatpak/migration.sh: with the talk-name, the host's session moves into the file);
+#      Tests/flatpak/c.sh: the C ABI's invalidation, listener, sign-in, memory-scan, wipe and
+#      fork() tests, each program in a sandbox instance; Tests/flatpak/migration.sh: with the talk-name, the host's session moves into the file);
 #  10. the provider matrix (scripts/test-matrix.sh, docs/providers.md): Tests/providers/run.sh on
 #      gnome-keyring unlocked / locked since login / passwordless, KeePassXC with confirmations
 #      off and on, KWallet; the Swift, CLI and C suites on the other providers as well.
@@ -166,6 +167,9 @@ flatpak_step() {
     step "Flatpak sandbox: the Secret portal and the file keyring (Tests/flatpak/run.sh)"
     bounded "${PORTAL_TIMEOUT_FLATPAK:-600}" "Flatpak sandbox" \
         scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh Tests/flatpak/run.sh
+    step "Flatpak sandbox: the C ABI's tests, each program in a sandbox instance (Tests/flatpak/c.sh)"
+    bounded "${PORTAL_TIMEOUT_FLATPAK_C:-600}" "Flatpak C tests" \
+        scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh Tests/flatpak/c.sh
     step "Flatpak sandbox with --talk-name=org.freedesktop.secrets: the host's session moves into the file keyring"
     bounded 120 "Flatpak migration" \
         scripts/with-flatpak-sandbox.sh --talk-name org.freedesktop.secrets --host Tests/flatpak/migration.sh

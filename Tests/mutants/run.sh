@@ -180,9 +180,13 @@ run_suite_once() {
         ;;
     script)
         # script PATH: a test script of the tree (e.g. Tests/cli/hardening.sh) inside the same two
-        # harnesses ($PORTAL_SESSION_BIN is the scratch copy's portal-session, exported above).
+        # harnesses ($PORTAL_SESSION_BIN is the scratch copy's portal-session, exported above); a
+        # script of Tests/flatpak/ on the host side of the sandbox harness instead of the keyring's
+        # (the scratch copy's, so that the sandbox sees the scratch tree).
+        local keyring=(scripts/with-keyring.sh)
+        [[ $arg == Tests/flatpak/* ]] && keyring=("$scratch/scripts/with-flatpak-sandbox.sh" --host)
         timeout --kill-after=10 "$limit" \
-            scripts/with-keyring.sh scripts/with-portal-api.sh "$scratch/$arg" >"$log" 2>&1
+            "${keyring[@]}" scripts/with-portal-api.sh "$scratch/$arg" >"$log" 2>&1
         return $?
         ;;
     pytest)
