@@ -10,6 +10,9 @@
 #                      decoder (seed corpus: corpus/session-document/)
 #   redirect-url       RedirectURLFuzz.swift: RedirectQuery, the parser of redirect URLs the
 #                      desktop hands to handle-redirect (seed corpus: corpus/redirect-url/)
+#   json-text          JSONTextFuzz.swift: JSONText, the library's JSON reader (jsmn and our
+#                      checks), against an independent RFC 8259 reader written in the target
+#                      (seed corpus: corpus/json-text/, the Portal API's answer shapes)
 #
 # Each run first replays every committed seed (regression), then fuzzes for SECONDS with a
 # scratch corpus under build/fuzz (the committed corpus is never modified). A crash, trap, ASan
@@ -24,18 +27,31 @@ mkdir -p "$out"
 command -v swiftc >/dev/null || PATH=/opt/swift/usr/bin:$PATH
 
 status=0
-for target in session-document redirect-url; do
+# libFuzzer reports crashes itself; Swift's backtracer would read the ASan process's memory too.
+export SWIFT_BACKTRACE=enable=no
+for target in ${PORTAL_FUZZ_TARGETS:-session-document redirect-url json-text}; do
     case $target in
     session-document) source_file=$here/SessionDocumentFuzz.swift ;;
     redirect-url) source_file=$here/RedirectURLFuzz.swift ;;
+    json-text) source_file=$here/JSONTextFuzz.swift ;;
     esac
     bin=$out/$target-fuzz
     # Every source of the core, its SecretService/ folder included.
     mapfile -t sources < <(find "$repo/Sources/PortalKeyring" -name '*.swift' | sort)
     printf '== %s: build\n' "$target"
+    # jsmn, the JSON tokenizer (a C target of the package): its one object file, and a module map
+    # for its header as SwiftPM would generate it.
+    mkdir -p "$out/cjsmn"
+    printf 'module CJsmn {\n    header "%s"\n    export *\n}\n' "$repo/Sources/CJsmn/include/cjsmn.h" >"$out/cjsmn/module.modulemap"
+    if ! clang -fsanitize=fuzzer-no-link,address -g -c "$repo/Sources/CJsmn/jsmn.c" -o "$out/cjsmn/jsmn.o" 2>"$out/$target-build.log"; then
+        cat "$out/$target-build.log"
+        echo "$target: build failed (jsmn.c)"
+        status=1
+        continue
+    fi
     # shellcheck disable=SC2046
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -g -Onone -module-name PortalKeyring \
-        -I "$repo/Sources/CGLib" -I "$repo/Sources/CCurl" \
+        -I "$repo/Sources/CGLib" -I "$repo/Sources/CCurl" -I "$out/cjsmn" "$out/cjsmn/jsmn.o" \
         $(pkg-config --cflags libsecret-1 libcurl | tr " " "\n" | grep -E "^-I" | sed "s/^/-Xcc /") \
         "${sources[@]}" "$source_file" \
         $(pkg-config --libs libsecret-1 libcurl | tr " " "\n" | grep -E "^-[lL]") -o "$bin" 2>"$out/$target-build.log"; then

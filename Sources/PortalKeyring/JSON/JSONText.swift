@@ -4,7 +4,8 @@ import CJsmn
 /// or copying them, and this type checks what jsmn lets through, so that a text is accepted only
 /// when it is exactly one RFC 8259 value — at least as strict as JSONDecoder:
 ///
-/// - one top-level value, surrounded by JSON whitespace only;
+/// - one top-level value, surrounded by JSON whitespace only: an object, an array or a string
+///   (a bare number or literal is refused, which RFC 8259 allows);
 /// - between the tokens of an array or object exactly one `,` (and `:` after a key), no trailing
 ///   comma, no comment, no single quote;
 /// - literals spelled `true`, `false`, `null`; numbers as the grammar says (no `+`, no leading
@@ -43,6 +44,10 @@ enum JSONText {
         jsmn_init(&parser)
         let count = tokens.withUnsafeMutableBufferPointer { jsmn_parse(&parser, chars, text.count, $0.baseAddress, UInt32($0.count)) }
         guard count == needed else { throw Failure(message: "not a JSON value (\(count))") }
+        // jsmn's strict mode ends a number or literal only at a separator, so a bare one at the
+        // very end of the text would be refused and one followed by a space accepted: a bare
+        // top-level number or literal is refused either way (no answer of ours is one).
+        guard tokens[0].type != JSMN_PRIMITIVE else { throw Failure(message: "a bare number or literal at the top level") }
         let document = Document(text: text, tokens: tokens)
         let end = try document.check(0, depth: 0)
         guard end == tokens.count, document.isBlank(document.rawEnd(0), text.count),
