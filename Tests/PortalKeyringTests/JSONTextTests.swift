@@ -35,6 +35,16 @@ import Testing
         #expect(!accepts(text), "\(text.debugDescription)")
     }
 
+    /// jsmn's strict mode ends a primitive only at a separator: "1" alone was refused and "1 "
+    /// accepted (found by Tests/fuzz/JSONTextFuzz.swift). A bare number or literal is refused
+    /// wherever it ends; a bare string is a value.
+    @Test func refusesABareNumberOrLiteralWhereverItEnds() {
+        for text in ["1", "1 ", " 1", "-0.5e3\n", "true", "false ", " null"] {
+            #expect(!accepts(text), "\(text.debugDescription)")
+        }
+        #expect(accepts(#""s""#) && accepts(#" "s" "#))
+    }
+
     @Test func refusesInvalidUTF8AndBareControlBytes() {
         for bytes: [UInt8] in [[0x5B, 0x22, 0xFF, 0x22, 0x5D], [0x5B, 0x22, 0xC3, 0x22, 0x5D], [0x5B, 0x22, 0xED, 0xA0, 0x80, 0x22, 0x5D],
                                [0x5B, 0x22, 0x01, 0x22, 0x5D], [0x5B, 0x22, 0x7F, 0x22, 0x5D]] {
