@@ -23,7 +23,8 @@
 #      Tests/flatpak/run.sh: the Secret portal and the file keyring, read and written beside
 #      libsecret's own file backend, a sign-in finished by another instance of the app;
 #      Tests/flatpak/c.sh: the C ABI's invalidation, listener, sign-in, memory-scan, wipe and
-#      fork() tests, each program in a sandbox instance; Tests/flatpak/migration.sh: with the talk-name, the host's session moves into the file);
+#      fork() tests, each program in a sandbox instance; Tests/flatpak/cli.sh: the CLI suite
+#      (Tests/cli/run.sh) inside a sandbox instance; Tests/flatpak/migration.sh: with the talk-name, the host's session moves into the file);
 #  10. the provider matrix (scripts/test-matrix.sh, docs/providers.md): Tests/providers/run.sh on
 #      gnome-keyring unlocked / locked since login / passwordless, KeePassXC with confirmations
 #      off and on, KWallet; the Swift, CLI and C suites on the other providers as well.
@@ -175,6 +176,9 @@ flatpak_c_step() {
     step "Flatpak sandbox: the C ABI's tests, each program in a sandbox instance (Tests/flatpak/c.sh)"
     bounded "${PORTAL_TIMEOUT_FLATPAK_C:-600}" "Flatpak C tests" \
         scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh Tests/flatpak/c.sh
+    step "Flatpak sandbox: the portal-session command's suite in a sandbox instance (Tests/flatpak/cli.sh)"
+    bounded "${PORTAL_TIMEOUT_FLATPAK_CLI:-600}" "Flatpak CLI tests" \
+        scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh Tests/flatpak/cli.sh
 }
 api_step() {
     step "fake Portal API tests"
