@@ -42,13 +42,7 @@ final class SerialDelivery: @unchecked Sendable {
     /// Queues `job`; never blocks and never runs it on the calling thread.
     func async(_ job: @escaping @Sendable () -> Void) {
         pthread_mutex_lock(mutex)
-        if owner != getpid() {
-            owner = getpid()
-            jobs.removeAll()
-            running = false
-            thread = nil
-            ran = queued
-        }
+        forgetParentAfterFork()
         jobs.append(job)
         queued += 1
         let start = !running
@@ -69,9 +63,22 @@ final class SerialDelivery: @unchecked Sendable {
     func wait() {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
+        forgetParentAfterFork()
         if let thread, pthread_equal(thread, pthread_self()) != 0 { return }
         let target = queued
         while ran < target { pthread_cond_wait(finished, mutex) }
+    }
+
+    /// In a `fork()` child the parent's queue is not this process's: its jobs never run here, so
+    /// neither may `async` count on the parent's thread nor `wait` wait for them (a child's
+    /// `portal_free` waited forever for a delivery queued in the parent). Called with `mutex` held.
+    private func forgetParentAfterFork() {
+        guard owner != getpid() else { return }
+        owner = getpid()
+        jobs.removeAll()
+        running = false
+        thread = nil
+        ran = queued
     }
 
     private func work() {
