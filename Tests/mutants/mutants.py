@@ -185,15 +185,15 @@ def suite_files_of_kind(kind, arg, tree):
     if kind in ("c", "c-on"):
         program = arg.split(" ")[-1]
         return [f"Tests/c/{program}.c", "Tests/providers/provider_test.h", "Tests/c/run.sh"]
-    # The shell suites plant and count items through Tests/tools/keyring-items.sh.
     if kind == "provider":
-        return ["Tests/providers/", "Tests/tools/keyring-items.sh"]
+        return ["Tests/providers/"]
     if kind == "pytest":
         node = arg.split("::")[0]
         return [f"Tests/python/{node}", "Tests/python/conftest.py", "python/"]
     if kind == "script":
-        sandbox = ["scripts/with-flatpak-sandbox.sh"] if arg.startswith("Tests/flatpak/") else []
-        return [arg, os.path.dirname(arg) + "/", "Tests/tools/keyring-items.sh"] + sandbox
+        # The sandbox's harness, and keyringctl's stand-in there (Tests/flatpak/*.sh pass it).
+        sandbox = ["scripts/with-flatpak-sandbox.sh", "Tests/tools/keyringctl-sandbox.py"] if arg.startswith("Tests/flatpak/") else []
+        return [arg, os.path.dirname(arg) + "/"] + sandbox
     if kind == "fault":
         return ["Tests/fault/"]
     return [""]  # unknown kind: every change counts

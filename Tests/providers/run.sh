@@ -32,7 +32,7 @@
 #     every provider but keepassxc-confirm).
 # Provider flatpak (Tests/flatpak/providers.sh runs this script inside a Flatpak sandbox, over the
 # file keyring keyed by the Secret portal): the same round trips, unusable, foreign and look-alike
-# items (planted and counted by libsecret's secret-tool, whose file backend shares the file), and
+# items (planted and counted by Tests/tools/keyringctl-sandbox.py: libsecret's secret-tool), and
 # instead of the bus capture the keyring file holding no token in clear; the locked and stopped
 # provider checks are Tests/flatpak/run.sh's (it locks and stops the host's side from outside).
 # Exits 1 if any check failed; every step is bounded in time.
@@ -46,15 +46,13 @@ for var in PORTAL_TEST_KEYRING_DIR DBUS_SESSION_BUS_ADDRESS; do
     [[ -n ${!var:-} ]] || { echo "providers/run.sh: $var unset: run inside scripts/with-keyring.sh" >&2; exit 2; }
 done
 [[ -x $ps_bin ]] || { echo "providers/run.sh: $ps_bin not built (swift build)" >&2; exit 2; }
-[[ $provider == flatpak || -x $kctl ]] || { echo "providers/run.sh: keyringctl not built at $kctl" >&2; exit 2; }
+[[ -x $kctl ]] || { echo "providers/run.sh: keyringctl not built at $kctl" >&2; exit 2; }
 
 passed=0 failed=0
 ok() { passed=$((passed + 1)); printf '  ok    [%s] %s\n' "$provider" "$*"; }
 bad() { failed=$((failed + 1)); printf '  FAIL  [%s] %s\n' "$provider" "$*"; }
 note() { printf '  note  [%s] %s\n' "$provider" "$*"; }
 skip() { printf '  skip  [%s] %s\n' "$provider" "$*"; }
-# Plants, counts and deletes items: keyringctl, or secret-tool in a Flatpak sandbox.
-source "$repo/Tests/tools/keyring-items.sh"
 tmp=$PORTAL_TEST_KEYRING_DIR/providers-test
 mkdir -p "$tmp"
 
@@ -75,7 +73,7 @@ ps() {
         bad "$what: exit $got, wanted $want; stdout: ${out:0:300}; stderr: ${err:0:300}"
     fi
 }
-count() { kcount "$schema" "auth_environment_id=$1" 2>/dev/null || echo "?"; }
+count() { timeout 30 "$kctl" count --schema "$schema" "auth_environment_id=$1" 2>/dev/null || echo "?"; }
 b64url() { printf '%s' "$1" | basenc --base64url | tr -d '=\n'; }
 
 # Restarts gnome-keyring-daemon WITHOUT --unlock over the keyrings on disk (as after a reboot
@@ -413,18 +411,18 @@ fi
 
 echo "== [$provider] unusable and foreign items"
 [[ $provider == flatpak ]] || timeout 30 "$kctl" unlock 2>/dev/null
-printf 'garbage' | kstore "$schema" "auth_environment_id=$env_id" session_generation=00 >/dev/null ||
+printf 'garbage' | timeout 30 "$kctl" store --schema "$schema" "auth_environment_id=$env_id" session_generation=00 >/dev/null ||
     bad "storing the unusable item failed"
-printf 'garbage' | kstore org.example.LookAlike "auth_environment_id=$env_id" >/dev/null ||
+printf 'garbage' | timeout 30 "$kctl" store --schema org.example.LookAlike "auth_environment_id=$env_id" >/dev/null ||
     bad "storing the foreign item failed"
 ps 1 "restore with an unusable item of ours says signed out" -- restore
 (( $(count "$env_id") == 0 )) && ok "the unusable item was deleted" || bad "the unusable item is still there"
-foreign=$(kcount org.example.LookAlike "auth_environment_id=$env_id")
+foreign=$(timeout 30 "$kctl" count --schema org.example.LookAlike "auth_environment_id=$env_id")
 [[ $foreign == 1 ]] && ok "the foreign item was not deleted" || bad "foreign items left: $foreign"
 ps 0 "clear leaves the foreign item alone" -- clear
-foreign=$(kcount org.example.LookAlike "auth_environment_id=$env_id")
+foreign=$(timeout 30 "$kctl" count --schema org.example.LookAlike "auth_environment_id=$env_id")
 [[ $foreign == 1 ]] && ok "the foreign item survived clear" || bad "foreign items after clear: $foreign"
-kdelete org.example.LookAlike "auth_environment_id=$env_id" >/dev/null
+timeout 30 "$kctl" delete-all --schema org.example.LookAlike "auth_environment_id=$env_id" >/dev/null
 
 echo "== [$provider] items whose attributes only look like ours (an over-matching search)"
 # KeePassXC 2.7.4 matches attribute values with the regex ^(?:value)$, and $ also matches before
@@ -433,9 +431,9 @@ echo "== [$provider] items whose attributes only look like ours (an over-matchin
 # secrets are a version-1 document (which names no auth environment) and an unusable one, so
 # only the library's attribute confirmation can tell.
 over="$env_id-over"
-printf '{"v":1,"clientSessionToken":"theirs","endUserId":"them"}' | kstore "$schema"$'\n' "auth_environment_id=$over"$'\n' \
+printf '{"v":1,"clientSessionToken":"theirs","endUserId":"them"}' | timeout 30 "$kctl" store --schema "$schema"$'\n' "auth_environment_id=$over"$'\n' \
     session_generation=00 >/dev/null || bad "storing the look-alike v1 item failed"
-printf 'garbage' | kstore "$schema"$'\n' "auth_environment_id=$over"$'\n' session_generation=01 >/dev/null ||
+printf 'garbage' | timeout 30 "$kctl" store --schema "$schema"$'\n' "auth_environment_id=$over"$'\n' session_generation=01 >/dev/null ||
     bad "storing the look-alike unusable item failed"
 matched=$(count "$over")
 note "the provider's search for our attributes returns $matched of the 2 look-alike items"
@@ -445,9 +443,9 @@ out=$(timeout 60 "${cli_over[@]}" restore 2>"$tmp/err") && got=0 || got=$?
 [[ $got == 1 ]] && ok "restore with only look-alike items says signed out (exit 1, $(( ($(date +%s%N) - start) / 1000000 )) ms)" ||
     bad "restore with look-alike items: exit $got, wanted 1; stdout: $out; stderr: $(cat "$tmp/err")"
 timeout 60 "${cli_over[@]}" clear >/dev/null 2>&1 || bad "clear with look-alike items failed"
-left=$(kcount "$schema"$'\n' "auth_environment_id=$over"$'\n' 2>/dev/null)
+left=$(timeout 30 "$kctl" count --schema "$schema"$'\n' "auth_environment_id=$over"$'\n' 2>/dev/null)
 [[ $left == 2 ]] && ok "restore and clear deleted neither look-alike item" || bad "look-alike items left: $left of 2"
-kdelete "$schema"$'\n' "auth_environment_id=$over"$'\n' >/dev/null
+timeout 30 "$kctl" delete-all --schema "$schema"$'\n' "auth_environment_id=$over"$'\n' >/dev/null
 
 echo "== [$provider] a provider that stops answering (SIGSTOP): every call ends at its deadline, nothing lost"
 if [[ $provider == flatpak ]]; then
