@@ -21,7 +21,8 @@ attributes (keyringctl without --replace adds a second one); no content type is 
 that act on the host's keyring (lock, unlock, is-locked, settle, stuck-prompter, unlock-prompt,
 content-type) exit 3 naming the sandbox: the tests do those from outside (Tests/flatpak/run.sh).
 libsecret 0.20.5 now and then waits forever for a portal answer it subscribed to too late
-(issue 26): a secret-tool run is stopped after 4 s and tried again, three times at most.
+(issue 26): a secret-tool run is stopped after 4 s and tried again, three times at most; a store
+that fails is tried again the same way.
 """
 import subprocess
 import sys
@@ -30,10 +31,15 @@ TRIES, SECONDS = 3, 4
 HOST_ONLY = {"lock", "unlock", "is-locked", "settle", "stuck-prompter", "unlock-prompt", "content-type"}
 
 
-def secret_tool(args, stdin=b""):
+def secret_tool(args, stdin=b"", merged=False):
+    """Runs secret-tool. MERGED: stderr into stdout, in the order written (secret-tool's search
+    writes an item's attributes on stderr, the rest of it on stdout: both line-buffered here)."""
+    command = ["stdbuf", "-oL", "-eL", "secret-tool", *args] if merged else ["secret-tool", *args]
     for _ in range(TRIES):
         try:
-            return subprocess.run(["secret-tool", *args], input=stdin, capture_output=True, timeout=SECONDS)
+            if merged:
+                return subprocess.run(command, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=SECONDS)
+            return subprocess.run(command, input=stdin, capture_output=True, timeout=SECONDS)
         except subprocess.TimeoutExpired:
             continue
     sys.exit(f"keyringctl-sandbox: secret-tool {args[0]} hung {TRIES} times ({SECONDS} s each)")
@@ -65,9 +71,10 @@ def parse(argv):
 
 def items(pairs):
     """The matching items' attributes (xdg:schema included), from `secret-tool search --all`."""
-    out = secret_tool(["search", "--all", *pairs]).stdout.decode("utf-8", "surrogateescape")
+    out = secret_tool(["search", "--all", *pairs], merged=True).stdout.decode("utf-8", "surrogateescape")
     found, current, last = [], None, None
-    for line in out.split("\n"):
+    lines = out.split("\n")
+    for line in lines[:-1] if lines[-1] == "" else lines:
         if line.startswith("[") and line.endswith("]"):
             current, last = {}, None
             found.append(current)
@@ -98,8 +105,15 @@ def main(argv):
     if command == "store":
         if "--schema" not in options:
             sys.exit("keyringctl-sandbox: store needs --schema")
-        done = secret_tool(["store", "--label", options.get("--label", "keyringctl-sandbox"), *pairs], sys.stdin.buffer.read())
-        sys.stderr.buffer.write(done.stderr)
+        # A store that failed is tried again (it replaces, so a repeat adds nothing): once in a
+        # few hundred under load, secret-tool store exits 1 at once. Its message is kept.
+        secret, label = sys.stdin.buffer.read(), options.get("--label", "keyringctl-sandbox")
+        for _ in range(TRIES):
+            done = secret_tool(["store", "--label", label, *pairs], secret)
+            sys.stderr.buffer.write(done.stderr)
+            if done.returncode == 0:
+                break
+            print(f"keyringctl-sandbox: secret-tool store exited {done.returncode}; trying again", file=sys.stderr)
         if done.returncode == 0:
             print("(file keyring item)")
         return done.returncode
