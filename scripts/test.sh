@@ -24,7 +24,8 @@
 #      libsecret's own file backend, a sign-in finished by another instance of the app;
 #      Tests/flatpak/c.sh: the C ABI's invalidation, listener, sign-in, memory-scan, wipe and
 #      fork() tests, each program in a sandbox instance; Tests/flatpak/cli.sh: the CLI suite
-#      (Tests/cli/run.sh) inside a sandbox instance; Tests/flatpak/migration.sh: with the talk-name, the host's session moves into the file);
+#      (Tests/cli/run.sh) inside a sandbox instance; Tests/flatpak/providers.sh: the keyring
+#      contract suite (Tests/providers/run.sh) there, the provider matrix's sandbox entry; Tests/flatpak/migration.sh: with the talk-name, the host's session moves into the file);
 #  10. the provider matrix (scripts/test-matrix.sh, docs/providers.md): Tests/providers/run.sh on
 #      gnome-keyring unlocked / locked since login / passwordless, KeePassXC with confirmations
 #      off and on, KWallet; the Swift, CLI and C suites on the other providers as well.
@@ -179,6 +180,9 @@ flatpak_c_step() {
     step "Flatpak sandbox: the portal-session command's suite in a sandbox instance (Tests/flatpak/cli.sh)"
     bounded "${PORTAL_TIMEOUT_FLATPAK_CLI:-600}" "Flatpak CLI tests" \
         scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh Tests/flatpak/cli.sh
+    step "Flatpak sandbox: the keyring contract suite in a sandbox instance, the matrix's sandbox entry (Tests/flatpak/providers.sh)"
+    bounded "${PORTAL_TIMEOUT_FLATPAK_PROVIDERS:-300}" "Flatpak keyring contract" \
+        scripts/with-flatpak-sandbox.sh --host Tests/flatpak/providers.sh
 }
 api_step() {
     step "fake Portal API tests"

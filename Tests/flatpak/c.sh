@@ -4,9 +4,9 @@
 #
 #   swift build && scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh Tests/flatpak/c.sh [BUILD_DIR]
 #
-# The programs of Tests/c/run.sh that need no keyring tool of the host (keyringctl locks, daemon
-# restarts), built into BUILD_DIR (default build/c-flatpak, inside the repository: the sandbox
-# sees it read-only), linked to $PORTAL_KEYRING_LIBDIR (default .build/debug):
+# The programs of Tests/c/run.sh, built into BUILD_DIR (default build/c-flatpak, inside the
+# repository: the sandbox sees it read-only), linked to $PORTAL_KEYRING_LIBDIR (default
+# .build/debug):
 #   invalidation_test       a 401 clears the stored session once and tells every listener once
 #   listener_lifetime_test  listeners of a freed handle delete nothing
 #   async_signin_test       the non-blocking sign-in calls, persisting into the file keyring
@@ -14,6 +14,16 @@
 #   memscan_test            no copy of the token left in memory after each API path
 #   wipe_test               freed strings, sessions and portals are wiped
 #   fork_test               a fork() child works (the parent's key is kept) or fails naming fork()
+#   abi_test                every entry point's arguments and answers, round trips, the stored
+#                           item's attributes and document, unusable and foreign items, threads
+#   watch_test              portal_auth_watch across processes: every change once, foreign and
+#                           look-alike items unheard, a burst bounded, an idle watch asleep
+# Items are planted and read by keyringctl's stand-in (Tests/tools/keyringctl-sandbox.py). What
+# needs the host's keyring or its daemon is skipped by the programs there and done from outside
+# by Tests/flatpak/run.sh (locking it, stopping the portal); not run here: async_test (a stuck
+# unlock prompter and a stopped gnome-keyring: gnome-keyring only, as on the matrix's other
+# providers) and persist_order_test (it acts right before the Secret Service's CreateItem, which
+# the file keyring has no counterpart of; Tests/flatpak/run.sh's two writers race instead).
 # The sandbox gets the fake API's address and the host's keyring pid (the programs' "inside a
 # keyring harness" check); PORTAL_TEST_PROVIDER=flatpak. Every program is bounded in time.
 # Exits 1 if any program failed, 2 if the environment is missing.
@@ -41,7 +51,8 @@ echo "== build into $build (library: $libdir)"
 read -r -a glib <<<"$(pkg-config --cflags --libs glib-2.0)"
 declare -A extra=([invalidation_test]=-pthread [memscan_test]=-pthread [wipe_test]=-pthread
     [async_signin_test]="-pthread ${glib[*]}" [listener_lifetime_test]="-pthread ${glib[*]}")
-programs=(invalidation_test listener_lifetime_test async_signin_test signin_contract_test memscan_test wipe_test fork_test)
+programs=(invalidation_test listener_lifetime_test async_signin_test signin_contract_test memscan_test wipe_test fork_test
+    abi_test watch_test)
 for name in "${programs[@]}"; do
     read -r -a flags <<<"${extra[$name]:-}"
     if gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/c/$name.c" -o "$build/$name" \
@@ -58,12 +69,15 @@ for name in "${programs[@]}"; do
     start=$SECONDS
     out=$("$PORTAL_TEST_IN_SANDBOX" env PORTAL_TEST_API_URL="$PORTAL_TEST_API_URL" PORTAL_TEST_API_HOST="$PORTAL_TEST_API_HOST" \
         PORTAL_SESSION_BIN="$cli" PORTAL_TEST_KEYRING_PID="$PORTAL_TEST_KEYRING_PID" PORTAL_TEST_PROVIDER=flatpak \
+        PORTAL_TEST_KEYRINGCTL="$repo/Tests/tools/keyringctl-sandbox.py" \
         timeout 300 "$build/$name" 2>&1)
     rc=$?
     if ((rc == 0)); then
         ok "$name in the sandbox ($((SECONDS - start)) s): $(tail -n 1 <<<"$out")"
     else
         bad "$name in the sandbox: exit $rc$( ((rc == 124)) && echo ' (timed out after 300 s)')"
+        # The failed checks (with what follows each), then how the program ended.
+        grep -i -B2 -A4 'check failed' <<<"$out" | head -n 60 | sed 's/^/  ! /'
         sed 's/^/  | /' <<<"$out" | tail -n 40
     fi
 done

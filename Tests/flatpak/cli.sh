@@ -7,8 +7,8 @@
 #
 # The whole suite runs in one sandbox instance with PORTAL_TEST_PROVIDER=flatpak: there its
 # locked-keyring checks are skipped (Tests/flatpak/run.sh locks the host's keyring from outside:
-# RetrieveSecret answered 2) and libsecret's secret-tool plants and counts items instead of
-# keyringctl. The sandbox gets the fake API's address and the host's keyring pid (the suite's
+# RetrieveSecret answered 2) and keyringctl's stand-in there (Tests/tools/keyringctl-sandbox.py:
+# libsecret's secret-tool) plants and counts items. The sandbox gets the fake API's address and the host's keyring pid (the suite's
 # "inside a keyring harness" check). Exits with the suite's status; 2 if the environment is missing.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -21,5 +21,6 @@ done
 ps_bin=${PORTAL_SESSION_BIN:-$repo/.build/debug/portal-session}
 [[ -x $ps_bin ]] || { echo "flatpak/cli.sh: $ps_bin not built (swift build)" >&2; exit 2; }
 exec "$PORTAL_TEST_IN_SANDBOX" env PORTAL_TEST_KEYRING_PID="$PORTAL_TEST_KEYRING_PID" PORTAL_TEST_PROVIDER=flatpak \
+    PORTAL_TEST_KEYRINGCTL="$repo/Tests/tools/keyringctl-sandbox.py" \
     PORTAL_TEST_API_URL="$PORTAL_TEST_API_URL" PORTAL_TEST_API_HOST="$PORTAL_TEST_API_HOST" PORTAL_SESSION_BIN="$ps_bin" \
     timeout 900 bash "$repo/Tests/cli/run.sh"

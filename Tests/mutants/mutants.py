@@ -191,7 +191,8 @@ def suite_files_of_kind(kind, arg, tree):
         node = arg.split("::")[0]
         return [f"Tests/python/{node}", "Tests/python/conftest.py", "python/"]
     if kind == "script":
-        sandbox = ["scripts/with-flatpak-sandbox.sh"] if arg.startswith("Tests/flatpak/") else []
+        # The sandbox's harness, and keyringctl's stand-in there (Tests/flatpak/*.sh pass it).
+        sandbox = ["scripts/with-flatpak-sandbox.sh", "Tests/tools/keyringctl-sandbox.py"] if arg.startswith("Tests/flatpak/") else []
         return [arg, os.path.dirname(arg) + "/"] + sandbox
     if kind == "fault":
         return ["Tests/fault/"]

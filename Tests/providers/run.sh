@@ -30,6 +30,11 @@
 #   - a session replaced by another process between the search and GetSecrets is restored as the
 #     new one, never "signed out"; replaced before every read, a storage failure (replaced_test.c;
 #     every provider but keepassxc-confirm).
+# Provider flatpak (Tests/flatpak/providers.sh runs this script inside a Flatpak sandbox, over the
+# file keyring keyed by the Secret portal): the same round trips, unusable, foreign and look-alike
+# items (planted and counted by Tests/tools/keyringctl-sandbox.py: libsecret's secret-tool), and
+# instead of the bus capture the keyring file holding no token in clear; the locked and stopped
+# provider checks are Tests/flatpak/run.sh's (it locks and stops the host's side from outside).
 # Exits 1 if any check failed; every step is bounded in time.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -47,6 +52,7 @@ passed=0 failed=0
 ok() { passed=$((passed + 1)); printf '  ok    [%s] %s\n' "$provider" "$*"; }
 bad() { failed=$((failed + 1)); printf '  FAIL  [%s] %s\n' "$provider" "$*"; }
 note() { printf '  note  [%s] %s\n' "$provider" "$*"; }
+skip() { printf '  skip  [%s] %s\n' "$provider" "$*"; }
 tmp=$PORTAL_TEST_KEYRING_DIR/providers-test
 mkdir -p "$tmp"
 
@@ -248,7 +254,11 @@ fi
 # (replaced_test.c runs `portal-session persist` right before GetSecrets).
 echo "== [$provider] the session replaced by another process during a restore"
 libdir=${PORTAL_KEYRING_LIBDIR:-$(dirname "$ps_bin")}
-if gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/providers/replaced_test.c" \
+if [[ $provider == flatpak ]]; then
+    # No GetSecrets to race: a restore reads the whole file once, and a writer replaces the file
+    # (rename); Tests/flatpak/run.sh's two processes persisting in a loop are that race.
+    skip "replaced_test: the file keyring has no read between search and secret to inject into"
+elif gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/providers/replaced_test.c" \
     -o "$tmp/replaced_test" -rdynamic -L"$libdir" -Wl,-rpath,"$libdir" -lportal-keyring 2>"$tmp/cc.err"; then
     if PORTAL_TEST_KEYRINGCTL=$kctl timeout 240 "$tmp/replaced_test" "$ps_bin" >"$tmp/replaced.out" 2>&1; then
         ok "$(tail -n 1 "$tmp/replaced.out"); $(sed -n 's/^  //p' "$tmp/replaced.out" | tr '\n' ';')"
@@ -261,37 +271,61 @@ fi
 
 echo "== [$provider] status: provider and transfer algorithm"
 ps 1 "status on an empty environment says signed out" -- status
-grep -q '^transfer: dh-ietf1024-sha256-aes128-cbc-pkcs7$' <<<"$out" &&
-    ok "secrets cross the bus encrypted (transfer: dh-ietf1024-sha256-aes128-cbc-pkcs7)" ||
-    bad "transfer algorithm: $(grep '^transfer' <<<"$out")"
-grep -q '^provider: ' <<<"$out" && ok "status names the provider: $(grep '^provider' <<<"$out" | cut -d' ' -f2-)" ||
-    bad "status names no provider: $out"
+if [[ $provider == flatpak ]]; then
+    grep -q '^backend: ' <<<"$out" && grep -q '^secretPortal: ' <<<"$out" &&
+        ok "status names the file keyring and the Secret portal: $(grep -E '^(backend|secretPortal): ' <<<"$out" | tr '\n' ' ')" ||
+        bad "status over the file keyring: $out"
+else
+    grep -q '^transfer: dh-ietf1024-sha256-aes128-cbc-pkcs7$' <<<"$out" &&
+        ok "secrets cross the bus encrypted (transfer: dh-ietf1024-sha256-aes128-cbc-pkcs7)" ||
+        bad "transfer algorithm: $(grep '^transfer' <<<"$out")"
+    grep -q '^provider: ' <<<"$out" && ok "status names the provider: $(grep '^provider' <<<"$out" | cut -d' ' -f2-)" ||
+        bad "status names no provider: $out"
+fi
 
-echo "== [$provider] the token never crosses the bus in clear"
 marker="clear-marker-$$-$RANDOM$RANDOM"
-if command -v dbus-monitor >/dev/null; then
-    timeout 60 dbus-monitor --session --binary >"$tmp/capture.bin" 2>"$tmp/monitor.err" &
-    monitor=$!
-    sleep 0.5
-    printf '%s' "$marker" >"$tmp/marker"
+printf '%s' "$marker" >"$tmp/marker"
+if [[ $provider == flatpak ]]; then
+    # No Secret Service on the bus here (the portal hands out a key, through a pipe): what must
+    # never hold the token in clear is the file keyring.
+    echo "== [$provider] the token is never in clear in the file keyring"
     ps 0 "persist a marker token" "$tmp/marker" -- persist --end-user-id eu-marker
     ps 0 "restore it" -- restore --show-token
     [[ $out == *"$marker"* ]] && ok "restore returned the marker" || bad "restore did not return the marker: $out"
-    sleep 0.3
-    kill "$monitor" 2>/dev/null
-    wait "$monitor" 2>/dev/null
-    size=$(stat -c %s "$tmp/capture.bin")
-    if ((size < 1000)); then
-        bad "the bus capture is empty ($size bytes): $(head -c 300 "$tmp/monitor.err")"
-    elif grep -qaF -e "$marker" -e "$(b64url "$marker")" -e "portal-keyring-session/2" "$tmp/capture.bin"; then
-        bad "the token or the stored document crossed the bus in clear"
+    ps 0 "status names the file" -- status
+    file=$(sed -n 's/^file: //p' <<<"$out")
+    if [[ ! -s $file ]]; then
+        bad "no keyring file at '$file'"
+    elif grep -qaF -e "$marker" -e "$(b64url "$marker")" -e "portal-keyring-session/2" "$file"; then
+        bad "the token or the stored document is in clear in $file"
     else
-        ok "a $size-byte capture of the bus holds neither the token, its base64url form nor the document"
+        ok "the $(stat -c %s "$file")-byte file holds neither the token, its base64url form nor the document"
     fi
-    grep -qaF "OpenSession" "$tmp/capture.bin" || grep -qaF "dh-ietf1024" "$tmp/capture.bin" ||
-        note "the capture shows no OpenSession (the session was opened before the capture began)"
 else
-    bad "dbus-monitor is not installed (Debian package dbus-bin)"
+    echo "== [$provider] the token never crosses the bus in clear"
+    if command -v dbus-monitor >/dev/null; then
+        timeout 60 dbus-monitor --session --binary >"$tmp/capture.bin" 2>"$tmp/monitor.err" &
+        monitor=$!
+        sleep 0.5
+        ps 0 "persist a marker token" "$tmp/marker" -- persist --end-user-id eu-marker
+        ps 0 "restore it" -- restore --show-token
+        [[ $out == *"$marker"* ]] && ok "restore returned the marker" || bad "restore did not return the marker: $out"
+        sleep 0.3
+        kill "$monitor" 2>/dev/null
+        wait "$monitor" 2>/dev/null
+        size=$(stat -c %s "$tmp/capture.bin")
+        if ((size < 1000)); then
+            bad "the bus capture is empty ($size bytes): $(head -c 300 "$tmp/monitor.err")"
+        elif grep -qaF -e "$marker" -e "$(b64url "$marker")" -e "portal-keyring-session/2" "$tmp/capture.bin"; then
+            bad "the token or the stored document crossed the bus in clear"
+        else
+            ok "a $size-byte capture of the bus holds neither the token, its base64url form nor the document"
+        fi
+        grep -qaF "OpenSession" "$tmp/capture.bin" || grep -qaF "dh-ietf1024" "$tmp/capture.bin" ||
+            note "the capture shows no OpenSession (the session was opened before the capture began)"
+    else
+        bad "dbus-monitor is not installed (Debian package dbus-bin)"
+    fi
 fi
 ps 0 "clear" -- clear
 
@@ -306,8 +340,10 @@ for i in "${!tokens[@]}"; do
     got=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.read()).get("clientSessionToken",""), end="")' <<<"$out" 2>/dev/null)
     [[ $got == "${tokens[$i]}" ]] && ok "token $i comes back byte-exact" || bad "token $i came back as '${got:0:80}'"
 done
-type=$(timeout 30 "$kctl" content-type --schema "$schema" "auth_environment_id=$env_id" 2>/dev/null)
-if [[ $provider == gnome-keyring* ]]; then
+[[ $provider == flatpak ]] || type=$(timeout 30 "$kctl" content-type --schema "$schema" "auth_environment_id=$env_id" 2>/dev/null)
+if [[ $provider == flatpak ]]; then
+    skip "content type: libsecret's file format keeps none (secret-tool lookup of our item: Tests/flatpak/run.sh)"
+elif [[ $provider == gnome-keyring* ]]; then
     [[ $type == text/plain* ]] && ok "gnome-keyring stores no content type (answers text/plain)" || bad "content type: $type"
 else
     # KeePassXC turns text/* and text/plain subtypes (application/json) into entry passwords.
@@ -329,7 +365,11 @@ ps 0 "clear" -- clear
 (( $(count "$env_id") == 0 )) && ok "clear deleted the item" || bad "clear left $(count "$env_id") items"
 
 echo "== [$provider] locked is not signed out"
-if timeout 30 "$kctl" lock 2>"$tmp/err"; then
+if [[ $provider == flatpak ]]; then
+    # The sandbox cannot lock the host's keyring; Tests/flatpak/run.sh locks it from outside
+    # (RetrieveSecret answered 2: a storage failure, nothing deleted).
+    skip "locking: done from outside the sandbox by Tests/flatpak/run.sh"
+elif timeout 30 "$kctl" lock 2>"$tmp/err"; then
     printf 'tok-locked' >"$tmp/t"
     timeout 30 "$kctl" unlock
     ps 0 "persist before locking" "$tmp/t" -- persist --end-user-id eu-locked
@@ -370,11 +410,11 @@ if [[ $provider == gnome-keyring || $provider == gnome-keyring-locked ]]; then
 fi
 
 echo "== [$provider] unusable and foreign items"
-timeout 30 "$kctl" unlock 2>/dev/null
+[[ $provider == flatpak ]] || timeout 30 "$kctl" unlock 2>/dev/null
 printf 'garbage' | timeout 30 "$kctl" store --schema "$schema" "auth_environment_id=$env_id" session_generation=00 >/dev/null ||
-    bad "keyringctl store failed"
+    bad "storing the unusable item failed"
 printf 'garbage' | timeout 30 "$kctl" store --schema org.example.LookAlike "auth_environment_id=$env_id" >/dev/null ||
-    bad "keyringctl store (foreign) failed"
+    bad "storing the foreign item failed"
 ps 1 "restore with an unusable item of ours says signed out" -- restore
 (( $(count "$env_id") == 0 )) && ok "the unusable item was deleted" || bad "the unusable item is still there"
 foreign=$(timeout 30 "$kctl" count --schema org.example.LookAlike "auth_environment_id=$env_id")
@@ -391,10 +431,10 @@ echo "== [$provider] items whose attributes only look like ours (an over-matchin
 # secrets are a version-1 document (which names no auth environment) and an unusable one, so
 # only the library's attribute confirmation can tell.
 over="$env_id-over"
-printf '{"v":1,"clientSessionToken":"theirs","endUserId":"them"}' | timeout 30 "$kctl" store \
-    --schema "$schema"$'\n' "auth_environment_id=$over"$'\n' session_generation=00 >/dev/null || bad "keyringctl store (look-alike v1) failed"
-printf 'garbage' | timeout 30 "$kctl" store \
-    --schema "$schema"$'\n' "auth_environment_id=$over"$'\n' session_generation=01 >/dev/null || bad "keyringctl store (look-alike unusable) failed"
+printf '{"v":1,"clientSessionToken":"theirs","endUserId":"them"}' | timeout 30 "$kctl" store --schema "$schema"$'\n' "auth_environment_id=$over"$'\n' \
+    session_generation=00 >/dev/null || bad "storing the look-alike v1 item failed"
+printf 'garbage' | timeout 30 "$kctl" store --schema "$schema"$'\n' "auth_environment_id=$over"$'\n' session_generation=01 >/dev/null ||
+    bad "storing the look-alike unusable item failed"
 matched=$(count "$over")
 note "the provider's search for our attributes returns $matched of the 2 look-alike items"
 cli_over=("${cli[@]/$env_id/$over}")
@@ -408,42 +448,47 @@ left=$(timeout 30 "$kctl" count --schema "$schema"$'\n' "auth_environment_id=$ov
 timeout 30 "$kctl" delete-all --schema "$schema"$'\n' "auth_environment_id=$over"$'\n' >/dev/null
 
 echo "== [$provider] a provider that stops answering (SIGSTOP): every call ends at its deadline, nothing lost"
-# The provider's pid from the bus (earlier sections may have restarted it).
-provider_pid=$(timeout 5 gdbus call --session -d org.freedesktop.DBus -o /org/freedesktop/DBus \
-    -m org.freedesktop.DBus.GetConnectionUnixProcessID org.freedesktop.secrets 2>/dev/null | sed -n 's/.*uint32 \([0-9]*\).*/\1/p')
-if [[ -n $provider_pid ]] && kill -0 "$provider_pid" 2>/dev/null; then
-    printf 'tok-before-stop' >"$tmp/t"
-    ps 0 "persist before the provider stops" "$tmp/t" -- persist --end-user-id eu-stop
-    kill -STOP "$provider_pid"
-    # Timed from outside the process: the bound lies halfway between one deadline and two, a
-    # whole second either side (a loaded machine once stalled a command 600 ms).
-    stopped() { # NAME COMMAND...: exit 2 "did not answer" within 3 s at a 2000 ms deadline
-        local name=$1 input=/dev/null start ms code
-        shift
-        [[ $1 == persist ]] && input=$tmp/t2
-        start=$(date +%s%N)
-        out=$(timeout 30 "${cli[@]:0:5}" --timeout-ms 2000 "$@" <"$input" 2>"$tmp/err") && code=0 || code=$?
-        ms=$(( ($(date +%s%N) - start) / 1000000 ))
-        # (status prints its findings, the error included, on stdout)
-        if [[ $code == 2 ]] && ((ms < 3000)) && grep -q "did not answer" <<<"$(cat "$tmp/err"; printf '%s' "$out")"; then
-            ok "$name with the provider stopped: exit 2 at the 2000 ms deadline ($ms ms)"
-        else
-            bad "$name with the provider stopped: exit $code after $ms ms; stderr: $(head -c 300 "$tmp/err")"
-        fi
-    }
-    printf 'tok-during-stop' >"$tmp/t2"
-    stopped restore restore
-    stopped persist persist --end-user-id eu-stop-2
-    stopped clear clear
-    stopped status status
-    kill -CONT "$provider_pid"
-    out=$(timeout 60 "${cli[@]}" restore --show-token --json 2>"$tmp/err") && got=0 || got=$?
-    token=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.read()).get("clientSessionToken",""), end="")' <<<"$out" 2>/dev/null)
-    [[ $got == 0 && $token == tok-before-stop ]] && ok "after SIGCONT the session stored before the stop is restored" ||
-        bad "after SIGCONT: exit $got, token '$token'; stderr: $(head -c 300 "$tmp/err")"
-    ps 0 "clear after SIGCONT" -- clear
+if [[ $provider == flatpak ]]; then
+    # The portal runs outside the sandbox's pid namespace: Tests/flatpak/run.sh stops it.
+    skip "stopping the provider: Tests/flatpak/run.sh stops the portal from outside the sandbox"
 else
-    bad "no provider pid on the bus: cannot stop it"
+    # The provider's pid from the bus (earlier sections may have restarted it).
+    provider_pid=$(timeout 5 gdbus call --session -d org.freedesktop.DBus -o /org/freedesktop/DBus \
+        -m org.freedesktop.DBus.GetConnectionUnixProcessID org.freedesktop.secrets 2>/dev/null | sed -n 's/.*uint32 \([0-9]*\).*/\1/p')
+    if [[ -n $provider_pid ]] && kill -0 "$provider_pid" 2>/dev/null; then
+        printf 'tok-before-stop' >"$tmp/t"
+        ps 0 "persist before the provider stops" "$tmp/t" -- persist --end-user-id eu-stop
+        kill -STOP "$provider_pid"
+        # Timed from outside the process: the bound lies halfway between one deadline and two, a
+        # whole second either side (a loaded machine once stalled a command 600 ms).
+        stopped() { # NAME COMMAND...: exit 2 "did not answer" within 3 s at a 2000 ms deadline
+            local name=$1 input=/dev/null start ms code
+            shift
+            [[ $1 == persist ]] && input=$tmp/t2
+            start=$(date +%s%N)
+            out=$(timeout 30 "${cli[@]:0:5}" --timeout-ms 2000 "$@" <"$input" 2>"$tmp/err") && code=0 || code=$?
+            ms=$(( ($(date +%s%N) - start) / 1000000 ))
+            # (status prints its findings, the error included, on stdout)
+            if [[ $code == 2 ]] && ((ms < 3000)) && grep -q "did not answer" <<<"$(cat "$tmp/err"; printf '%s' "$out")"; then
+                ok "$name with the provider stopped: exit 2 at the 2000 ms deadline ($ms ms)"
+            else
+                bad "$name with the provider stopped: exit $code after $ms ms; stderr: $(head -c 300 "$tmp/err")"
+            fi
+        }
+        printf 'tok-during-stop' >"$tmp/t2"
+        stopped restore restore
+        stopped persist persist --end-user-id eu-stop-2
+        stopped clear clear
+        stopped status status
+        kill -CONT "$provider_pid"
+        out=$(timeout 60 "${cli[@]}" restore --show-token --json 2>"$tmp/err") && got=0 || got=$?
+        token=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.read()).get("clientSessionToken",""), end="")' <<<"$out" 2>/dev/null)
+        [[ $got == 0 && $token == tok-before-stop ]] && ok "after SIGCONT the session stored before the stop is restored" ||
+            bad "after SIGCONT: exit $got, token '$token'; stderr: $(head -c 300 "$tmp/err")"
+        ps 0 "clear after SIGCONT" -- clear
+    else
+        bad "no provider pid on the bus: cannot stop it"
+    fi
 fi
 
 printf '\nproviders/run.sh [%s]: %d passed, %d failed\n' "$provider" "$passed" "$failed"
