@@ -135,6 +135,10 @@ func run(_ options: Options) throws(UsageError) -> Exit {
                 output(json(["status": "differentEndUser", "endUserId": new, "storedEndUserId": stored]))
             } else if case .unsolicitedRedirect = error {
                 output(json(["status": "unsolicitedRedirect"]))
+            } else if exitCode(for: error) == .usage {
+                // An argument the library refused (a blank token, say): the usage object, as for
+                // the command line's own usage errors (README, "--json").
+                output(json(["status": "usage", "message": usageMessage(for: error, sources: options.sources)]))
             } else {
                 output(json(["status": exitCode(for: error) == .storage ? "unavailable" : "error",
                             "authEnvironmentId": env, "message": usageMessage(for: error, sources: options.sources)]))

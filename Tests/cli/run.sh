@@ -134,6 +134,10 @@ expect 64 "--json before an unknown command" -- "${cli[@]}" --json frobnicate
 usage_json "--json frobnicate"
 expect 64 "restore --json without an auth environment" -- env -u PORTAL_AUTH_ENVIRONMENT_ID "$ps_bin" restore --json
 usage_json "restore --json without --env"
+expect 64 "persist --json with an empty token (refused by the library)" -- sh -c 'printf "" | "$@" persist --json --end-user-id eu' sh "${cli[@]}"
+usage_json "persist --json with an empty token"
+expect 64 "persist --json with a blank --end-user-id" -- sh -c 'printf "tok" | "$@" persist --json --end-user-id " "' sh "${cli[@]}"
+usage_json "persist --json with a blank --end-user-id"
 expect 64 "a usage error without --json" -- "${cli[@]}" clear --frob
 [[ -z $out ]] && ok "without --json a usage error prints nothing on stdout" || bad "clear --frob printed: $out"
 expect 0 "help help" -- "$ps_bin" help help
