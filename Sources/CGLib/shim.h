@@ -16,3 +16,17 @@ static inline int portal_gcrypt_initialize(void)
     }
     return gcry_control(GCRYCTL_OPERATIONAL_P) ? 1 : 0;
 }
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+/* renameat2(2), through syscall(): glibc declares it only under _GNU_SOURCE, which the Swift
+ * importer does not see here. The file keyring's writer replaces the file and checks what it
+ * replaced in one step (RENAME_EXCHANGE), or creates it only where none is (RENAME_NOREPLACE).
+ * -1 with errno ENOSYS on a kernel without it (before 3.15), EINVAL on a filesystem without it. */
+#define PORTAL_RENAME_NOREPLACE 1u
+#define PORTAL_RENAME_EXCHANGE 2u
+static inline int portal_renameat2(const char *from, const char *to, unsigned int flags)
+{
+    return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, flags);
+}

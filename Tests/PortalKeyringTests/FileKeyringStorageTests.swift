@@ -255,6 +255,27 @@ import Glibc
         #expect(try store.restore(authEnvironmentId: "env") == nil)
     }
 
+    /// libsecret replacing the file after our writer made its new file, right before our rename
+    /// (a store of libsecret takes no lock): the rename does not overwrite it; the persist starts
+    /// over on libsecret's file, and both the app's item and the new sign-in are there.
+    @Test func aWriteByLibsecretRightBeforeOurRenameIsNotLost() throws {
+        let store = try FileStore()
+        try auth(store).persistSession(endUserId: "u", clientSessionToken: "t")
+        let path = store.path
+        let attempts = Lock(0)
+        FileKeyringFile.beforeReplace = { _ in
+            if attempts.withLock({ $0 += 1; return $0 }) == 1 {
+                _ = try? SecretTool.store(file: path, password: ourSecret, label: "meanwhile", ["account", "me"],
+                                          secret: Array("libsecret's".utf8))
+            }
+        }
+        defer { FileKeyringFile.beforeReplace = nil }
+        try auth(store).persistSession(endUserId: "u2", clientSessionToken: "t2")
+        #expect(attempts.withLock { $0 } == 2, "the persist wrote once more, on libsecret's file")
+        #expect(try SecretTool.lookup(file: path, password: ourSecret, ["account", "me"]) == Array("libsecret's".utf8))
+        #expect(try auth(store).restoreSession()?.endUserId == "u2")
+    }
+
     /// Several threads persist at once, each to an auth environment of its own and all to a
     /// shared one: every persist succeeds (they take turns), none is lost, and what stays of the
     /// shared one is the persist that ranks last.

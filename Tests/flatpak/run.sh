@@ -27,6 +27,9 @@
 #     also when there is no file yet; after an unlock the same session is restored;
 #   - the portal stopped (no answer) or gone: a storage failure naming the portal, within the
 #     deadline; once it answers again, the next call works;
+#   - libsecret's secret-tool storing 20 items of the app in one instance while another persists
+#     20 times: every item libsecret stored is still there (our writer puts back a file it
+#     replaced that was not the one it read), no persist fails;
 #   - PORTAL_TEST_FLATPAK_ROUNDS (1000) processes in a row each restore, each asking the portal
 #     (version and RetrieveSecret), and none hangs or fails; 100 secret-tool lookups are counted
 #     for comparison (libsecret 0.20.5 subscribes to Response after the call and hangs now and
@@ -283,6 +286,37 @@ for _ in $(seq 100); do
 done
 expect 0 "portal started again: restore" -- "${cli[@]}" restore --show-token
 [[ $out == "$current" ]] && ok "... the same session" || bad "restore after the portal's restart printed: $out"
+
+echo "== libsecret storing the app's own items while another instance persists (libsecret takes no lock)"
+# Our writer replaces the file and looks at what it replaced in one step (RENAME_EXCHANGE): a
+# store of libsecret's landing at any moment of our write is put back and our write starts over
+# on it. libsecret's own check (its etag) and rename are two steps, so a write of ours landing
+# between them is lost to it: the persist returned OK, and restore may say signed out (noted).
+cat >"$work/stores.sh" <<'EOF'
+stored=""
+for i in $(seq 20); do
+    for try in 1 2 3; do
+        printf 'v%s' "$i" | timeout 10 secret-tool store --label "race $i" app_race "item-$i" 2>>"$HOME/stores.err"; rc=$?
+        [ "$rc" = 124 ] || break
+    done
+    [ "$rc" = 0 ] && stored="$stored $i"
+done
+echo "$stored"
+EOF
+sandbox bash "$work/stores.sh" >"$work/stores.out" &
+sandbox bash "$work/persists.sh" c "${cli[@]}" >"$work/c.out"
+wait
+stored=$(cat "$work/stores.out") lost=""
+for i in $stored; do [[ $(stool lookup app_race "item-$i") == "v$i" ]] || lost+=" $i"; done
+n=$(wc -w <<<"$stored")
+((n > 0)) && [[ -z $lost ]] && ok "all $n items libsecret stored meanwhile are there: none overwritten by our writes" ||
+    bad "libsecret's items lost:${lost:- (none was stored)}; $(sort "$HOME/stores.err" 2>/dev/null | uniq -c | head -3)"
+[[ $(cat "$work/c.out") == 0 ]] && ok "... and none of the 20 persists failed" || bad "persists failed: $(cat "$work/c.out")"
+out=$(sandbox "${cli[@]}" restore 2>&1)
+printf '  note  after them restore says: %s (stores libsecret refused meanwhile: %s)\n' "$out" \
+    "$(grep -c 'externally modified' "$HOME/stores.err" 2>/dev/null)"
+printf 'c-last\n' | sandbox "${cli[@]}" persist --end-user-id c >/dev/null || bad "persist after the race failed"
+for i in $(seq 20); do stool clear app_race "item-$i" >/dev/null 2>&1; done
 
 echo "== $rounds processes in a row restore, each asking the portal (version, RetrieveSecret)"
 cat >"$work/loop.sh" <<'EOF'

@@ -1,3 +1,4 @@
+import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,6 +26,11 @@ enum FileKeyringFile {
             size = Int64(status.st_size)
             modified = [Int(status.st_mtim.tv_sec), Int(status.st_mtim.tv_nsec)]
             changed = [Int(status.st_ctim.tv_sec), Int(status.st_ctim.tv_nsec)]
+        }
+
+        /// The same file, as far as a rename can tell: a rename moves the change time, not these.
+        func sameFile(as other: Stamp) -> Bool {
+            device == other.device && inode == other.inode && size == other.size && modified == other.modified
         }
     }
 
@@ -96,9 +102,68 @@ enum FileKeyringFile {
         }
     }
 
-    /// Replaces the file at `path` with `keyring` (the directory must exist). On failure the old
-    /// file is untouched and the temporary file removed.
+    /// Replaces the file at `path` with `keyring` (the directory must exist), whatever is there.
+    /// On failure the old file is untouched and the temporary file removed.
     static func write(_ keyring: FileKeyring, to path: String) throws(FileKeyringError) {
+        let (temporary, directory) = try temporaryFile(with: keyring, beside: path)
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw .io("rename \(temporary) to \(path): \(describe(code))")
+        }
+        syncDirectory(directory)
+    }
+
+    /// Replaces the file at `path` with `keyring` only while the file there is still the one
+    /// `expected` stamps (nil: still no file). False, with the file there left as it is, when
+    /// another writer replaced it meanwhile — libsecret in the same app, which takes no lock,
+    /// however late: the check and the replacement are one step (`renameat2` RENAME_EXCHANGE,
+    /// then a look at the file that came out, put back when it is not the expected one;
+    /// RENAME_NOREPLACE for a new file). A filesystem without them gets a stamp check right before
+    /// the rename.
+    static func write(_ keyring: FileKeyring, to path: String, over expected: Stamp?) throws(FileKeyringError) -> Bool {
+        let (temporary, directory) = try temporaryFile(with: keyring, beside: path)
+        beforeReplace?(path)
+        var keep = false  // whether `temporary` names a file to keep (it is unlinked otherwise)
+        defer { if !keep { unlink(temporary) } }
+        if portal_renameat2(temporary, path, expected == nil ? PORTAL_RENAME_NOREPLACE : PORTAL_RENAME_EXCHANGE) != 0 {
+            let code = errno
+            // EEXIST: a file appeared; ENOENT: the file went away. Either way, not the one read.
+            if code == EEXIST || code == ENOENT { return false }
+            guard code == EINVAL || code == ENOSYS else { throw .io("rename \(temporary) to \(path): \(describe(code))") }
+            guard try stamp(path) == expected else { return false }
+            guard rename(temporary, path) == 0 else { throw .io("rename \(temporary) to \(path): \(describe(errno))") }
+            keep = true
+            syncDirectory(directory)
+            return true
+        }
+        guard let expected else {
+            keep = true
+            syncDirectory(directory)
+            return true
+        }
+        // `temporary` now names the file that was at `path` (renamed: its ctime moved, not its identity).
+        var status = stat()
+        if lstat(temporary, &status) == 0 && Stamp(status).sameFile(as: expected) {
+            syncDirectory(directory)
+            return true  // the old file is unlinked
+        }
+        // Another writer's file: it goes back (ours was never announced), and the caller starts
+        // over on it.
+        keep = true
+        guard rename(temporary, path) == 0 else {
+            throw .io("rename \(temporary) back to \(path): \(describe(errno)); another writer's file is left at \(temporary)")
+        }
+        return false
+    }
+
+    /// A test's hook between writing the new file and putting it in place (nil in production).
+    nonisolated(unsafe) static var beforeReplace: ((String) -> Void)?
+
+    /// A new file beside `path` (same directory, mode 0600) holding `keyring`, written and
+    /// fsync'ed; its path and the directory's.
+    private static func temporaryFile(with keyring: FileKeyring, beside path: String)
+        throws(FileKeyringError) -> (path: String, directory: String) {
         let bytes = FileKeyringFormat.encode(keyring)
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
@@ -109,16 +174,19 @@ enum FileKeyringFile {
         guard fd >= 0 else { throw .io("create a file in \(directory): \(describe(errno))") }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var renamed = false
-        defer {
-            if !renamed { unlink(temporary) }
-        }
         let written = Result { () throws(FileKeyringError) in try fill(fd, with: bytes, name: temporary) }
         close(fd)
-        try written.get()
-        guard rename(temporary, path) == 0 else { throw .io("rename \(temporary) to \(path): \(describe(errno))") }
-        renamed = true
-        // The rename itself is durable once the directory is; a failure here leaves a complete file.
+        do throws(FileKeyringError) {
+            try written.get()
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        return (temporary, directory)
+    }
+
+    /// A rename is durable once its directory is; a failure here leaves a complete file.
+    private static func syncDirectory(_ directory: String) {
         let directoryFd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directoryFd >= 0 {
             _ = fsync(directoryFd)

@@ -131,9 +131,10 @@ extension FileKeyringStorage {
             guard g_get_monotonic_time() < end else {
                 throw .fileKeyring("\(path): \(operation) did not finish within \(timeouts.callMilliseconds) ms; nothing was written")
             }
-            // Replaced meanwhile by a writer that takes no lock: start over on its file.
-            if try mapping({ () throws(FileKeyringError) in try FileKeyringFile.stamp(path) }) != loaded?.stamp { continue }
-            try mapping { () throws(FileKeyringError) in try FileKeyringFile.write(keyring, to: path) }
+            // Replaced meanwhile by a writer that takes no lock (up to the moment of our rename):
+            // start over on its file.
+            guard try mapping({ () throws(FileKeyringError) in try FileKeyringFile.write(keyring, to: path, over: loaded?.stamp) })
+            else { continue }
             return result
         }
     }
