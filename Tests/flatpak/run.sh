@@ -296,7 +296,7 @@ cat >"$work/stores.sh" <<'EOF'
 stored=""
 for i in $(seq 20); do
     for try in 1 2 3; do
-        printf 'v%s' "$i" | timeout 10 secret-tool store --label "race $i" app_race "item-$i" 2>>"$HOME/stores.err"; rc=$?
+        printf 'v%s' "$i" | timeout 4 secret-tool store --label "race $i" app_race "item-$i" 2>>"$HOME/stores.err"; rc=$?
         [ "$rc" = 124 ] || break
     done
     [ "$rc" = 0 ] && stored="$stored $i"
@@ -304,8 +304,9 @@ done
 echo "$stored"
 EOF
 sandbox bash "$work/stores.sh" >"$work/stores.out" &
+stores=$!
 sandbox bash "$work/persists.sh" c "${cli[@]}" >"$work/c.out"
-wait
+wait "$stores"  # (not every child: the portal started again above is one)
 stored=$(cat "$work/stores.out") lost=""
 for i in $stored; do [[ $(stool lookup app_race "item-$i") == "v$i" ]] || lost+=" $i"; done
 n=$(wc -w <<<"$stored")
