@@ -7,7 +7,7 @@ let package = Package(
     products: [
         // libportal-keyring.so: the C ABI (Include/portal_keyring.h).
         .library(name: "portal-keyring", type: .dynamic, targets: ["PortalKeyringC"]),
-        // The Swift core, for Swift apps.
+        // The Swift API, for Swift apps: the core and its `async` spellings.
         .library(name: "PortalKeyring", targets: ["PortalKeyring"]),
         // The command-line tool for scripts and desktop integration.
         .executable(name: "portal-session", targets: ["portal-session"]),
@@ -30,22 +30,31 @@ let package = Package(
         .systemLibrary(name: "CPortalKeyring", path: "Include"),
         // jsmn (Debian libjsmn-dev), the JSON tokenizer: its definitions compiled once, strict.
         .target(name: "CJsmn"),
+        // The core: the keyring, the HTTP client, the sign-ins, the watch; blocking calls only,
+        // so that it needs neither Swift's concurrency runtime nor libdispatch.
+        .target(
+            name: "PortalKeyringCore",
+            dependencies: ["CGLib", "CCurl", "CJsmn"]
+        ),
+        // The Swift API: the core re-exported, with the `async` spellings and main-actor
+        // listeners (the concurrency runtime), which the C library does not link.
         .target(
             name: "PortalKeyring",
-            dependencies: ["CGLib", "CCurl", "CJsmn"]
+            dependencies: ["PortalKeyringCore"]
         ),
         .target(
             name: "PortalKeyringC",
             // CGLib for GLib's main contexts: the completion queues of the non-blocking calls.
-            dependencies: ["PortalKeyring", "CPortalKeyring", "CGLib"]
+            dependencies: ["PortalKeyringCore", "CPortalKeyring", "CGLib"]
         ),
         .executableTarget(
             name: "portal-session",
-            dependencies: ["PortalKeyring"]
+            // Blocking calls only: the core, without the concurrency runtime.
+            dependencies: ["PortalKeyringCore"]
         ),
         .testTarget(
             name: "PortalKeyringTests",
-            dependencies: ["PortalKeyring"]
+            dependencies: ["PortalKeyring", "PortalKeyringCore"]
         ),
     ]
 )

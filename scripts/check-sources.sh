@@ -6,11 +6,15 @@
 #      refactor that strands a mutant fails here at once, not at the next full mutation run;
 #   3. CI's choice of mutants (`mutants.py select`) picks what a change guards
 #      (Tests/mutants/test_select.py, on a throw-away git repository);
-#   4. the library (Sources/PortalKeyring, Sources/PortalKeyringC) imports neither Foundation nor
-#      FoundationEssentials: loaded into other people's processes, it stays light (issue 27; the
-#      portal-session command may use them).
+#   4. the library (Sources/PortalKeyringCore, Sources/PortalKeyring, Sources/PortalKeyringC)
+#      imports neither Foundation nor FoundationEssentials: loaded into other people's processes,
+#      it stays light (issue 27; the portal-session command may use them);
 #   5. no `Lock` guards an empty value (`Lock<Void>`): ThreadSanitizer reports a false race on it
-#      (Sources/PortalKeyring/Lock.swift).
+#      (Sources/PortalKeyringCore/Lock.swift);
+#   6. what the C library links (Sources/PortalKeyringCore, Sources/PortalKeyringC) uses no Swift
+#      concurrency (async functions, await, Task, actors, async sequences, continuations): one use
+#      links Swift's concurrency runtime and libdispatch into libportal-keyring.so (0.67 MB;
+#      bench/results.md). The `async` Swift API lives in Sources/PortalKeyring.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 failed=0
@@ -24,7 +28,7 @@ else
     echo "check-sources: every force-unwrap in Sources/ is marked '// trusted:'"
 fi
 foundation=$(grep -rnE '^[[:space:]]*(@_implementationOnly[[:space:]]+|(public|internal|package|private|fileprivate)[[:space:]]+)?import[[:space:]]+(struct[[:space:]]+|class[[:space:]]+|enum[[:space:]]+|func[[:space:]]+)?(Foundation|FoundationEssentials|FoundationInternationalization)\b' \
-    --include='*.swift' Sources/PortalKeyring Sources/PortalKeyringC || true)
+    --include='*.swift' Sources/PortalKeyringCore Sources/PortalKeyring Sources/PortalKeyringC || true)
 if [[ -n $foundation ]]; then
     echo "check-sources: the library imports Foundation (it must stay light to load):"
     printf '%s\n' "$foundation"
@@ -40,6 +44,18 @@ if [[ -n $empty_locks ]]; then
     failed=1
 else
     echo "check-sources: no Lock guards an empty value"
+fi
+concurrency='(^|[^.[:alnum:]_])async[[:space:]]*(throws|->|\{|$)|\bawait\b|\bTask[[:space:]]*[{.(<]|@MainActor|'\
+'\bAsync(Stream|Sequence|IteratorProtocol)\b|with(Checked|Unsafe)(Throwing)?Continuation|\bisolated\b|'\
+'^[[:space:]]*((public|package|internal|final|private)[[:space:]]+)*actor[[:space:]]'
+concurrent=$(grep -rnE "$concurrency" --include='*.swift' Sources/PortalKeyringCore Sources/PortalKeyringC |
+    grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true)
+if [[ -n $concurrent ]]; then
+    echo "check-sources: the C library's modules use Swift concurrency (it would link its runtime; move it to Sources/PortalKeyring):"
+    printf '%s\n' "$concurrent"
+    failed=1
+else
+    echo "check-sources: the C library's modules use no Swift concurrency"
 fi
 python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
 python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1

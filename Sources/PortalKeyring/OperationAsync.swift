@@ -1,3 +1,5 @@
+@_spi(Bindings) import PortalKeyringCore
+
 /// The `async` spellings of the blocking calls (docs/threading.md), with PortalSwift's names:
 /// `try await auth.restoreSession()`. The blocking keyring and HTTP work runs on the library's
 /// worker threads (`OperationWorkers`, "portal-async"), never on the cooperative thread pool, and

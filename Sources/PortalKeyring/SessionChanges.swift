@@ -1,3 +1,5 @@
+@_spi(Bindings) import PortalKeyringCore
+
 /// `auth.sessionChanges`: a `SessionWatch` as an `AsyncSequence` of `SessionChange` (docs/threading.md).
 ///
 ///     for await change in try await auth.sessionChanges {

@@ -4,7 +4,7 @@
 // (SessionOperations.swift, PortalOperations.swift, SignInOperations.swift).
 import CPortalKeyring
 import Synchronization
-@_spi(PortalKeyringC) import PortalKeyring
+@_spi(Bindings) import PortalKeyringCore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,7 +3,7 @@
 // behind portal_operation_cancel(), and the exactly-once completion of one operation
 // (Include/portal_keyring.h, "Non-blocking calls").
 import CPortalKeyring
-@_spi(PortalKeyringC) import PortalKeyring
+@_spi(Bindings) import PortalKeyringCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -4,7 +4,7 @@
 // blocking export runs it inline, the _async export on a worker under the operation's token, whose
 // cancel (portal_operation_cancel) ends the wait. Documentation lives in Include/portal_keyring.h.
 import CPortalKeyring
-@_spi(PortalKeyringC) import PortalKeyring
+@_spi(Bindings) import PortalKeyringCore
 
 private enum Provider { case google, apple }
 

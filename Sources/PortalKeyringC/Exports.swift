@@ -4,7 +4,7 @@
 // Each export is checked by the compiler against its declaration in Include/portal_keyring.h
 // (`@c @implementation`, SE-0495). Documentation lives in the header.
 import CPortalKeyring
-@_spi(PortalKeyringC) import PortalKeyring
+@_spi(Bindings) import PortalKeyringCore
 #if canImport(Glibc)
 import Glibc
 #endif

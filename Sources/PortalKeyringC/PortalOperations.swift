@@ -4,7 +4,7 @@
 // _async export on a worker (`startAsync`, AsyncOperation.swift). Documentation lives in
 // Include/portal_keyring.h.
 import CPortalKeyring
-@_spi(PortalKeyringC) import PortalKeyring
+@_spi(Bindings) import PortalKeyringCore
 #if canImport(Glibc)
 import Glibc
 #endif

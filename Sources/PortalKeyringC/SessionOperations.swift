@@ -4,7 +4,7 @@
 // the blocking export runs that inline, the _async export on a keyring worker (`startAsync`,
 // AsyncOperation.swift). Documentation lives in Include/portal_keyring.h.
 import CPortalKeyring
-@_spi(PortalKeyringC) import PortalKeyring
+@_spi(Bindings) import PortalKeyringCore
 
 /// The auth handle's current core object, for the work.
 func sharedAuth(_ auth: OpaquePointer?) throws(CFailure) -> Shared<PortalAuth> {

@@ -4,7 +4,7 @@
 // inline, the _async export on a worker (`startSignIn`, AsyncOperation.swift), whose result
 // reaches the callback as a portal_sign_in_result. Documentation lives in Include/portal_keyring.h.
 import CPortalKeyring
-@_spi(PortalKeyringC) import PortalKeyring
+@_spi(Bindings) import PortalKeyringCore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,7 +3,7 @@
 // hands out, so the blocking and non-blocking calls share them). Never blocking, no I/O.
 // Documentation lives in Include/portal_keyring.h.
 import CPortalKeyring
-@_spi(PortalKeyringC) import PortalKeyring
+@_spi(Bindings) import PortalKeyringCore
 
 @c @implementation
 public func portal_session_get_client_id(_ session: OpaquePointer?) -> UnsafePointer<CChar>? {

@@ -2,7 +2,7 @@
 // argument checks for C strings, and handle boxes. Nothing here may trap: every failure becomes
 // a status code and a message.
 import CPortalKeyring
-@_spi(PortalKeyringC) import PortalKeyring
+@_spi(Bindings) import PortalKeyringCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -3,7 +3,7 @@
 // completions.
 import CPortalKeyring
 import Synchronization
-@_spi(PortalKeyringC) import PortalKeyring
+@_spi(Bindings) import PortalKeyringCore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,5 @@
 // portal-session's commands: each one's work and its output (text, or --json).
-@_spi(PortalKeyringCLI) import PortalKeyring
+@_spi(PortalKeyringCLI) import PortalKeyringCore
 
 func printSession(_ session: PortalSession, status: String, options: Options,
                   clientId: String? = nil, isAccountAbstracted: Bool? = nil) {

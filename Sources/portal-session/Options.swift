@@ -1,6 +1,6 @@
 // portal-session's command line: GNU-style options (--opt VALUE, --opt=VALUE, -h, --), the
 // environment variables behind the global ones, and what a misspelling probably meant.
-@_spi(PortalKeyringCLI) import PortalKeyring
+@_spi(PortalKeyringCLI) import PortalKeyringCore
 
 /// A command-line mistake: exit 64. `showUsage` prints the whole usage text to stderr instead of
 /// the one-line hint.

@@ -1,7 +1,7 @@
 // portal-session's standard streams: stderr messages, stdout lines, stdin secrets, and checks
 // that output was really written.
 import FoundationEssentials
-@_spi(PortalKeyringCLI) import PortalKeyring
+@_spi(PortalKeyringCLI) import PortalKeyringCore
 #if canImport(Glibc)
 import Glibc
 #endif

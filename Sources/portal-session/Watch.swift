@@ -1,6 +1,6 @@
 // portal-session watch: one line per change of the stored session (docs/threading.md), until SIGINT or
 // SIGTERM.
-@_spi(PortalKeyringCLI) import PortalKeyring
+@_spi(PortalKeyringCLI) import PortalKeyringCore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,7 +3,7 @@
 // Files: Options.swift (the command line), Commands.swift (each command), Watch.swift (watch),
 // Help.swift (texts and exit codes), JSONOutput.swift (--json), Terminal.swift (stdin, stdout,
 // stderr).
-@_spi(PortalKeyringCLI) import PortalKeyring
+@_spi(PortalKeyringCLI) import PortalKeyringCore
 #if canImport(Glibc)
 import Glibc
 #endif

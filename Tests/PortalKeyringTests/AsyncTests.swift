@@ -1,5 +1,7 @@
 import Testing
-@_spi(PortalKeyringC) @testable import PortalKeyring
+@_spi(Bindings) @testable import PortalKeyringCore
+@testable import PortalKeyringCore
+@testable import PortalKeyring
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import Testing
 import FoundationEssentials
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 #if canImport(Glibc)
 import Glibc

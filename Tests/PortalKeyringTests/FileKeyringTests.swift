@@ -1,11 +1,12 @@
 import Testing
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
 
-// The file keyring (Sources/PortalKeyring/FileKeyring) against libsecret 0.20.5's own file
+// The file keyring (Sources/PortalKeyringCore/FileKeyring) against libsecret 0.20.5's own file
 // backend, driven through `secret-tool` (FileKeyringTestSupport.swift) without D-Bus.
 
 /// A blob of `plaintext` (a multiple of 16 bytes, padding included as given) sealed under `key`

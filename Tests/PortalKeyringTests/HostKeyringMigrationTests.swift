@@ -1,4 +1,5 @@
 import Testing
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 
 /// The move of a session from the host's Secret Service into the sandbox's file keyring

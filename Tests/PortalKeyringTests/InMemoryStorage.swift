@@ -1,3 +1,4 @@
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 import Synchronization
 

@@ -2,6 +2,7 @@ import Testing
 import Synchronization
 import Dispatch
 import FoundationEssentials
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import Testing
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 
 /// The JSON reader over jsmn (issue 27): exactly one RFC 8259 value, at least as strict as

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 #if canImport(Glibc)
 import Glibc

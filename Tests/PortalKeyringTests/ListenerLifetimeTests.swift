@@ -1,7 +1,9 @@
 import Testing
 import Dispatch
 import Synchronization
-@_spi(PortalKeyringC) @testable import PortalKeyring
+@_spi(Bindings) @testable import PortalKeyringCore
+@testable import PortalKeyringCore
+@testable import PortalKeyring
 #if canImport(Glibc)
 import Glibc
 #endif

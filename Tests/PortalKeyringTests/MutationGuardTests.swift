@@ -1,6 +1,7 @@
 import Testing
 import Synchronization
 import Dispatch
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 #if canImport(Glibc)
 import Glibc

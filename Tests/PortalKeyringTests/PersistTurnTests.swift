@@ -1,5 +1,6 @@
 import Testing
 import Dispatch
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 import Glibc
 

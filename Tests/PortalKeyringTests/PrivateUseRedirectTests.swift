@@ -1,5 +1,6 @@
 import Testing
 import FoundationEssentials
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 
 /// Private-use-scheme redirect URLs without an authority (RFC 8252 §7.1,

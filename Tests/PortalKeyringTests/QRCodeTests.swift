@@ -1,4 +1,5 @@
 import Testing
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 #if canImport(Glibc)
 import Glibc

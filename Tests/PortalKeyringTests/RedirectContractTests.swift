@@ -1,4 +1,5 @@
 import Testing
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 
 /// `handleRedirect` decides "not ours" as PortalSwift does, without throwing and without any

@@ -1,6 +1,7 @@
 import Testing
 import Dispatch
 import FoundationEssentials
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,8 @@
 import Testing
 import Dispatch
-@_spi(PortalKeyringC) @testable import PortalKeyring
+@_spi(Bindings) @testable import PortalKeyringCore
+@testable import PortalKeyringCore
+@testable import PortalKeyring
 #if canImport(Glibc)
 import Glibc
 #endif

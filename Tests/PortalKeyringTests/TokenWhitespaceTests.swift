@@ -1,4 +1,5 @@
 import Testing
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 
 /// `persistSession` refuses a Client Session Token with whitespace or a control character

@@ -1,5 +1,6 @@
 import Testing
 import FoundationEssentials
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 
 /// The TOTP step and the sign-in results as the Portal backend gives them (README "Sign-in"):

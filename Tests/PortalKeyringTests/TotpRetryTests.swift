@@ -2,6 +2,7 @@ import Testing
 import Dispatch
 import FoundationEssentials
 import Synchronization
+@testable import PortalKeyringCore
 @testable import PortalKeyring
 #if canImport(Glibc)
 import Glibc

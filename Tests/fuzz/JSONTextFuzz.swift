@@ -1,7 +1,7 @@
 // JSONTextFuzz.swift — libFuzzer target for the library's JSON reader (`JSONText`,
-// Sources/PortalKeyring/JSON/JSONText.swift: jsmn plus our checks; issue 27).
+// Sources/PortalKeyringCore/JSON/JSONText.swift: jsmn plus our checks; issue 27).
 //
-// Built by Tests/fuzz/run.sh together with the PortalKeyring sources as one module. The oracle is
+// Built by Tests/fuzz/run.sh together with the PortalKeyringCore sources as one module. The oracle is
 // a second, independent reader written here from RFC 8259 and JSONText's documented rules
 // (depth at most JSONText.maximumDepth containers, no key named twice in an object, `\u0000`
 // kept, invalid UTF-8 and lone surrogates refused, no bare number or literal at the top level). For every input, besides "no crash, no trap,

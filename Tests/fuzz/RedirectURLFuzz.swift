@@ -1,8 +1,8 @@
 // RedirectURLFuzz.swift — libFuzzer target for the redirect-URL parser (`RedirectQuery`,
-// Sources/PortalKeyring/RedirectQuery.swift), which reads URLs the desktop hands to
+// Sources/PortalKeyringCore/RedirectQuery.swift), which reads URLs the desktop hands to
 // `portal-session handle-redirect %u` — input from outside the app.
 //
-// Built by Tests/fuzz/run.sh with the PortalKeyring sources as one module. The first input byte
+// Built by Tests/fuzz/run.sh with the PortalKeyringCore sources as one module. The first input byte
 // picks one of a few configured redirect URLs; the rest is the URL. Checked for every input,
 // besides "no crash, no trap, no ASan report":
 //  - parsing is deterministic;

@@ -1,7 +1,7 @@
 // SessionDocumentFuzz.swift — libFuzzer target for the stored-session decoder
-// (`SessionDocument.decode`, Sources/PortalKeyring/SessionDocument.swift).
+// (`SessionDocument.decode`, Sources/PortalKeyringCore/SessionDocument.swift).
 //
-// Built by Tests/fuzz/run.sh together with the PortalKeyring sources as one module (so internal
+// Built by Tests/fuzz/run.sh together with the PortalKeyringCore sources as one module (so internal
 // API is visible), with `swiftc -sanitize=fuzzer,address -parse-as-library`. Not part of the
 // Swift package.
 //

@@ -3,7 +3,7 @@
 #
 #   Tests/fuzz/run.sh [SECONDS]            (default 20 per target)
 #
-# Targets (each a Swift file here, compiled with the PortalKeyring sources as one module by
+# Targets (each a Swift file here, compiled with the PortalKeyringCore sources as one module by
 # `swiftc -sanitize=fuzzer,address -parse-as-library`, so internal API is reachable; the Swift
 # package is not involved):
 #   session-document   SessionDocumentFuzz.swift: SessionDocument.decode, the stored-session
@@ -37,7 +37,7 @@ for target in ${PORTAL_FUZZ_TARGETS:-session-document redirect-url json-text}; d
     esac
     bin=$out/$target-fuzz
     # Every source of the core, its SecretService/ folder included.
-    mapfile -t sources < <(find "$repo/Sources/PortalKeyring" -name '*.swift' | sort)
+    mapfile -t sources < <(find "$repo/Sources/PortalKeyringCore" -name '*.swift' | sort)
     printf '== %s: build\n' "$target"
     # jsmn, the JSON tokenizer (a C target of the package): its one object file, and a module map
     # for its header as SwiftPM would generate it.
@@ -50,7 +50,7 @@ for target in ${PORTAL_FUZZ_TARGETS:-session-document redirect-url json-text}; d
         continue
     fi
     # shellcheck disable=SC2046
-    if ! swiftc -sanitize=fuzzer,address -parse-as-library -g -Onone -module-name PortalKeyring \
+    if ! swiftc -sanitize=fuzzer,address -parse-as-library -g -Onone -module-name PortalKeyringCore \
         -I "$repo/Sources/CGLib" -I "$repo/Sources/CCurl" -I "$out/cjsmn" "$out/cjsmn/jsmn.o" \
         $(pkg-config --cflags libsecret-1 libcurl | tr " " "\n" | grep -E "^-I" | sed "s/^/-Xcc /") \
         "${sources[@]}" "$source_file" \

@@ -27,7 +27,7 @@ lines, then one or more hunks:
 
     name: exactly-once-guard              (defaults to the file name without .mutant)
     promise: what the code promises, in one line
-    file: Sources/PortalKeyring/SessionInvalidation.swift
+    file: Sources/PortalKeyringCore/SessionInvalidation.swift
     suite: swift ExactlyOnceGuardTests    (one or more; see run.sh for the kinds)
     timeout: 120                          (seconds per suite; optional)
     --- search

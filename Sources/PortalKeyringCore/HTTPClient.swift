@@ -77,11 +77,11 @@ public struct PortalResponse: Sendable {
     }
 
     /// The body's length in bytes.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public var bodyCount: Int { bodyBytes.count }
 
     /// Calls `body` with the response body in place, without a copy (valid only during the call).
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func withBodyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try bodyBytes.withUnsafeBytes(body)
     }

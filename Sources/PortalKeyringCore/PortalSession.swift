@@ -83,7 +83,7 @@ public final class PortalSession: Sendable {
 
     /// Calls `body` with the token's bytes (UTF-8, no terminator), or returns nil once the session
     /// is invalidated. For the C ABI, which copies the bytes without making a `String`.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func withTokenBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
         guard let token = tokenBytes() else { return nil }
         return try token.withUnsafeBytes(body)
@@ -94,6 +94,6 @@ public final class PortalSession: Sendable {
 
     /// Drops the token from memory only; `invalidate()` then deletes the stored item (the C ABI's
     /// `portal_session_invalidate_async` drops before it returns and deletes on a worker).
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func dropToken() { state.withLock { $0.token = nil } }
 }

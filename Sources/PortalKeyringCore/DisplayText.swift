@@ -2,7 +2,7 @@
 /// an error message that may reach a terminal: control characters removed — C0 (U+0000–U+001F),
 /// DEL (U+007F) and C1 (U+0080–U+009F), so no ESC/CSI sequence, carriage return or bell gets
 /// through — and the length capped (docs/security.md).
-@_spi(PortalKeyringC) @_spi(PortalKeyringCLI)
+@_spi(Bindings) @_spi(PortalKeyringCLI)
 public enum DisplayText {
     /// At most this many characters of a redirect's `error` parameter are kept (PortalSwift's limit).
     public static let maxRedirectErrorCharacters = 100

@@ -236,7 +236,7 @@ public enum SecretMemory {
 
 /// `SecretBytes.wipeStorage(of:)` for the C exports: wipes, in place, the heap storage of a
 /// String the caller made from a secret C argument and no longer reads.
-@_spi(PortalKeyringC)
+@_spi(Bindings)
 public func wipeStringStorage(_ string: inout String) {
     SecretBytes.wipeStorage(of: &string)
 }

@@ -9,7 +9,7 @@ import Glibc
 /// for keyring-only work (restore, persist, clear, invalidate, sign-out), at most
 /// `maxKeyringThreads`, so that a sign-out never waits behind a slow Portal API. Jobs beyond a
 /// pool's threads wait in FIFO order. Jobs run keyring and HTTP calls, never user code.
-@_spi(PortalKeyringC)
+@_spi(Bindings)
 public enum OperationWorkers {
     public static let maxThreads = 4
     public static let maxKeyringThreads = 2

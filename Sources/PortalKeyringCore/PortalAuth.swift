@@ -96,21 +96,21 @@ public final class PortalAuth: Sendable {
     }
 
     /// The same client auth (sharing its remembered redirect grants) with other keyring deadlines.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func withKeyringTimeouts(_ timeouts: KeyringTimeouts) -> PortalAuth {
         PortalAuth(copying: self, keyringTimeouts: timeouts)
     }
 
     /// The same client auth with another magic-link configuration (nil: none), checked as
     /// `init` checks it. For the C setter `portal_auth_set_magic_link`.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func withMagicLink(_ magicLink: MagicLinkConfig?) throws(PortalAuthError) -> PortalAuth {
         try Self.checkMagicLink(magicLink)
         return PortalAuth(copying: self, magicLink: .some(magicLink))
     }
 
     /// The same client auth with another `isAccountAbstracted` (nil: not sent).
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func withAccountAbstraction(_ isAccountAbstracted: Bool?) -> PortalAuth {
         PortalAuth(copying: self, isAccountAbstracted: .some(isAccountAbstracted))
     }
@@ -189,7 +189,7 @@ public final class PortalAuth: Sendable {
     /// What `persistSession` checks before anything else (the non-blocking C call checks the
     /// same before it returns): `endUserId` an identifier without control characters, the token
     /// a new token (`checkNewToken`).
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public static func checkPersistArguments(endUserId: String, clientSessionToken: String) throws(PortalAuthError) {
         try check(endUserId, name: "endUserId", refusingControl: true)
         try checkNewToken(clientSessionToken, name: "clientSessionToken")

@@ -70,7 +70,7 @@ extension PortalAuth {
 
     /// The timeout in microseconds, or `invalidArgument(name: "timeout")`. The C exports check
     /// it before they start.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public static func signInTimeoutMicroseconds(_ timeout: Duration) throws(PortalAuthError) -> Int {
         guard timeout > .zero, timeout <= defaultSignInTimeout else { throw .invalidArgument(name: "timeout") }
         let (seconds, attoseconds) = timeout.components

@@ -203,7 +203,7 @@ extension PortalAuth {
 
     /// What `verifyTotp` checks before anything else: `code` is 1–16 ASCII digits, `userJwt`
     /// is a token without whitespace or control characters (`checkNewToken`). The non-blocking C call checks the same before it returns.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public static func checkTotpArguments(code: String, userJwt: String) throws(PortalAuthError) {
         guard !code.isEmpty, code.utf8.count <= 16, code.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
             throw .invalidArgument(name: "code")

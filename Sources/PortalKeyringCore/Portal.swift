@@ -97,27 +97,13 @@ public final class Portal: Sendable {
         waitForRequests()
     }
 
-    /// `close()` for async code (as C `portal_free_async`, Python `aclose()`): the same steps, but
-    /// the wait for the aborted requests (about a second at most) happens on a library worker
-    /// thread, so the calling executor — the main actor included — is never blocked. Not
-    /// cancellable: once called, the Portal closes. (Not an `async` overload of `close()`: in
-    /// async code that would turn every existing `portal.close()` into a compile error.)
-    public func closeAsync() async {
-        beginClose()
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            OperationWorkers.submit {
-                self.finishClose()
-                done.resume()
-            }
-        }
-    }
 
     /// `close()` in two halves for the C ABI's `portal_free_async` (docs/threading.md): this one aborts the
     /// requests and cancels every listener registration without waiting for anything, not even a
     /// listener callback running on the delivery queue (it finishes on its own: a listener that
     /// waits for the app's main loop must not deadlock with a free called on that loop);
     /// `finishClose()` (on a worker thread) waits for the aborted requests and that callback.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func beginClose() {
         cancellation.cancel()
         closing.cancel()
@@ -126,14 +112,14 @@ public final class Portal: Sendable {
 
     /// The second half of `beginClose()`: waits (about a second at most) until no request of this
     /// Portal is in flight, then until a listener callback still running has returned.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func finishClose() {
         waitForRequests()
         invalidation.drain()
     }
 
     /// Waits (about a second at most) until no request of this Portal is in flight.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func waitForRequests() {
         for _ in 0..<400 where inFlight.load(ordering: .acquiring) > 0 { usleep(5_000) }
     }
@@ -154,14 +140,14 @@ public final class Portal: Sendable {
 
     /// Registration with a release hook, for the C ABI's destroy-notify: `release` runs exactly
     /// once, after the only delivery, on cancel, on free, or at once for a spent handle.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func onSessionInvalidated(_ listener: @escaping @Sendable () -> Void,
                                      release: @escaping @Sendable () -> Void) -> SessionInvalidatedHandle {
         invalidation.add(listener, release: release)
     }
 
     /// Cancels a registration by id (the C ABI's handles are ids). Unknown ids are ignored.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func cancelListener(id: UInt64) {
         let registration = invalidation.registration(id)
         invalidation.remove(id)
@@ -169,7 +155,7 @@ public final class Portal: Sendable {
     }
 
     /// Cancels every registration (releasing each once): the C ABI's `portal_free`.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func cancelAllListeners() {
         invalidation.cancelAll()
     }
@@ -257,7 +243,7 @@ public final class Portal: Sendable {
 
     /// `checkRequest` for the C layer: throws what `send` would throw for the request's
     /// arguments, before anything starts.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public func checkArguments(of request: PortalRequest) throws(PortalAuthError) {
         _ = try checkRequest(request)
     }

@@ -88,7 +88,7 @@ public final class SessionWatch: Sendable {
     /// `started` runs on the watch thread once the watch is live (nil: every change after that
     /// is reported) or could not start (the error; the watch has ended). Used by the C ABI's
     /// `portal_auth_watch_async`.
-    @_spi(PortalKeyringC)
+    @_spi(Bindings)
     public init(auth: PortalAuth, started: @escaping @Sendable (PortalAuthError?) -> Void,
                 onChange: @escaping @Sendable (SessionChange) -> Void) throws(PortalAuthError) {
         let storage = auth.storage

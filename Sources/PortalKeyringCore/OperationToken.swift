@@ -9,7 +9,7 @@ import Glibc
 /// can hook into it without taking a parameter.
 ///
 /// Hooks run once, on the thread that calls `cancel()`, outside the token's lock. Thread-safe.
-@_spi(PortalKeyringC)
+@_spi(Bindings)
 public final class OperationToken: Sendable {
     private struct State {
         var cancelled = false

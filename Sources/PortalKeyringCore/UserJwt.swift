@@ -25,7 +25,7 @@ enum UserJwt {
 extension PortalAuth {
     /// The `endUserId` claim of a user JWT, as `verifyTotp` reads it (`UserJwt`), for the C ABI
     /// and `portal-session`.
-    @_spi(PortalKeyringC) @_spi(PortalKeyringCLI)
+    @_spi(Bindings) @_spi(PortalKeyringCLI)
     public static func endUserId(ofUserJwt jwt: String) throws(PortalAuthError) -> String {
         try UserJwt.endUserId(of: jwt)
     }
