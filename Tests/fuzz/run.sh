@@ -49,8 +49,9 @@ for target in ${PORTAL_FUZZ_TARGETS:-session-document redirect-url json-text}; d
         status=1
         continue
     fi
+    # -package-name: the core's `package` declarations (Lock) need the one SwiftPM gives.
     # shellcheck disable=SC2046
-    if ! swiftc -sanitize=fuzzer,address -parse-as-library -g -Onone -module-name PortalKeyringCore \
+    if ! swiftc -sanitize=fuzzer,address -parse-as-library -g -Onone -module-name PortalKeyringCore -package-name portal_keyring \
         -I "$repo/Sources/CGLib" -I "$repo/Sources/CCurl" -I "$out/cjsmn" "$out/cjsmn/jsmn.o" \
         $(pkg-config --cflags libsecret-1 libcurl | tr " " "\n" | grep -E "^-I" | sed "s/^/-Xcc /") \
         "${sources[@]}" "$source_file" \
