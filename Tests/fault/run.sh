@@ -4,7 +4,7 @@
 # libraries meet in the field. Each numbered condition asserts the status and message, the time
 # it took, and that nothing stored was lost.
 #
-#   Tests/fault/run.sh [--slow] [CONDITION...]
+#   Tests/fault/run.sh [--slow | --slow-only] [CONDITION...]
 #
 # CONDITION is a number 1..15 or "session" (the encrypted transfer session) or "fuzz"; default:
 # all of them. Each condition runs in its own throwaway keyring (scripts/with-keyring.sh: a
@@ -18,7 +18,8 @@
 # Tests/fault/lsan.supp), the C fault programs under valgrind memcheck (suppressions:
 # Tests/fault/valgrind.supp), and the fuzzers for longer
 # (PORTAL_FUZZ_SECONDS_SLOW, default 300 s each). Without --slow the fuzzers run
-# PORTAL_FUZZ_SECONDS (default 20 s) each.
+# PORTAL_FUZZ_SECONDS (default 20 s) each. --slow-only runs the slow checks and no condition (CI:
+# the test command has just run every condition on the same tree).
 #
 # Hard timeouts (coreutils `timeout`; a step that overruns is killed with its whole process group,
 # keyring daemons included, and reported as "FAIL  TIMEOUT: <step> ..."): every condition,
@@ -521,16 +522,19 @@ fi
 # ------------------------------------------------------------------------ outside: build and run
 
 slow=0
+only_slow=0
 conditions=()
 for arg in "$@"; do
     case $arg in
     --slow) slow=1 ;;
+    --slow-only) slow=1 only_slow=1 ;;
     -h | --help) sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     [0-9] | 1[0-5] | session | fuzz) conditions+=("$arg") ;;
     *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
     esac
 done
-((${#conditions[@]})) || conditions=(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 session fuzz)
+((${#conditions[@]} || only_slow)) || conditions=(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 session fuzz)
+((only_slow && ${#conditions[@]})) && { echo "run.sh: --slow-only takes no condition" >&2; exit 2; }
 
 cd "$repo" || exit 2
 # shellcheck source=scripts/deps.sh
@@ -592,7 +596,7 @@ inside() { # [--no-unlock] CONDITION...
 }
 
 t_start=$(date +%s)
-for c in "${conditions[@]}"; do
+for c in "${conditions[@]+"${conditions[@]}"}"; do
     case $c in
     7) inside --no-unlock 7 ;;
     fuzz) cond_fuzz ;;

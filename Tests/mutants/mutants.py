@@ -237,10 +237,15 @@ def select(directory, tree, slices, budget=None):
             chosen.append((mutant["name"], reason))
     # The slice gives way to the change: CI's time budget holds however much changed, and the
     # slice's cut mutants wait for its next turn (or the next full run).
+    # Which of the slice's mutants are cut turns too (one more each time the slice comes round),
+    # so that a mutant at the slice's end is not cut every time.
     cut = []
     if budget is not None:
         room = max(budget - sum(1 for _, reason in chosen if reason != "slice"), 0)
         in_slice = [name for name, reason in chosen if reason == "slice"]
+        if in_slice and count.isdigit():
+            shift = (int(count) // slices) % len(in_slice)
+            in_slice = in_slice[shift:] + in_slice[:shift]
         cut = in_slice[room:]
         chosen = [(name, reason) for name, reason in chosen if reason != "slice" or name in in_slice[:room]]
     for _, reason in chosen:
