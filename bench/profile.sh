@@ -127,7 +127,10 @@ echo
 relocs() { readelf -rW "$1" | awk '$3 ~ /^R_X86_64_/ {n[$3]++} /^Relocation section .\.relr\.dyn/ {relr=1} END {for (t in n) printf "%s=%d ", t, n[t]}'; }
 relr() {
     if readelf -SW "$1" | grep -q '\.relr\.dyn'; then
-        echo " (+ packed .relr.dyn: $(readelf -SW "$1" | awk '/\.relr\.dyn/ {print strtonum("0x"$6)}') bytes)"
+        # Its size in hex (field 6 after "[ n]" splits in two); Debian's awk (mawk) has no strtonum.
+        local hex
+        hex=$(readelf -SW "$1" | awk '/\.relr\.dyn/ {for (i = 1; i < NF; i++) if ($i == ".relr.dyn") print $(i + 4)}')
+        echo " (+ packed .relr.dyn: $((16#${hex:-0})) bytes)"
     fi
 }
 echo "- ours: $(relocs "$lib")$(relr "$lib")"
