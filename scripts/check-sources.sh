@@ -18,45 +18,35 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 failed=0
-unmarked=$(grep -rnE '(\$[0-9]|[]A-Za-z0-9_)])!([^=]|$)' --include='*.swift' Sources |
-    grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' | grep -v '// trusted:' || true)
-if [[ -n $unmarked ]]; then
-    echo "check-sources: force-unwraps without a '// trusted:' reason:"
-    printf '%s\n' "$unmarked"
-    failed=1
-else
-    echo "check-sources: every force-unwrap in Sources/ is marked '// trusted:'"
-fi
-foundation=$(grep -rnE '^[[:space:]]*(@_implementationOnly[[:space:]]+|(public|internal|package|private|fileprivate)[[:space:]]+)?import[[:space:]]+(struct[[:space:]]+|class[[:space:]]+|enum[[:space:]]+|func[[:space:]]+)?(Foundation|FoundationEssentials|FoundationInternationalization)\b' \
-    --include='*.swift' Sources/PortalKeyringCore Sources/PortalKeyring Sources/PortalKeyringC || true)
-if [[ -n $foundation ]]; then
-    echo "check-sources: the library imports Foundation (it must stay light to load):"
-    printf '%s\n' "$foundation"
-    failed=1
-else
-    echo "check-sources: the library imports no Foundation"
-fi
-empty_locks=$(grep -rnE 'Lock<(Void|\(\))>|Lock\(\(\)\)' --include='*.swift' Sources |
-    grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true)
-if [[ -n $empty_locks ]]; then
-    echo "check-sources: a Lock guards an empty value (ThreadSanitizer reports a false race; Lock.swift):"
-    printf '%s\n' "$empty_locks"
-    failed=1
-else
-    echo "check-sources: no Lock guards an empty value"
-fi
+# rule FOUND BAD GOOD: prints GOOD when FOUND (the offending lines) is empty, else BAD and the lines.
+rule() {
+    if [[ -n $1 ]]; then
+        echo "check-sources: $2:"
+        printf '%s\n' "$1"
+        failed=1
+    else
+        echo "check-sources: $3"
+    fi
+}
+# Lines of Swift sources under the given folders that match the pattern, comment lines left out.
+code_lines() { # PATTERN FOLDER...
+    local pattern=$1
+    shift
+    grep -rnE "$pattern" --include='*.swift' "$@" | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true
+}
+rule "$(code_lines '(\$[0-9]|[]A-Za-z0-9_)])!([^=]|$)' Sources | grep -v '// trusted:')" \
+    "force-unwraps without a '// trusted:' reason" "every force-unwrap in Sources/ is marked '// trusted:'"
+rule "$(code_lines '^[[:space:]]*(@_implementationOnly[[:space:]]+|(public|internal|package|private|fileprivate)[[:space:]]+)?import[[:space:]]+(struct[[:space:]]+|class[[:space:]]+|enum[[:space:]]+|func[[:space:]]+)?(Foundation|FoundationEssentials|FoundationInternationalization)\b' \
+    Sources/PortalKeyringCore Sources/PortalKeyring Sources/PortalKeyringC)" \
+    "the library imports Foundation (it must stay light to load)" "the library imports no Foundation"
+rule "$(code_lines 'Lock<(Void|\(\))>|Lock\(\(\)\)' Sources)" \
+    "a Lock guards an empty value (ThreadSanitizer reports a false race; Lock.swift)" "no Lock guards an empty value"
 concurrency='(^|[^.[:alnum:]_])async[[:space:]]*(throws|->|\{|$)|\bawait\b|\bTask[[:space:]]*[{.(<]|@MainActor|'\
 '\bAsync(Stream|Sequence|IteratorProtocol)\b|with(Checked|Unsafe)(Throwing)?Continuation|\bisolated\b|'\
 '^[[:space:]]*((public|package|internal|final|private)[[:space:]]+)*actor[[:space:]]'
-concurrent=$(grep -rnE "$concurrency" --include='*.swift' Sources/PortalKeyringCore Sources/PortalKeyringC |
-    grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true)
-if [[ -n $concurrent ]]; then
-    echo "check-sources: the C library's modules use Swift concurrency (it would link its runtime; move it to Sources/PortalKeyring):"
-    printf '%s\n' "$concurrent"
-    failed=1
-else
-    echo "check-sources: the C library's modules use no Swift concurrency"
-fi
+rule "$(code_lines "$concurrency" Sources/PortalKeyringCore Sources/PortalKeyringC)" \
+    "the C library's modules use Swift concurrency (it would link its runtime; move it to Sources/PortalKeyring)" \
+    "the C library's modules use no Swift concurrency"
 python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
 python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1
 exit "$failed"
