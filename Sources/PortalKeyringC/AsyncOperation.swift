@@ -37,7 +37,10 @@ struct CCallbacks: @unchecked Sendable {
     let destroyNotify: portal_destroy_notify?
 }
 
-/// What an operation produced; owned pointers are freed unless the callback takes them.
+/// What an operation produced; owned pointers are freed unless the callback takes them. A
+/// blocking export hands its outputs over with `Optional.take()` (`outcome.session.take()`), so
+/// that `release()` frees only what the caller did not ask for. (A key path here made the first
+/// call instantiate it: the runtime's key-path code, resident in every process that restores.)
 struct Outcome: @unchecked Sendable {
     var status: portal_status = PORTAL_OK
     var message = ""
@@ -58,13 +61,6 @@ struct Outcome: @unchecked Sendable {
     }
 
     static let cancelled = Outcome(status: PORTAL_ERR_CANCELLED, message: "the operation was cancelled")
-
-    /// Takes an owned pointer out for a blocking export's output (then `release()` frees only
-    /// what the caller did not ask for).
-    mutating func take<T>(_ field: WritableKeyPath<Outcome, T?>) -> T? {
-        defer { self[keyPath: field] = nil }
-        return self[keyPath: field]
-    }
 
     func release() {
         Outcome.release(portal_result(session: session, http_status: 0, body: body, body_len: 0, invalidated: false))

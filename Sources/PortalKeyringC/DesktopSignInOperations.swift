@@ -42,9 +42,9 @@ private func signIn(_ auth: OpaquePointer?, _ provider: Provider, _ timeoutMs: U
         var outcome = try work()
         defer { outcome.release() }
         kindOut.pointee = outcome.kind
-        if let sessionOut { sessionOut.pointee = outcome.take(\.session) }
-        if let userJwtOut { userJwtOut.pointee = outcome.take(\.userJwt) }
-        if let totpLinkOut { totpLinkOut.pointee = outcome.take(\.totpLink) }
+        if let sessionOut { sessionOut.pointee = outcome.session.take() }
+        if let userJwtOut { userJwtOut.pointee = outcome.userJwt.take() }
+        if let totpLinkOut { totpLinkOut.pointee = outcome.totpLink.take() }
     }
 }
 

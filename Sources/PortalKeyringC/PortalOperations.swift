@@ -55,7 +55,7 @@ public func portal_request(_ portal: OpaquePointer?, _ method: UnsafePointer<CCh
         let statusOut = try outArgument(statusOut, "status_out")
         var outcome = try work()
         defer { outcome.release() }
-        if let bodyOut { bodyOut.pointee = outcome.take(\.body) }
+        if let bodyOut { bodyOut.pointee = outcome.body.take() }
         bodyLenOut?.pointee = outcome.bodyLength
         statusOut.pointee = outcome.httpStatus
     }

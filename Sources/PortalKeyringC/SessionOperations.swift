@@ -27,7 +27,7 @@ public func portal_auth_restore_session(_ auth: OpaquePointer?, _ out: UnsafeMut
         let work = try prepareRestore(auth)
         let out = try outArgument(out)
         var outcome = try work()
-        out.pointee = outcome.take(\.session)
+        out.pointee = outcome.session.take()
     }
 }
 
@@ -70,7 +70,7 @@ public func portal_auth_persist_session(_ auth: OpaquePointer?, _ endUserId: Uns
     exported { () throws(CFailure) in
         var outcome = try preparePersist(auth, endUserId, clientSessionToken)()
         defer { outcome.release() }
-        if let out { out.pointee = outcome.take(\.session) }
+        if let out { out.pointee = outcome.session.take() }
     }
 }
 

@@ -27,7 +27,7 @@ public func portal_auth_get_methods(_ auth: OpaquePointer?, _ methodsOut: Unsafe
         let work = try prepareGetMethods(auth)
         let out = try outArgument(methodsOut, "methods_out")
         var outcome = try work()
-        out.pointee = outcome.take(\.text)
+        out.pointee = outcome.text.take()
         autoCreateWalletOut?.pointee = outcome.autoCreateWallet
     }
 }
@@ -92,7 +92,7 @@ private func login(_ auth: OpaquePointer?, _ provider: Provider,
         let work = try prepareLogin(auth, provider)
         let out = try outArgument(urlOut, "url_out")
         var outcome = try work()
-        out.pointee = outcome.take(\.text)
+        out.pointee = outcome.text.take()
     }
 }
 
@@ -196,9 +196,9 @@ public func portal_auth_handle_redirect_v2(_ auth: OpaquePointer?, _ url: Unsafe
         var outcome = try work()
         defer { outcome.release() }
         kindOut.pointee = outcome.kind
-        if let sessionOut { sessionOut.pointee = outcome.take(\.session) }
-        if let userJwtOut { userJwtOut.pointee = outcome.take(\.userJwt) }
-        if let totpLinkOut { totpLinkOut.pointee = outcome.take(\.totpLink) }
+        if let sessionOut { sessionOut.pointee = outcome.session.take() }
+        if let userJwtOut { userJwtOut.pointee = outcome.userJwt.take() }
+        if let totpLinkOut { totpLinkOut.pointee = outcome.totpLink.take() }
     }
 }
 
@@ -238,7 +238,7 @@ public func portal_auth_verify_totp(_ auth: OpaquePointer?, _ code: UnsafePointe
     exported { () throws(CFailure) in
         var outcome = try prepareVerifyTotp(auth, code, userJwt)()
         defer { outcome.release() }
-        if let out { out.pointee = outcome.take(\.session) }
+        if let out { out.pointee = outcome.session.take() }
     }
 }
 

@@ -172,7 +172,7 @@ func stringArgument(_ pointer: UnsafePointer<CChar>?, _ name: String, maxBytes: 
     guard let string = String(validating: bytes, as: UTF8.self) else {
         throw .invalidArgument(name, "not valid UTF-8")
     }
-    if !allowingBlank && string.allSatisfy({ $0.isWhitespace }) { throw .invalidArgument(name, "must not be empty or blank") }
+    if !allowingBlank && string.isBlank { throw .invalidArgument(name, "must not be empty or blank") }
     return string
 }
 

@@ -44,7 +44,7 @@ enum CredentialRegistry {
         portals.withLock { all in
             let entries = all[credential, default: []].filter { $0.portal != nil }
             all[credential] = entries.isEmpty ? nil : entries
-            return entries.compactMap(\.portal).filter { $0 !== portal }
+            return entries.compactMap { $0.portal }.filter { $0 !== portal }
         }
     }
 }

@@ -42,7 +42,7 @@ enum DesktopURLOpener {
     static func scheme(of url: String) -> String {
         guard let colon = url.firstIndex(of: ":") else { return "" }
         let scheme = url[..<colon]
-        guard scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }) else { return "" }
+        guard scheme.isASCII(alphanumericOr: "+-.") else { return "" }
         return scheme.lowercased()
     }
 }

@@ -220,8 +220,7 @@ public final class PortalAuth: Sendable {
     /// Restore checks stored values without it, so items stored by earlier versions still read.
     static func check(_ value: String, name: String, refusingControl: Bool = false) throws(PortalAuthError) {
         if value.utf8.count > maxIdentifierBytes || value.utf8.contains(0)
-            || value.allSatisfy({ $0.isWhitespace })
-            || (refusingControl && value.unicodeScalars.contains { $0.properties.generalCategory == .control }) {
+            || value.isBlank || (refusingControl && value.unicodeScalars.contains { $0.isControl }) {
             throw .invalidArgument(name: name)
         }
     }
@@ -236,11 +235,11 @@ public final class PortalAuth: Sendable {
     }
 
     /// A token a caller hands in (a CST to persist, a user JWT, an API key): `checkToken`, and
-    /// no whitespace or control character anywhere (`isWhitespaceOrControl`). Each goes out as a
+    /// no whitespace or control character anywhere (`isWhiteSpaceOrControl`). Each goes out as a
     /// bearer: a line end in it would start another header line. Checked on the caller's string,
     /// before any wiped copy is made. Stored tokens are not held to it (restore reads old items).
     static func checkNewToken(_ token: String, name: String) throws(PortalAuthError) {
-        if token.unicodeScalars.contains(where: isWhitespaceOrControl) { throw .invalidArgument(name: name) }
+        if token.unicodeScalars.contains(where: { $0.isWhiteSpaceOrControl }) { throw .invalidArgument(name: name) }
         try checkToken(SecretBytes.copyingUTF8(of: token), name: name)
     }
 
@@ -261,13 +260,7 @@ public final class PortalAuth: Sendable {
         }
         let scheme = String(decoding: bytes[..<end], as: UTF8.self).lowercased()
         if ["javascript", "vbscript", "data"].contains(scheme) { throw .invalidArgument(name: name) }
-        if url.unicodeScalars.contains(where: isWhitespaceOrControl) { throw .invalidArgument(name: name) }
-    }
-
-    /// Unicode whitespace (space, tab, CR, LF, U+0085, U+00A0, U+2028, …) or a control character
-    /// (C0, DEL, C1).
-    static func isWhitespaceOrControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.properties.isWhitespace || scalar.properties.generalCategory == .control
+        if url.unicodeScalars.contains(where: { $0.isWhiteSpaceOrControl }) { throw .invalidArgument(name: name) }
     }
 
     private static func isSchemeByte(_ byte: UInt8, first: Bool) -> Bool {
@@ -291,13 +284,13 @@ public final class PortalAuth: Sendable {
             let end = rest.firstIndex(of: ":") ?? rest.endIndex
             let hostname = rest[..<end]
             guard !hostname.isEmpty, !hostname.hasPrefix("-"), !hostname.hasPrefix("."),
-                  hostname.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") })
+                  hostname.isASCII(alphanumericOr: "-.")
             else { throw .invalidArgument(name: name) }
             rest = rest[end...]
         }
         if rest.isEmpty { return }
         guard rest.first == ":", let port = Int(rest.dropFirst()), (1...65_535).contains(port),
-              rest.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) else {
+              rest.dropFirst().utf8.allSatisfy({ $0.isASCIIDigit }) else {
             throw .invalidArgument(name: name)
         }
     }

@@ -137,8 +137,13 @@ enum ReadPolicy {
         /// The attributes, when read: authoritative, since invalidation deletes by them.
         private var read: StoredSessionItem? { item.attributesRead ? item : attributes }
 
-        /// `session_generation`: the attribute when read, else the document's copy.
-        var generation: String? { read.map(\.generation) ?? document?.generation }
+        /// `session_generation`: the attribute when read (nil when the item lacks it), else the
+        /// document's copy. (Not `read.map { $0.generation }`: that key path is built at run time,
+        /// and the runtime's key-path code would become resident on every restore.)
+        var generation: String? {
+            if let read { return read.generation }
+            return document?.generation
+        }
         /// Whether `rank` is known (attributes read, or both copies in the document).
         var ranked: Bool { read != nil || (document?.persistedAt != nil && document?.generation != nil) }
         /// (`persisted_at`, `session_generation`): the newest sign-in wins. Unknown ranks lowest.

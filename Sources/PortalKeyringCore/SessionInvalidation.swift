@@ -198,7 +198,7 @@ final class InvalidationCenter: Sendable {
     func notifyListeners() {
         let listeners = state.withLock { s -> [ListenerRegistration] in
             if s.phase == .invalidating { s.phase = .invalidated }
-            return s.listeners.sorted { $0.key < $1.key }.map(\.value)
+            return s.listeners.sorted { $0.key < $1.key }.map { $0.value }
         }
         queue.async { listeners.forEach { $0.deliver() } }
     }

@@ -175,7 +175,7 @@ enum PersistOrder {
         // (restore ranks the leftover below ours); only a newer concurrent sign-in throws.
         guard let found = listFound(ours, seen), !found.isEmpty else { return persistedAt }
         let plan = cleanup(persistedAt: persistedAt, generation: generation, ours: ours,
-                           seen: Set(seen.map(\.itemId)), found: found)
+                           seen: Set(seen.map { $0.itemId }), found: found)
         for itemId in plan.remove { delete(itemId) }
         if plan.superseded { throw superseded }
         return persistedAt
@@ -183,7 +183,7 @@ enum PersistOrder {
 
     /// The `persisted_at` of a new sign-in: `now`, or one above the newest item `seen`.
     static func timestamp(now: UInt64, after seen: [StoredSessionItem]) -> UInt64 {
-        let newest = seen.filter(\.attributesRead).map(\.persistedAt).max() ?? 0
+        let newest = seen.filter { $0.attributesRead }.map { $0.persistedAt }.max() ?? 0
         return max(now, newest == UInt64.max ? newest : newest + 1)
     }
 

@@ -59,7 +59,7 @@ extension PortalAuth {
         guard let magicLink else { throw .magicLinkNotConfigured }
         let normalized = email.trimmingWhitespace().lowercased()
         guard normalized.contains("@"), normalized.utf8.count <= 320,
-              !normalized.contains(where: { $0.isWhitespace }) else { throw .invalidArgument(name: "email") }
+              !normalized.unicodeScalars.contains(where: { $0.isWhiteSpace }) else { throw .invalidArgument(name: "email") }
         try pendingSignIn.record()
         struct Body: Encodable {
             let email: String, redirectUrl: String, fromEmail: String, templateId: String

@@ -27,7 +27,7 @@ extension PortalAuth {
                                 isAccountAbstracted: data.isAccountAbstracted, totpLink: data.totpLink)
         // The secrets came from the decoder straight into wiped memory (SecretField).
         if let bytes = data.clientSessionToken?.bytes, !Self.isBlank(bytes) {
-            guard let endUserId = data.endUserId, !Self.isBlank(endUserId) else { throw .malformedResponse(field: "endUserId") }
+            guard let endUserId = data.endUserId, !endUserId.isBlank else { throw .malformedResponse(field: "endUserId") }
             exchange.endUserId = endUserId
             do { try Self.checkToken(bytes, name: "clientSessionToken") } catch { throw .malformedResponse(field: "clientSessionToken") }
             exchange.clientSessionToken = bytes
@@ -50,10 +50,6 @@ extension PortalAuth {
                             isAccountAbstracted: data.isAccountAbstracted, clientSessionToken: bytes)
     }
 
-    private static func isBlank(_ text: String) -> Bool {
-        !text.unicodeScalars.contains { !$0.properties.isWhitespace }
-    }
-
     /// Whether a secret is empty or whitespace only (read in place, no String made; bytes that
     /// are not UTF-8 count as not blank: `checkToken` refuses them).
     private static func isBlank(_ secret: SecretBytes) -> Bool {
@@ -63,7 +59,7 @@ extension PortalAuth {
             while true {
                 switch parser.parseScalar(from: &iterator) {
                 case .valid(let unit):
-                    if !Unicode.UTF8.decode(unit).properties.isWhitespace { return false }
+                    if !Unicode.UTF8.decode(unit).isWhiteSpace { return false }
                 case .emptyInput: return true
                 case .error: return false
                 }

@@ -17,7 +17,7 @@ enum UserJwt {
         // A claim of another type (a number, an object) reads as absent, never as text.
         let claim = payload.withUnsafeBytes { bytes in try? JSONText.read(bytes) { root in root.member("endUserId")?.string } }
         guard let endUserId = claim.flatMap({ $0 }),
-              endUserId.unicodeScalars.contains(where: { !$0.properties.isWhitespace }) else { throw .invalidUserJwt }
+              !endUserId.isBlank else { throw .invalidUserJwt }
         return endUserId
     }
 }

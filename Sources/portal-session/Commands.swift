@@ -157,7 +157,7 @@ func run(_ options: Options) throws(UsageError) -> Exit {
 func handleRedirect(_ options: Options) throws -> Exit {
     try options.expectArguments(1, "one URL")
     let url = options.arguments[0]
-    if url.allSatisfy({ $0.isWhitespace }) { throw UsageError(message: "handle-redirect: the URL is empty") }
+    if url.isBlank { throw UsageError(message: "handle-redirect: the URL is empty") }
     var redirectOptions: RedirectOptions = []
     if options.flags.contains("--allow-unsolicited") { redirectOptions.insert(.allowUnsolicited) }
     if options.flags.contains("--replace-user") { redirectOptions.insert(.replaceDifferentEndUser) }

@@ -109,9 +109,9 @@ struct FileKeyring: Sendable {
     /// Removes the items `found` names (a `search` of this value, so only items that opened
     /// under its key).
     mutating func remove(_ found: [Found]) {
-        let positions = Set(found.map(\.index))
+        let positions = Set(found.map { $0.index })
         guard !positions.isEmpty else { return }
-        items = items.enumerated().filter { !positions.contains($0.offset) }.map(\.element)
+        items = items.enumerated().filter { !positions.contains($0.offset) }.map { $0.element }
         modified = FileKeyring.now()
     }
 

@@ -23,7 +23,7 @@ extension FileKeyringStorage {
             try transaction("persist", until: deadline(), creating: true, otherwise: 0) { keyring, key throws(StorageFailure) in
                 let persistedAt = try PersistOrder.replace(
                     now: now, generation: generation,
-                    seen: { () throws(StorageFailure) in try ours(keyring, key, authEnvironmentId, secrets: false).map(\.stored) },
+                    seen: { () throws(StorageFailure) in try ours(keyring, key, authEnvironmentId, secrets: false).map { $0.stored } },
                     create: { persistedAt throws(StorageFailure) in
                         let attributes = SecretServiceStorage.match(authEnvironmentId) + [
                             (SecretServiceStorage.generationAttribute, generation),
@@ -35,11 +35,11 @@ extension FileKeyringStorage {
                         return try mapping { () throws(FileKeyringError) in try keyring.add(item, key: key).id }
                     },
                     found: { ours, _ in
-                        (try? self.ours(keyring, key, authEnvironmentId, secrets: false))?.map(\.stored).filter { $0.itemId != ours }
+                        (try? self.ours(keyring, key, authEnvironmentId, secrets: false))?.map { $0.stored }.filter { $0.itemId != ours }
                     },
                     delete: { itemId in
                         if let found = try? self.ours(keyring, key, authEnvironmentId, secrets: false) {
-                            keyring.remove(found.filter { $0.stored.itemId == itemId }.map(\.found))
+                            keyring.remove(found.filter { $0.stored.itemId == itemId }.map { $0.found })
                         }
                     })
                 return (persistedAt, true)
@@ -63,7 +63,7 @@ extension FileKeyringStorage {
     func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int {
         try transaction("clear", until: deadline(), creating: false, otherwise: 0) { keyring, key throws(StorageFailure) in
             let found = try ours(keyring, key, authEnvironmentId, generation: generation, secrets: false)
-            keyring.remove(found.map(\.found))
+            keyring.remove(found.map { $0.found })
             return (found.count, !found.isEmpty)
         }
     }
@@ -73,7 +73,7 @@ extension FileKeyringStorage {
     func remove(ids: Set<String>, authEnvironmentId: String, operation: String, until end: Int) throws(StorageFailure) {
         try transaction(operation, until: end, creating: false, otherwise: ()) { keyring, key throws(StorageFailure) in
             let found = try ours(keyring, key, authEnvironmentId, secrets: false).filter { ids.contains($0.stored.itemId) }
-            keyring.remove(found.map(\.found))
+            keyring.remove(found.map { $0.found })
             return ((), !found.isEmpty)
         }
     }

@@ -73,14 +73,14 @@ struct FileKeyringStorage: SessionStorage {
             try masterSecret.check(until: end)
             return nil
         }
-        let items = try ours(snapshot, authEnvironmentId, secrets: true).map(\.stored)
+        let items = try ours(snapshot, authEnvironmentId, secrets: true).map { $0.stored }
         if ReadPolicy.newest(authEnvironmentId, items: items).chosen == nil {
             try checkNothingHidden(snapshot)
         }
         var unusable: [String] = []
         let restored = try ReadPolicy.restore(
             authEnvironmentId, items: items,
-            attributes: { () throws(StorageFailure) in try ours(snapshot, authEnvironmentId, secrets: false).map(\.stored) },
+            attributes: { () throws(StorageFailure) in try ours(snapshot, authEnvironmentId, secrets: false).map { $0.stored } },
             delete: { itemId in unusable.append(itemId) })
         if !unusable.isEmpty {
             try remove(ids: Set(unusable), authEnvironmentId: authEnvironmentId, operation: "restore", until: end)
@@ -93,7 +93,7 @@ struct FileKeyringStorage: SessionStorage {
     /// key (the state cannot be read: restore says why); else `.signedOut`. No file is signed out.
     func observe(authEnvironmentId: String) throws(StorageFailure) -> SessionObservation {
         guard let snapshot = try snapshot() else { return .signedOut }
-        let plan = ReadPolicy.newest(authEnvironmentId, items: try ours(snapshot, authEnvironmentId, secrets: true).map(\.stored))
+        let plan = ReadPolicy.newest(authEnvironmentId, items: try ours(snapshot, authEnvironmentId, secrets: true).map { $0.stored })
         if let chosen = plan.chosen {
             return .signedIn(generation: chosen.generation ?? "", endUserId: chosen.document.endUserId)
         }

@@ -82,7 +82,7 @@ extension StorageFailure {
         let rest = message.dropFirst(prefix.count)
         let colon = rest.firstIndex(of: ":") ?? rest.endIndex
         let name = rest[..<colon]
-        guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_") }) else {
+        guard !name.isEmpty, name.isASCII(alphanumericOr: "._") else {
             return message
         }
         let text = colon == rest.endIndex ? "" : rest[rest.index(after: colon)...].drop(while: { $0 == " " })

@@ -40,7 +40,7 @@ extension SecretServiceStorage {
                     guard let found = try? bus.search(Self.match(authEnvironmentId)) else { return nil }
                     let others = found.unlocked.filter { $0 != ours }
                     // The items seen before are confirmed already; only those stored meanwhile are read.
-                    let seenIds = Set(seen.map(\.itemId))
+                    let seenIds = Set(seen.map { $0.itemId })
                     let fresh = others.filter { !seenIds.contains($0) }
                     guard let confirmedFresh = try? confirmedAttributes(bus, fresh, authEnvironmentId) else { return nil }
                     return seen.filter { others.contains($0.itemId) } + confirmedFresh

@@ -140,7 +140,7 @@ struct SecretServiceStorage: SessionStorage {
         // KWallet 5.103 serves an item of a wallet closed after our search with an EMPTY secret
         // (not skipped): read as a document, that is "unusable", and the item would be deleted.
         // An empty secret is only believed when the item needed no unlock to be found again.
-        let empty = result.filter { $0.secret?.count == 0 }.map(\.itemId)
+        let empty = result.filter { $0.secret?.count == 0 }.map { $0.itemId }
         if unread.isEmpty && empty.isEmpty { return result }
         // Search again, which unlocks what is locked or throws `.locked`. The answer is consistent
         // when every item there now was read: items that are gone were deleted, and nothing new
@@ -154,7 +154,7 @@ struct SecretServiceStorage: SessionStorage {
             try locate(bus, authEnvironmentId, unlocked: flag)
         })
         if unlockedAgain { unread += empty }
-        let answered = Set(read.map(\.itemId)).subtracting(unread)
+        let answered = Set(read.map { $0.itemId }).subtracting(unread)
         let usable = result.filter { answered.contains($0.itemId) }
         if present.isSubset(of: answered) { return usable }
         if !lastAttempt { return nil }

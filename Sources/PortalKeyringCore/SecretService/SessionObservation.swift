@@ -55,7 +55,7 @@ extension SecretServiceStorage {
             }
             let secrets: [String: SecretBytes]
             do throws(StorageFailure.Classified) {
-                secrets = try bus.secrets(mine.map(\.itemId))
+                secrets = try bus.secrets(mine.map { $0.itemId })
             } catch {
                 throw error.storageFailure
             }
