@@ -89,7 +89,10 @@ REALNAME := $(LINKNAME).$(VERSION)
 # SWIFT_OPTIMIZE: the Swift optimization mode of the release build (-O, SwiftPM's default for
 # -c release, when empty; e.g. -Osize). bench/results.md's history has the figures of each.
 SWIFT_OPTIMIZE ?=
+# -function-sections: each of our functions in a section of its own, so that the linker can lay
+# them out (LAYOUT_FLAGS below) and --gc-sections can drop the unused ones.
 SWIFT_FLAGS := -c release --scratch-path $(SCRATCH) --disable-local-rpath -Xswiftc -static-stdlib \
+	-Xswiftc -Xfrontend -Xswiftc -function-sections \
 	$(if $(SWIFT_LINKER),-Xswiftc -use-ld=$(SWIFT_LINKER)) $(if $(SWIFT_OPTIMIZE),-Xswiftc $(SWIFT_OPTIMIZE))
 # Link-time tuning (bench/results.md), shared by the library, portal-session and bench's floor library
 # (bench/build-floor.sh reads it with `make -s print-floor-link-flags`); each flag's figures are
@@ -103,7 +106,17 @@ SWIFT_FLAGS := -c release --scratch-path $(SCRATCH) --disable-local-rpath -Xswif
 # Only where the build machine's glibc has DT_RELR (2.36+): on an older one the flag would make a
 # library its own loader refuses.
 RELR_GLIBC := $(shell getconf GNU_LIBC_VERSION 2>/dev/null | awk '{ split($$2, v, "."); print (v[1] > 2 || (v[1] == 2 && v[2] >= 36)) ? "yes" : "" }')
-LINK_TUNING := $(if $(RELR_GLIBC),-Xlinker -z -Xlinker pack-relative-relocs)
+# Layout (lld only): the functions that loading the library and the first restore run
+# (build-support/hot-symbols.txt, written by bench/hot-symbols.sh) placed together at the start of
+# .text. The kernel maps code in 64 KiB windows around each touched page: scattered over the
+# library's text, the first restore made about 3.5 MiB of it resident (bench/results.md).
+HOT_SYMBOLS := $(CURDIR)/build-support/hot-symbols.txt
+LAYOUT_FLAGS := $(if $(filter lld,$(SWIFT_LINKER)),-Xlinker --symbol-ordering-file=$(HOT_SYMBOLS) \
+	-Xlinker --no-warn-symbol-ordering)
+# -z max-page-size=65536: segments aligned to 64 KiB, so that the loader places the library at a
+# 64 KiB boundary and the kernel's windows line up with the layout (-0.1 to -0.2 MiB resident).
+LAYOUT_FLAGS += $(if $(filter lld,$(SWIFT_LINKER)),-Xlinker -z -Xlinker max-page-size=65536)
+LINK_TUNING := $(if $(RELR_GLIBC),-Xlinker -z -Xlinker pack-relative-relocs) $(LAYOUT_FLAGS)
 LIB_LINK_FLAGS := $(LINK_TUNING) -Xlinker --version-script=$(CURDIR)/$(OUT)/portal-keyring.map \
 	-Xlinker -soname=$(SONAME) -Xlinker --gc-sections -Xlinker -z -Xlinker defs
 BIN_LINK_FLAGS := $(LINK_TUNING) -Xlinker --gc-sections

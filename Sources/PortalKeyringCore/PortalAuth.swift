@@ -274,23 +274,30 @@ public final class PortalAuth: Sendable {
     /// `#`, `\`, whitespace). Checked without libcurl, which is loaded only for requests.
     static func checkHost(_ host: String, name: String = "apiHost") throws(PortalAuthError) {
         try check(host, name: name)
-        var rest = Substring(host)
-        if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]"), close > rest.index(after: rest.startIndex),
-                  rest[rest.index(after: rest.startIndex)..<close].allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." })
+        // On bytes: every byte allowed below is ASCII, so anything else fails.
+        let bytes = Array(host.utf8)
+        var rest = bytes[...]
+        if rest.first == UInt8(ascii: "[") {
+            let inside = rest.startIndex + 1
+            guard let close = rest.firstIndex(of: UInt8(ascii: "]")), close > inside,
+                  rest[inside..<close].allSatisfy({ $0.isASCIIHexDigit || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") })
             else { throw .invalidArgument(name: name) }
-            rest = rest[rest.index(after: close)...]
+            rest = rest[(close + 1)...]
         } else {
-            let end = rest.firstIndex(of: ":") ?? rest.endIndex
+            let end = rest.firstIndex(of: UInt8(ascii: ":")) ?? rest.endIndex
             let hostname = rest[..<end]
-            guard !hostname.isEmpty, !hostname.hasPrefix("-"), !hostname.hasPrefix("."),
-                  hostname.isASCII(alphanumericOr: "-.")
+            guard let first = hostname.first, first != UInt8(ascii: "-"), first != UInt8(ascii: "."),
+                  hostname.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") })
             else { throw .invalidArgument(name: name) }
             rest = rest[end...]
         }
         if rest.isEmpty { return }
-        guard rest.first == ":", let port = Int(rest.dropFirst()), (1...65_535).contains(port),
-              rest.dropFirst().utf8.allSatisfy({ $0.isASCIIDigit }) else {
+        // ":" and a port 1–65535 in decimal digits (leading zeros allowed).
+        let digits = rest.dropFirst()
+        var port = 0
+        for digit in digits where digit.isASCIIDigit && port <= 65_535 { port = port * 10 + Int(digit - UInt8(ascii: "0")) }
+        guard rest.first == UInt8(ascii: ":"), !digits.isEmpty, digits.allSatisfy({ $0.isASCIIDigit }),
+              (1...65_535).contains(port) else {
             throw .invalidArgument(name: name)
         }
     }

@@ -31,7 +31,7 @@ enum SessionDocument {
     /// The newest version this library reads and writes.
     static let currentVersion = 2
     private static let magicPrefix = "portal-keyring-session/"
-    private static let magic = magicPrefix + String(currentVersion)
+    private static let magic = magicPrefix + String(decimal: UInt64(currentVersion))
 
     struct Decoded {
         /// 2, or 1 for a document written by 0.1.0.

@@ -29,6 +29,8 @@ extension UInt8 {
     package var isASCIIAlphanumeric: Bool { isASCIILetter || isASCIIDigit }
     package var isASCIILetter: Bool { (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self) }
     package var isASCIIDigit: Bool { (0x30...0x39).contains(self) }
+    /// 0–9, A–F, a–f.
+    package var isASCIIHexDigit: Bool { isASCIIDigit || (0x41...0x46).contains(self) || (0x61...0x66).contains(self) }
 }
 
 extension StringProtocol {

@@ -2,8 +2,9 @@ import Testing
 @testable import PortalKeyringCore
 
 /// The library's character classes (`TextClasses.swift`) decide on scalar values and bytes, to
-/// keep the standard library's Unicode property tables out of the first call's resident memory.
-/// Each must agree with the standard library's own answer, over every Unicode scalar.
+/// keep the standard library's Unicode property tables out of the first call's resident memory;
+/// `String(decimal:)` (`Decimal.swift`) likewise its integer formatting. Each must agree with the
+/// standard library's own answer, over every Unicode scalar.
 @Suite struct TextClassesTests {
     /// Every scalar value: U+0000 … U+10FFFF without the surrogates.
     static var allScalars: some Sequence<Unicode.Scalar> {
@@ -32,10 +33,16 @@ import Testing
             let ascii = byte < 0x80
             #expect(byte.isASCIILetter == (ascii && character.isLetter), "\(byte)")
             #expect(byte.isASCIIDigit == (ascii && character.isNumber), "\(byte)")
+            #expect(byte.isASCIIHexDigit == (ascii && character.isHexDigit), "\(byte)")
         }
         #expect("a-b.C9".isASCII(alphanumericOr: "-."))
         #expect(!"a_b".isASCII(alphanumericOr: "-."))
         #expect(!"é".isASCII(alphanumericOr: ""))
+    }
+
+    @Test(arguments: [0, 7, 9, 10, 99, 100, 4_294_967_295, 1 << 53, UInt64.max - 1, UInt64.max])
+    func decimalIsStringsOwn(_ value: UInt64) {
+        #expect(String(decimal: value) == String(value))
     }
 
     @Test(arguments: ["", " ", "\t\r\n", "\u{A0}\u{2028}\u{3000}"])

@@ -237,7 +237,7 @@ struct SecretBus {
         let pid = g_variant_get_uint32(child)
         // argv[0]'s file name from /proc/PID/cmdline (comm is cut at 15 bytes: "gnome-keyring-d").
         var buffer = [UInt8](repeating: 0, count: 512)
-        let fd = open("/proc/\(pid)/cmdline", O_RDONLY | O_CLOEXEC)
+        let fd = open("/proc/" + String(decimal: UInt64(pid)) + "/cmdline", O_RDONLY | O_CLOEXEC)
         let count = fd < 0 ? 0 : max(read(fd, &buffer, buffer.count), 0)
         if fd >= 0 { close(fd) }
         let argv0 = buffer[0..<count].split(separator: 0, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
