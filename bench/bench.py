@@ -367,13 +367,14 @@ def fig_python(t, a, n_warm, n_cold):
 def fig_load(t, a, n):
     """dlopen + first call and peak RSS, three sides alternating in rotation: ours (one restore), raw
     libsecret (one lookup) and the Swift-runtime floor (raw's lookup plus bench/floor/floor.swift
-    loaded and called once), each in a fresh process (bench/loadprobe.c). Targets (issue 17): time extra over raw ≤ 1.5 ms;
+    loaded and called once), each in a fresh process (bench/loadprobe.c). Targets (issue 27): time ≤ the
+    floor's + 0.3 ms (median of the paired differences, ours − floor, taken in the same rotation);
     RSS extra over raw ≤ the floor's extra + 1 MiB."""
     label_t = "load cost: `dlopen` + first call (restore), extra time"
     label_m = "load cost: peak RSS after `dlopen` + first restore, extra"
     label_ft = "floor: raw's lookup + `dlopen` + one call of a minimal Swift library built the same way, extra time"
     label_fm = "floor: peak RSS of raw's lookup + a minimal Swift library loaded and called once, extra"
-    target_t, target_m = "≤ 1.5 ms extra", "≤ floor's extra + 1 MiB"
+    target_t, target_m = "≤ floor + 0.3 ms (paired median)", "≤ floor's extra + 1 MiB"
     probe = os.path.join(a.bin, "loadprobe")
     try:
         run([os.path.join(a.bin, "raw_secret"), "store", "bench-load-raw"])
@@ -415,7 +416,12 @@ def fig_load(t, a, n):
                        "**%+.1f MiB**" % (extra / 1024))
 
     extra, cells = time_cells("ours", "first call")
-    t.add(label_t, *cells, target_t, "met" if extra <= 1.5e6 else "MISSED by %s" % fmt_ms(extra - 1.5e6), n)
+    if "floor" in got:
+        over = statistics.median([x - y for x, y in zip(tot["ours"], tot["floor"])])
+        verdict = "met" if over <= 0.3e6 else "MISSED by %s" % fmt_ms(over - 0.3e6)
+        t.add(label_t, *cells, target_t, "%s (ours − floor: %+.2f ms)" % (verdict, ms(over)), n)
+    else:
+        t.add(label_t, *cells, target_t, "not judged: no floor library", n)
     extra_kib, cells = rss_cells("ours")
     if "floor" in got:
         floor_kib, _ = rss_cells("floor")
