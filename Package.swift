@@ -13,8 +13,8 @@ let package = Package(
         .executable(name: "portal-session", targets: ["portal-session"]),
     ],
     targets: [
-        // GLib/GIO (GDBus) and libgcrypt, which the library talks through, and libsecret-1, linked
-        // for the fault-injection seams only (the module map says more). Header directories come
+        // GLib/GIO (GDBus) and libgcrypt, which the library talks through; libsecret-1's header
+        // only, not linked (the module map says more). Header directories come
         // from our own .pc file (absolute path): libsecret-1.pc's private dependencies carry
         // -pthread, which SwiftPM refuses with a warning in this package and every dependent.
         .systemLibrary(

@@ -14,7 +14,7 @@
 #      `make uninstall DESTDIR=...` leaves no file behind;
 #   3. `make install PREFIX=<tmp>/prefix`, then on that prefix:
 #      - exported dynamic symbols (nm -D --defined-only) == the header's PORTAL_API functions;
-#      - ldd: only libc/libm/libstdc++/libgcc_s, GLib/GIO/GObject, libsecret and libcurl plus their
+#      - ldd: only libc/libm/libstdc++/libgcc_s, GLib/GIO/GObject, libgcrypt and libcurl plus their
 #        own dependencies; nothing from the Swift toolchain, nothing "not found";
 #      - versions: header macros, runtime functions, soname, file name and pkg-config agree;
 #      - relative relocations packed (DT_RELR) in the library and portal-session, which require
@@ -264,7 +264,7 @@ if grep -qE "$toolchain_pat" <<<"$ldd_out"; then
 else
     pass "nothing from the Swift toolchain (${toolchain_root:-no separate toolchain directory})"
 fi
-allowed_direct='^(libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|ld-linux[-a-z0-9_.]*\.so\.[0-9]+|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libutil\.so\.1|libglib-2\.0\.so\.0|libgobject-2\.0\.so\.0|libgio-2\.0\.so\.0|libgmodule-2\.0\.so\.0|libsecret-1\.so\.0|libgcrypt\.so\.20|libcurl(-gnutls|-nss)?\.so\.4)$'
+allowed_direct='^(libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|ld-linux[-a-z0-9_.]*\.so\.[0-9]+|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libutil\.so\.1|libglib-2\.0\.so\.0|libgobject-2\.0\.so\.0|libgio-2\.0\.so\.0|libgmodule-2\.0\.so\.0|libgcrypt\.so\.20|libcurl(-gnutls|-nss)?\.so\.4)$'
 needed=$(readelf -d "$lib" | sed -nE 's/.*\(NEEDED\).*\[(.*)\]/\1/p')
 bad_needed=$(grep -vE "$allowed_direct" <<<"$needed" || true)
 if [[ -z $bad_needed ]]; then

@@ -4,9 +4,9 @@ import Glibc
 #endif
 
 /// Points where a test program can act in the middle of an operation, made only when the
-/// test program interposes the libsecret symbol named (ELF interposition: a test program that
-/// defines the function, linked with -rdynamic, takes precedence for the library). The library
-/// never calls either function otherwise, so production processes never pay for them.
+/// test program defines the libsecret function named (linked with -rdynamic, so that the library
+/// finds it with dlsym). The library neither links libsecret nor calls these otherwise, so
+/// production processes never pay for them.
 ///
 /// - `secret_item_load_secrets_sync(NULL, …)` right before GetSecrets: the fault-injection suite
 ///   (`Tests/fault/fault_test.c`, condition 5) locks or deletes items exactly between the search
@@ -24,53 +24,65 @@ import Glibc
 ///   property is read, when a search found nothing: `Tests/providers/unlock_race_test.c` unlocks
 ///   KeePassXC exactly there (its searches skip a locked database).
 enum FaultInjectionSeam {
-    private struct Flag: @unchecked Sendable { let interposed: Bool }
-    private static func interposed(_ name: String) -> Flag {
-        // RTLD_DEFAULT (NULL) finds the first definition in the process, an interposer first;
-        // libsecret's handle finds its own.
-        guard let global = dlsym(nil, name),
-              let library = dlopen("libsecret-1.so.0", RTLD_LAZY | RTLD_NOLOAD) else { return Flag(interposed: false) }
-        defer { dlclose(library) }
-        return Flag(interposed: dlsym(library, name) != global)
+    /// The interposer's definition of a libsecret function, or nil. The library does not link
+    /// libsecret: a definition that RTLD_DEFAULT finds is an interposer unless it is libsecret's
+    /// own (an application that uses libsecret has it loaded).
+    private struct Interposer: @unchecked Sendable { let function: UnsafeMutableRawPointer? }
+    private static func interposer(_ name: String) -> Interposer {
+        guard let global = dlsym(nil, name) else { return Interposer(function: nil) }
+        if let library = dlopen("libsecret-1.so.0", RTLD_LAZY | RTLD_NOLOAD) {
+            defer { dlclose(library) }
+            if dlsym(library, name) == global { return Interposer(function: nil) }
+        }
+        return Interposer(function: global)
     }
-    private static let getSecrets = interposed("secret_item_load_secrets_sync")
-    private static let createItem = interposed("secret_item_set_secret_sync")
-    private static let lockedCheck = interposed("secret_collection_load_items_sync")
-    private static let prompt = interposed("secret_prompt_perform_sync")
-    private static let delete = interposed("secret_item_delete_sync")
+    private static let getSecrets = interposer("secret_item_load_secrets_sync")
+    private static let createItem = interposer("secret_item_set_secret_sync")
+    private static let lockedCheck = interposer("secret_collection_load_items_sync")
+    private static let prompt = interposer("secret_prompt_perform_sync")
+    private static let delete = interposer("secret_item_delete_sync")
 
-    static func beforeGetSecrets(_ cancellable: UnsafeMutablePointer<GCancellable>) {
-        guard getSecrets.interposed else { return }
+    /// `gboolean f(object, GCancellable *, GError **)`: the shape of three of the seams (the
+    /// object, a GList * or a SecretItem * or a SecretCollection *, is always NULL here).
+    private typealias ObjectCall = @convention(c) (
+        UnsafeMutableRawPointer?, UnsafeMutablePointer<GCancellable>?, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>?
+    ) -> gboolean
+
+    private static func call(_ seam: Interposer, _ cancellable: UnsafeMutablePointer<GCancellable>) {
+        guard let function = seam.function else { return }
         var error: UnsafeMutablePointer<GError>?
-        _ = secret_item_load_secrets_sync(nil, cancellable, &error)
+        _ = unsafeBitCast(function, to: ObjectCall.self)(nil, cancellable, &error)
         if let error { g_error_free(error) }
     }
 
-    static func beforeDelete(_ cancellable: UnsafeMutablePointer<GCancellable>) {
-        guard delete.interposed else { return }
-        var error: UnsafeMutablePointer<GError>?
-        _ = secret_item_delete_sync(nil, cancellable, &error)
-        if let error { g_error_free(error) }
-    }
+    static func beforeGetSecrets(_ cancellable: UnsafeMutablePointer<GCancellable>) { call(getSecrets, cancellable) }
 
+    static func beforeDelete(_ cancellable: UnsafeMutablePointer<GCancellable>) { call(delete, cancellable) }
+
+    static func beforeLockedCheck(_ cancellable: UnsafeMutablePointer<GCancellable>) { call(lockedCheck, cancellable) }
+
+    /// `secret_item_set_secret_sync(SecretItem *, SecretValue *, GCancellable *, GError **)`.
     static func beforeCreateItem(_ cancellable: UnsafeMutablePointer<GCancellable>) {
-        guard createItem.interposed else { return }
+        guard let function = createItem.function else { return }
+        typealias SetSecret = @convention(c) (
+            UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<GCancellable>?,
+            UnsafeMutablePointer<UnsafeMutablePointer<GError>?>?
+        ) -> gboolean
         var error: UnsafeMutablePointer<GError>?
-        _ = secret_item_set_secret_sync(nil, nil, cancellable, &error)
+        _ = unsafeBitCast(function, to: SetSecret.self)(nil, nil, cancellable, &error)
         if let error { g_error_free(error) }
     }
 
-    static func beforeLockedCheck(_ cancellable: UnsafeMutablePointer<GCancellable>) {
-        guard lockedCheck.interposed else { return }
-        var error: UnsafeMutablePointer<GError>?
-        _ = secret_collection_load_items_sync(nil, cancellable, &error)
-        if let error { g_error_free(error) }
-    }
-
+    /// `secret_prompt_perform_sync(SecretPrompt *, const gchar *window_id, GCancellable *,
+    /// const GVariantType *, GError **)`, with the prompt's object path as the window id.
     static func beforePrompt(_ path: String) {
-        guard prompt.interposed else { return }
+        guard let function = prompt.function else { return }
+        typealias Perform = @convention(c) (
+            UnsafeMutableRawPointer?, UnsafePointer<CChar>?, UnsafeMutablePointer<GCancellable>?, UnsafeRawPointer?,
+            UnsafeMutablePointer<UnsafeMutablePointer<GError>?>?
+        ) -> OpaquePointer?
         var error: UnsafeMutablePointer<GError>?
-        if let reply = secret_prompt_perform_sync(nil, path, nil, nil, &error) { g_variant_unref(reply) }
+        if let reply = unsafeBitCast(function, to: Perform.self)(nil, path, nil, nil, &error) { g_variant_unref(reply) }
         if let error { g_error_free(error) }
     }
 }
