@@ -93,11 +93,16 @@ enum HTTPFailure: Error, Equatable {
     case refused(String)
     /// Connection failure, TLS failure, reset or timeout.
     case transport(String)
+    /// The answer's body ran past `limit` bytes, the most the request reads (`HTTPClient.send`'s
+    /// `maxBodyBytes`): the transfer was stopped there and nothing of the body is used. `status`
+    /// is the answer's HTTP status (0 when none had come).
+    case oversized(limit: Int, status: Int)
 
     var message: String {
         switch self {
         case .refused(let m): return "request refused: \(m)"
         case .transport(let m): return m
+        case .oversized(let limit, _): return "the answer was larger than \(limit) bytes, the most this request reads; it was not read"
         }
     }
 
@@ -107,6 +112,8 @@ enum HTTPFailure: Error, Equatable {
         switch self {
         case .refused(let m): return "request to \(authority) refused: \(m)"
         case .transport(let m): return "could not reach \(authority): \(m)"
+        case .oversized(let limit, _):
+            return "the answer from \(authority) was larger than \(limit) bytes, the most this request reads; it was not read"
         }
     }
 }
@@ -197,9 +204,12 @@ struct HTTPClient: Sendable {
 
     /// Sends `request` to `target`. `bearer`, when given, goes in the Authorization header; it is
     /// refused over plain HTTP unless the host is loopback, and refused (nothing sent) when it
-    /// or a header value holds a control character.
+    /// or a header value holds a control character. A body longer than `maxBodyBytes` stops the
+    /// transfer there: `HTTPFailure.oversized` (a Portal API answer the library parses is held to
+    /// `PortalAuth.maxAnswerBytes`, so a huge one costs no more than that much reading).
     func send(_ request: PortalRequest, to target: TargetURL, bearer: SecretBytes?,
-              cancellation: RequestCancellation? = nil) throws(HTTPFailure) -> PortalResponse {
+              cancellation: RequestCancellation? = nil,
+              maxBodyBytes: Int = HTTPClient.maxBodyBytes) throws(HTTPFailure) -> PortalResponse {
         if target.scheme != "https" && !target.isLoopback {
             throw .refused("plain HTTP to \(target.authority) is not allowed; use https")
         }
@@ -249,7 +259,7 @@ struct HTTPClient: Sendable {
             headers = curl.slistAppend(headers, line)
         }
 
-        let sink = ResponseSink()
+        let sink = ResponseSink(limit: maxBodyBytes)
         let sinkPointer = Unmanaged.passRetained(sink)
         defer { sinkPointer.release() }
 
@@ -272,7 +282,10 @@ struct HTTPClient: Sendable {
             guard let data, let context else { return 0 }
             let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
             let length = size * count
-            if sink.bytes.count + length > HTTPClient.maxBodyBytes { return 0 }
+            if sink.bytes.count + length > sink.limit {
+                sink.overflowed = true
+                return 0  // libcurl stops the transfer (CURLE_WRITE_ERROR)
+            }
             sink.bytes.append(UnsafeRawBufferPointer(start: data, count: length))
             return length
         }, "CURLOPT_WRITEFUNCTION")
@@ -305,6 +318,11 @@ struct HTTPClient: Sendable {
         }
 
         let code = withExtendedLifetime(cancellation) { curl.easyPerform(easy) }
+        if sink.overflowed {
+            var status = 0
+            portal_curl_getinfo_long(curl.getinfo, easy, CURLINFO_RESPONSE_CODE, &status)
+            throw .oversized(limit: maxBodyBytes, status: status)
+        }
         if code != CURLE_OK {
             throw .transport(curl.easyStrerror(code).map { String(cString: $0) } ?? "libcurl error \(code.rawValue)")
         }
@@ -358,4 +376,9 @@ extension HTTPClient {
 /// grows and when the request ends.
 private final class ResponseSink {
     let bytes = SecretBytes.Growable()
+    /// The most bytes kept; the write callback stops the transfer beyond it.
+    let limit: Int
+    var overflowed = false
+
+    init(limit: Int) { self.limit = limit }
 }

@@ -4,6 +4,12 @@
 extension PortalAuth {
     /// Longest server text kept in `accountAbstractionUnavailable(message:)` (PortalSwift's cap).
     static let maxServerMessageCharacters = 200
+    /// Longest client-auth answer read (256 KiB; issue 39, case 1): the largest legitimate one
+    /// carries a Client Session Token of at most `maxTokenBytes` (64 KiB), a user JWT and a few
+    /// identifiers, with room for JSON escapes. The transfer stops past it, before anything is
+    /// parsed: a 2xx answer that long is a `networkFailure` saying so; another status is read
+    /// by its status alone.
+    static let maxAnswerBytes = 256 << 10
 
     func authorizeURL(provider: String) throws(PortalAuthError) -> String {
         try pendingSignIn.record()
@@ -50,8 +56,14 @@ extension PortalAuth {
                                               (name: TraceId.header, value: TraceId.fresh())], body: bytes)
         let response: PortalResponse
         do {
-            response = try http.send(request, to: target, bearer: bearer)
+            response = try http.send(request, to: target, bearer: bearer, maxBodyBytes: Self.maxAnswerBytes)
         } catch {
+            // An oversized error answer (a proxy's page) still says what its status says.
+            if case .oversized(_, let status) = error, (300..<600).contains(status) {
+                throw Self.error(for: PortalResponse(status: status, bodyBytes: SecretBytes(count: 0) { _ in }),
+                                 unauthorized: unauthorized, accountAbstraction: accountAbstraction,
+                                 authority: target.authority)
+            }
             throw .networkFailure(message: error.message(reaching: target.authority))
         }
         guard (200..<300).contains(response.status) else {

@@ -28,11 +28,15 @@ enum ReadPolicy {
     /// document cannot stand in for them (`needsAttributes`); `delete` removes one unusable item,
     /// and a failed delete fails the restore (never "signed out" with the item left behind).
     /// A document written by a newer version is neither restored nor deleted (README, "Storage").
+    /// `inTime` throws when the operation's deadline has passed: it is asked before each
+    /// document is decoded, so the work of decoding counts against the deadline as the provider's
+    /// calls do (issue 39, case 1; each document is capped, so one decode is short).
     static func restore(_ authEnvironmentId: String, items: [StoredSessionItem],
+                        inTime: () throws(StorageFailure) -> Void,
                         attributes: () throws(StorageFailure) -> [StoredSessionItem],
                         delete: (String) throws(StorageFailure) -> Void) throws(StorageFailure) -> Restored? {
         if items.isEmpty { return nil }
-        var candidates = ours(authEnvironmentId, items)
+        var candidates = try ours(authEnvironmentId, items, inTime: inTime)
         // Which sign-in each item holds, and how new it is, come from its attributes or — when the
         // storage did not read them — from the copies in its document. Attributes are read only
         // when they matter: to confirm that an item is ours before it is deleted as unusable or
@@ -63,13 +67,21 @@ enum ReadPolicy {
     /// The watch's decision over items whose attributes were read (confirmed ours) and whose
     /// secrets were read where the provider served them (`secret` nil: not served).
     static func newest(_ authEnvironmentId: String, items: [StoredSessionItem]) -> Plan {
-        plan(ours(authEnvironmentId, items))
+        plan(ours(authEnvironmentId, items, inTime: { () throws(Never) in }))
     }
 
     /// Trust nothing the provider returns: a document that names another auth environment was
     /// over-matched by the provider's search, and is neither restored, announced nor deleted.
-    private static func ours(_ authEnvironmentId: String, _ items: [StoredSessionItem]) -> [Candidate] {
-        items.map { Candidate(item: $0) }.filter { $0.namesOtherEnvironment(authEnvironmentId) == false }
+    /// Each document is decoded once, here, after `inTime` said the deadline has not passed.
+    private static func ours<E: Error>(_ authEnvironmentId: String, _ items: [StoredSessionItem],
+                                       inTime: () throws(E) -> Void) throws(E) -> [Candidate] {
+        var candidates: [Candidate] = []
+        for item in items {
+            try inTime()
+            let candidate = Candidate(item: item)
+            if !candidate.namesOtherEnvironment(authEnvironmentId) { candidates.append(candidate) }
+        }
+        return candidates
     }
 
     /// The newest usable sign-in, by `PersistOrder`; the unusable items above it.
@@ -103,11 +115,16 @@ enum ReadPolicy {
         /// Unusable to this library because a newer version wrote it (never deleted).
         let newerVersion: Bool
 
+        /// The secret judged once (`SessionDocument.read`): an unusable document is not parsed
+        /// again to ask whether a newer version wrote it.
         init(item: StoredSessionItem) {
             self.item = item
-            document = item.secret.flatMap { secret in secret.withUnsafeBytes { SessionDocument.decode($0) } }
-            newerVersion = document == nil
-                && (item.secret.map { secret in secret.withUnsafeBytes { SessionDocument.isNewerVersion($0) } } ?? false)
+            let reading = item.secret.map { secret in secret.withUnsafeBytes { SessionDocument.read($0) } }
+            switch reading {
+            case .usable(let decoded): (document, newerVersion) = (decoded, false)
+            case .newerVersion: (document, newerVersion) = (nil, true)
+            case .unusable, nil: (document, newerVersion) = (nil, false)
+            }
         }
 
         /// The document, unless it names another sign-in than its item's `session_generation`

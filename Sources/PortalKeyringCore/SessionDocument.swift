@@ -63,31 +63,67 @@ enum SessionDocument {
         }
     }
 
-    /// Decodes a stored secret, or returns nil when it is unusable.
+    /// The longest version-2 document: every field at its longest (an identifier of
+    /// `PortalAuth.maxIdentifierBytes`, a token of `PortalAuth.maxTokenBytes`, base64url;
+    /// `g` 64 hex digits, `t` 20 digits): 92,967 bytes.
+    static let maximumVersion2Bytes = magic.utf8.count + 5 * 3 + 2 * Base64URL.encodedCount(PortalAuth.maxIdentifierBytes)
+        + 64 + 20 + Base64URL.encodedCount(PortalAuth.maxTokenBytes)
+    /// The longest version-1 (JSON) document read: the token and end user id at their longest
+    /// with every byte written as a `\u00XX` escape (6 bytes), plus 4 KiB for the keys, `v`,
+    /// `g`, `t` and white space: 409,600 bytes (400 KiB). 0.1.0 wrote nothing longer.
+    static let maximumVersion1Bytes = 6 * (PortalAuth.maxTokenBytes + PortalAuth.maxIdentifierBytes) + 4096
+
+    /// What a stored secret is to this library, judged in one pass (issue 39, case 1: an
+    /// unusable document used to be parsed twice, once to decode it and once to ask whether a
+    /// newer version wrote it).
+    enum Reading {
+        /// A document this version restores.
+        case usable(Decoded)
+        /// A newer version's document: not ours to judge, never deleted (README, "Storage").
+        case newerVersion
+        /// Anything else: deleted by a restore when it ranks above the usable sign-in.
+        case unusable
+    }
+
+    /// Judges a stored secret. A document longer than its form's longest (`maximumVersion2Bytes`,
+    /// `maximumVersion1Bytes`) is unusable without being parsed, so a planted one costs no more
+    /// than reading its length; the text form of a newer version is recognized by its first
+    /// bytes whatever its length, a JSON one only within the cap (no version writes JSON since 1).
+    static func read(_ bytes: UnsafeRawBufferPointer) -> Reading {
+        guard !bytes.isEmpty else { return .unusable }
+        if bytes.first == UInt8(ascii: "{") {
+            guard bytes.count <= maximumVersion1Bytes else { return .unusable }
+            return readVersion1(bytes)
+        }
+        if bytes.count <= maximumVersion2Bytes, let decoded = decodeVersion2(bytes) { return .usable(decoded) }
+        return isNewerTextVersion(bytes) ? .newerVersion : .unusable
+    }
+
+    /// Decodes a stored secret, or returns nil when it is unusable (`read`).
     static func decode(_ bytes: UnsafeRawBufferPointer) -> Decoded? {
-        guard !bytes.isEmpty else { return nil }
-        if bytes.first == UInt8(ascii: "{") { return decodeVersion1(bytes) }
-        return decodeVersion2(bytes)
+        if case .usable(let decoded) = read(bytes) { return decoded }
+        return nil
     }
 
     /// Whether `bytes` is a document of a version newer than `currentVersion`: the text form
     /// `portal-keyring-session/<N>` (N > 2, followed by a space or the end), or a JSON document
-    /// whose `v` is an integer above 2. Such a document is never deleted as unusable.
+    /// (within `maximumVersion1Bytes`) whose `v` is an integer above 2. Such a document is never
+    /// deleted as unusable (`read`).
     static func isNewerVersion(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        let prefix = Array(magicPrefix.utf8)
-        if bytes.count > prefix.count, bytes.starts(with: prefix) {
-            let digits = bytes[prefix.count...].prefix { (0x30...0x39).contains($0) }
-            let end = prefix.count + digits.count
-            guard !digits.isEmpty, end == bytes.count || bytes[end] == UInt8(ascii: " ") else { return false }
-            // A version too long for Int is newer than any we know.
-            guard let version = Int(String(decoding: digits, as: UTF8.self)) else { return digits.first != 0x30 }
-            return version > currentVersion
-        }
-        if bytes.first == UInt8(ascii: "{"), isValidUTF8(bytes) {
-            let version = try? JSONText.read(bytes) { root in root.member("v")?.int64 }
-            return (version.flatMap { $0 } ?? 0) > Int64(currentVersion)
-        }
+        if case .newerVersion = read(bytes) { return true }
         return false
+    }
+
+    /// The text form of a newer version: `portal-keyring-session/<N>`, N > 2, then a space or the end.
+    private static func isNewerTextVersion(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let prefix = Array(magicPrefix.utf8)
+        guard bytes.count > prefix.count, bytes.starts(with: prefix) else { return false }
+        let digits = bytes[prefix.count...].prefix { (0x30...0x39).contains($0) }
+        let end = prefix.count + digits.count
+        guard !digits.isEmpty, end == bytes.count || bytes[end] == UInt8(ascii: " ") else { return false }
+        // A version too long for Int is newer than any we know.
+        guard let version = Int(String(decoding: digits, as: UTF8.self)) else { return digits.first != 0x30 }
+        return version > currentVersion
     }
 
     // MARK: - Version 2
@@ -132,20 +168,24 @@ enum SessionDocument {
     /// must be the integer 1; the token and end user, when present, strings (another type makes
     /// the document unusable); `g` and `t` tolerant (a wrong type reads as absent, never as
     /// unusable). The token goes from the stored bytes straight into `SecretBytes`.
-    private static func decodeVersion1(_ bytes: UnsafeRawBufferPointer) -> Decoded? {
-        guard isValidUTF8(bytes) else { return nil }
-        let decoded = try? JSONText.read(bytes) { root -> Decoded? in
-            guard root.member("v")?.int64 == 1,
+    /// A JSON document, parsed once: a `v` above 2 is a newer version's (never deleted).
+    private static func readVersion1(_ bytes: UnsafeRawBufferPointer) -> Reading {
+        guard isValidUTF8(bytes) else { return .unusable }
+        let reading = try? JSONText.read(bytes) { root -> Reading in
+            let version = root.member("v")?.int64
+            if let version, version > Int64(currentVersion) { return .newerVersion }
+            guard version == 1,
                   let token = root.member("clientSessionToken"), let count = token.unescapedCount,
                   let endUserId = root.member("endUserId")?.string
-            else { return nil }
+            else { return .unusable }
             let generation = root.member("g")?.string.flatMap { isGeneration($0) ? $0 : nil }
             let persistedAt = root.member("t")?.int64.flatMap { $0 >= 0 ? UInt64($0) : nil }
-            return Decoded(version: 1, authEnvironmentId: nil, endUserId: endUserId,
-                           token: SecretBytes(count: count) { token.unescape(into: UnsafeMutableRawBufferPointer($0)) },
-                           generation: generation, persistedAt: persistedAt)
+            let decoded = Decoded(version: 1, authEnvironmentId: nil, endUserId: endUserId,
+                                  token: SecretBytes(count: count) { token.unescape(into: UnsafeMutableRawBufferPointer($0)) },
+                                  generation: generation, persistedAt: persistedAt)
+            return usable(decoded).map { .usable($0) } ?? .unusable
         }
-        return decoded.flatMap { $0 }.flatMap(usable)
+        return reading ?? .unusable
     }
 
     /// What a version-1 `g` field must look like to be used: the attribute value a search by

@@ -44,6 +44,7 @@ final class InMemoryStorage: SessionStorage, @unchecked Sendable {
     func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored? {
         try ReadPolicy.restore(
             authEnvironmentId, items: try items(authEnvironmentId: authEnvironmentId, withSecrets: true),
+            inTime: {},
             attributes: { () throws(StorageFailure) in try items(authEnvironmentId: authEnvironmentId, withSecrets: false) },
             delete: { itemId throws(StorageFailure) in try delete(itemId: itemId) })
     }

@@ -74,14 +74,22 @@ struct FileKeyringStorage: SessionStorage {
             return nil
         }
         let items = try ours(snapshot, authEnvironmentId, secrets: true).map { $0.stored }
-        if ReadPolicy.newest(authEnvironmentId, items: items).chosen == nil {
-            try checkNothingHidden(snapshot)
-        }
         var unusable: [String] = []
+        // Each document decoded once (issue 39, case 1), the deadline asked before each.
         let restored = try ReadPolicy.restore(
             authEnvironmentId, items: items,
+            inTime: { () throws(StorageFailure) in
+                guard g_get_monotonic_time() < end else {
+                    throw .fileKeyring("\(path): restore did not finish within \(timeouts.callMilliseconds) ms; nothing was deleted")
+                }
+            },
             attributes: { () throws(StorageFailure) in try ours(snapshot, authEnvironmentId, secrets: false).map { $0.stored } },
             delete: { itemId in unusable.append(itemId) })
+        // Nothing usable: items that may be ours but do not open fail the restore before anything
+        // is deleted (the unusable ones were only noted so far).
+        if restored == nil {
+            try checkNothingHidden(snapshot)
+        }
         if !unusable.isEmpty {
             try remove(ids: Set(unusable), authEnvironmentId: authEnvironmentId, operation: "restore", until: end)
         }

@@ -1,4 +1,7 @@
 import CJsmn
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A JSON text read in place (issue 27): jsmn tokenizes the caller's bytes without allocating
 /// or copying them, and this type checks what jsmn lets through, so that a text is accepted only
@@ -13,6 +16,13 @@ import CJsmn
 /// - strings: no byte below 0x20, only the escapes `\" \\ \/ \b \f \n \r \t \uXXXX`, surrogates
 ///   in pairs, `\u0000` kept as a byte, the bytes valid UTF-8;
 /// - nesting at most `maximumDepth` deep.
+///
+/// Reading is linear in the text's length (issue 39, case 1: a planted `{"a":0,"a":0,…}` of
+/// 0.5 MB took seconds): jsmn keeps parent links (cjsmn.h), the nesting is bounded before jsmn runs
+/// (its walk up at a closing bracket is then at most `maximumDepth` steps), every check below is
+/// one pass over the tokens and the text between them, and a decoder looking up many members
+/// indexes the object once (`membersByKey`). What may be large is capped by the caller before it
+/// gets here: a stored document (`SessionDocument`), a Portal API answer (`PortalAuth.maxAnswerBytes`).
 ///
 /// - no object naming a key twice: JSONDecoder would pick one silently, and a stored document or
 ///   an answer with two tokens or two end users is not ours to guess.
@@ -34,6 +44,12 @@ enum JSONText {
         let text = bytes.bindMemory(to: UInt8.self)
         guard let base = bytes.baseAddress, !text.isEmpty, text.count < Int(Int32.max) else {
             throw Failure(message: "empty or oversized text")
+        }
+        if let meter = pthread_getspecific(meterKey) { meter.assumingMemoryBound(to: Int.self).pointee += text.count }
+        // The nesting first: jsmn's walk up to the open container at each closing bracket is as
+        // long as the nesting is deep, so `[[[…]]]` of n brackets would cost n² steps.
+        if let at = Self.firstTooDeep(text) {
+            throw Failure(message: "nested deeper than \(JSONText.maximumDepth) at \(at)")
         }
         let chars = base.assumingMemoryBound(to: CChar.self)
         var parser = jsmn_parser()
@@ -57,6 +73,52 @@ enum JSONText {
         return try body(Value(document: document, index: 0))
     }
 
+    /// Where an array or object opens deeper than `maximumDepth` (a byte offset), nil when none
+    /// does: one pass, counting the brackets outside strings (a backslash skips the byte after it).
+    /// For a valid text this is the nesting `check` sees; an invalid one is refused either way.
+    static func firstTooDeep(_ text: UnsafeBufferPointer<UInt8>) -> Int? {
+        var depth = 0
+        var inString = false
+        var i = 0
+        while i < text.count {
+            let byte = text[i]
+            if inString {
+                if byte == UInt8(ascii: "\\") { i += 1 } else if byte == UInt8(ascii: "\"") { inString = false }
+            } else {
+                switch byte {
+                case UInt8(ascii: "\""): inString = true
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
+                    if depth > maximumDepth { return i }
+                case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+                default: break
+                }
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    /// How many bytes `read` was given on this thread while `body` ran: a measure of the work
+    /// done (each read is a fixed number of linear passes), for tests that a text is read once,
+    /// or not at all when a cap refuses it first.
+    static func bytesRead(during body: () throws -> Void) rethrows -> Int {
+        var count = 0
+        let previous = pthread_getspecific(meterKey)
+        try withUnsafeMutablePointer(to: &count) { pointer in
+            pthread_setspecific(meterKey, pointer)
+            defer { pthread_setspecific(meterKey, previous) }
+            try body()
+        }
+        return count
+    }
+
+    private static let meterKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
     /// What kind of value a token holds.
     enum Kind: Equatable { case object, array, string, number, bool, null }
 
@@ -76,6 +138,16 @@ enum JSONText {
                 if document.stringEquals(keyIndex, wanted) { found = keyIndex + 1 }
             }
             return found.map { Value(document: document, index: $0) }
+        }
+
+        /// Each member's value by its key's unescaped bytes, in one pass over the object (keys
+        /// are unique: `read` refuses a key named twice); empty when this is not an object. For a
+        /// caller that looks up many keys: `member` looks through the whole object each time.
+        var membersByKey: [[UInt8]: Value] {
+            guard kind == .object else { return [:] }
+            var members: [[UInt8]: Value] = [:]
+            document.forEachChild(index) { members[document.unescaped($0)] = Value(document: document, index: $0 + 1) }
+            return members
         }
 
         /// The keys of an object in order (unescaped), or [] when this is not an object.

@@ -15,7 +15,7 @@ struct JSONTextDecoder: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard value.kind == .object else { throw Self.mismatch("an object", codingPath) }
-        return KeyedDecodingContainer(Keyed<Key>(object: value, codingPath: codingPath))
+        return KeyedDecodingContainer(Keyed<Key>(object: value, members: value.membersByKey, codingPath: codingPath))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -60,15 +60,18 @@ struct JSONTextDecoder: Decoder {
         init(intValue: Int) { stringValue = String(intValue); self.intValue = intValue }
     }
 
+    /// An object's members, indexed once when the container is made: a type that decodes every
+    /// key (a `Dictionary`) would otherwise look through the whole object for each one, n² steps.
     private struct Keyed<K: CodingKey>: KeyedDecodingContainerProtocol {
         let object: JSONText.Value
+        let members: [[UInt8]: JSONText.Value]
         let codingPath: [any CodingKey]
         var allKeys: [K] { object.keys.compactMap { K(stringValue: $0) } }
 
-        func contains(_ key: K) -> Bool { object.member(key.stringValue) != nil }
+        func contains(_ key: K) -> Bool { members[Array(key.stringValue.utf8)] != nil }
 
         private func member(_ key: K) throws -> JSONText.Value {
-            guard let value = object.member(key.stringValue) else {
+            guard let value = members[Array(key.stringValue.utf8)] else {
                 throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no \(key.stringValue)"))
             }
             return value

@@ -61,12 +61,19 @@ struct SecretServiceStorage: SessionStorage {
     /// One operation under one deadline (`ServiceConnection.run`): the items read with their
     /// secrets (`readItems`), the attributes when `ReadPolicy.restore` asks for them, and the
     /// deletion of the unusable items it names. A provider slow enough that these calls together
-    /// outlast `callMilliseconds` fails the restore at that deadline (`Tests/fault`, condition 15).
+    /// outlast `callMilliseconds` fails the restore at that deadline (`Tests/fault`, condition 15),
+    /// and so does decoding the documents read (`inTime`, checked before each).
     func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored? {
         try ServiceConnection.shared.run(operation: "restore", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
             let bus = SecretBus(endpoint, call)
             return try ReadPolicy.restore(
                 authEnvironmentId, items: try readItems(bus, authEnvironmentId),
+                inTime: { () throws(StorageFailure) in
+                    // Decoding is work of this operation too: past the deadline it stops.
+                    if g_cancellable_is_cancelled(call.cancellable) != 0 {
+                        throw .timedOut(operation: "restore", milliseconds: timeouts.callMilliseconds)
+                    }
+                },
                 attributes: { () throws(StorageFailure) in try listed(bus, authEnvironmentId) },
                 delete: { itemId throws(StorageFailure) in _ = try delete(bus, itemId) })
         }
