@@ -146,6 +146,28 @@ import Glibc
         #expect(throws: PortalAuthError.authMethodUnavailable(method: "APPLE")) { try a.loginWithApple() }
     }
 
+    /// Issue 39, case 1: a client-auth answer is read up to `PortalAuth.maxAnswerBytes` (256 KiB)
+    /// and no further: a longer 2xx answer is a network failure that says so, never parsed (a
+    /// 0.96 MB body took ~11 s to parse); a longer error answer is read by its status alone. An
+    /// answer just under the cap is read whole.
+    @Test func anAnswerOverTheCapIsAClearErrorAndNotParsed() throws {
+        defer { restoreFake() }
+        let a = try auth()
+        func urls(_ length: Int, status: Int = 200) throws {
+            let url = "https://accounts.example/o?s=" + String(repeating: "a", count: length)
+            try FakePortalAPI.admin("POST", "faults",
+                                    #"{"route":"/api/v3/auth/oauth/urls","status":\#(status),"count":1,"body":{"data":{"google":"\#(url)"}}}"#)
+        }
+        try urls(PortalAuth.maxAnswerBytes - 100)
+        #expect(try a.loginWithGoogle().count == PortalAuth.maxAnswerBytes - 100 + 29)
+        try urls(PortalAuth.maxAnswerBytes)
+        var failure = "no error"
+        do throws(PortalAuthError) { _ = try a.loginWithGoogle() } catch { failure = "\(error)" }
+        #expect(failure.hasPrefix("network failure: the answer from ") && failure.contains("was larger than 262144 bytes"), "\(failure)")
+        try urls(512 << 10, status: 503)
+        #expect(throws: PortalAuthError.internalServerError(status: 503)) { try a.loginWithGoogle() }
+    }
+
     @Test(arguments: [500, 502, 503])
     func serverErrorsAreNotFailedSignIns(status: Int) throws {
         defer { restoreFake() }
