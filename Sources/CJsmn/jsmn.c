@@ -3,4 +3,4 @@
  * commas, several top-level values, number and literal spelling, control characters and UTF-8 in
  * strings) is refused by JSONText.swift. */
 #define PORTAL_CJSMN_DEFINITIONS
-#include "cjsmn.h"
+#include "include/cjsmn.h"

@@ -11,7 +11,13 @@
 //    elements, every string's unescaped bytes (through `unescape(into:)`, the secrets' path),
 //    `true`/`false`, and numbers: `int64` is the exact value of an integer that fits, `double`
 //    the nearest finite Double;
-//  - `member(key)` finds every key of an object, and reading is deterministic.
+//  - `member(key)` finds every key of an object, and reading is deterministic;
+//  - reading is linear in the text (issue 39, case 1): the input, taken as a unit, is repeated
+//    into a text of about 4 KiB and one 16 times longer — as the elements of an array when the
+//    unit is a value, else as the members of an object (`"a":0` gives the planted
+//    `{"a":0,"a":0,…}`) — and the long one must cost at most 8 times as much CPU time per byte
+//    (a quadratic reader costs about 16 times; runs under 30 ms are noise, not judged). Checked
+//    on the first 64 inputs of a run (every committed seed on replay) and one in 512 after.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -262,9 +268,56 @@ private func numbersOut(_ node: Node, _ spellings: inout [[UInt8]]) -> Node {
     }
 }
 
+private func threadCPUNanoseconds() -> Int {
+    var now = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    return now.tv_sec * 1_000_000_000 + now.tv_nsec
+}
+
+/// `unit` repeated `count` times, joined by commas, in brackets or braces.
+private func repeated(_ unit: UnsafeRawBufferPointer, _ count: Int, asMembers: Bool) -> [UInt8] {
+    var text: [UInt8] = [asMembers ? UInt8(ascii: "{") : UInt8(ascii: "[")]
+    text.reserveCapacity(count * (unit.count + 1) + 2)
+    for index in 0..<count {
+        if index > 0 { text.append(UInt8(ascii: ",")) }
+        text.append(contentsOf: unit)
+    }
+    text.append(asMembers ? UInt8(ascii: "}") : UInt8(ascii: "]"))
+    return text
+}
+
+/// The linear-time property (see the header) for `unit`.
+private func checkLinearTime(_ unit: UnsafeRawBufferPointer) {
+    guard !unit.isEmpty, unit.count <= 1024 else { return }
+    let isValue = (try? JSONText.read(unit) { _ in true }) == true
+    let shortCount = max(1, 4096 / (unit.count + 1))
+    let short = repeated(unit, shortCount, asMembers: !isValue)
+    let long = repeated(unit, shortCount * 16, asMembers: !isValue)
+    func nanoseconds(_ text: [UInt8]) -> Int {
+        text.withUnsafeBytes { bytes in
+            let start = threadCPUNanoseconds()
+            _ = try? JSONText.read(bytes) { $0.kind }
+            return max(threadCPUNanoseconds() - start, 1)
+        }
+    }
+    let shortPerByte = Double((0..<3).map { _ in nanoseconds(short) }.min()!) / Double(short.count)
+    var runs: [Int] = []
+    for _ in 0..<3 {
+        let time = nanoseconds(long)
+        runs.append(time)
+        if time < 30_000_000 || Double(time) / Double(long.count) <= 8 * shortPerByte { return }
+    }
+    violation("reading is not linear: \(short.count) B at \(shortPerByte) ns/B, \(long.count) B in \(runs) ns "
+              + "(\(Double(runs.min()!) / Double(long.count)) ns/B)")
+}
+
+private nonisolated(unsafe) var executions = 0
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func jsonTextFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : size)
+    executions += 1
+    if executions <= 64 || executions % 512 == 0 { checkLinearTime(input) }
     var reference = Reference(input)
     let expected = reference.document()
     var numbers: [(Int64?, Double?)] = []

@@ -13,6 +13,7 @@
 #   json-text          JSONTextFuzz.swift: JSONText, the library's JSON reader (jsmn and our
 #                      checks), against an independent RFC 8259 reader written in the target
 #                      (seed corpus: corpus/json-text/, the Portal API's answer shapes)
+#                      and checks that reading is linear in the text (time per byte bounded)
 #
 # Each run first replays every committed seed (regression), then fuzzes for SECONDS with a
 # scratch corpus under build/fuzz (the committed corpus is never modified). A crash, trap, ASan
