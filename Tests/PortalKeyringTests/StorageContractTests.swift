@@ -116,6 +116,22 @@ final class FileStore: PlantingStorage, @unchecked Sendable {
         #expect(try storage.observe(authEnvironmentId: "env-2") == .signedOut)
     }
 
+    /// Issue 39, case 1: a restore parses an unusable item planted below the real sign-in once
+    /// (`JSONText.bytesRead` counts the bytes handed to the reader), and one over the cap never.
+    @Test(arguments: Backend.allCases)
+    func aPlantedItemIsParsedOnceAndAnOversizedOneNever(_ backend: Backend) throws {
+        let storage = try backend.make()
+        try auth(storage).persistSession(endUserId: "real-user", clientSessionToken: "real-token")
+        let planted = HostileInput.repeatedMember(300_000)
+        try storage.plant("env", secret: planted, generation: "00", persistedAt: 0)
+        try storage.plant("env", secret: HostileInput.repeatedMember(1 << 20), generation: "01", persistedAt: 0)
+        var restored: ReadPolicy.Restored?
+        let parsed = try JSONText.bytesRead { restored = try storage.restore(authEnvironmentId: "env") }
+        #expect(restored?.document.endUserId == "real-user")
+        #expect(parsed == planted.count, "\(parsed) bytes parsed for one planted document of \(planted.count)")
+        #expect(try storage.total() == 3, "unusable items below the restored sign-in are kept")
+    }
+
     @Test(arguments: Backend.allCases)
     func aPersistReplacesThePreviousSignIn(_ backend: Backend) throws {
         let storage = try backend.make()
