@@ -13,7 +13,8 @@ sizes=("$@")
 for size in "${sizes[@]}"; do
     env_id="planted-$size-$$"
     printf 'tok-real-%s' "$size" | "$cli" --env "$env_id" persist --end-user-id real-user >/dev/null || { echo "persist failed"; exit 2; }
-    python3 -c '
+    # Size 0: nothing planted (the restore's own cost, for comparison).
+    [[ $size -eq 0 ]] || python3 -c '
 import sys
 n = int(sys.argv[1]); head = b"{\"v\":1"; member = b",\"a\":0"
 k = max(0, (n - len(head) - 1) // len(member))
