@@ -262,7 +262,9 @@ enum HostileInput {
             }
             #expect(restored?.document.endUserId == "real-user")
             #expect(restored?.document.token.string() == "real-token")
-            #expect(elapsed < Int(deadline), "restore took \(elapsed) ms with a planted item of \(size) bytes")
+            // Within the deadline (a restore past it throws), plus a small slack for what follows
+            // the last check.
+            #expect(elapsed < Int(deadline) + 200, "restore took \(elapsed) ms with a planted item of \(size) bytes")
             // Over the cap: never parsed; under it: parsed once (the real document is not JSON).
             #expect(parsed == (size > SessionDocument.maximumVersion1Bytes ? 0 : planted.count), "\(parsed) bytes parsed")
         }
