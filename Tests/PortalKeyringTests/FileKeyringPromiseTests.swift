@@ -65,9 +65,9 @@ import Glibc
             thread = startThread {
                 let generation = PortalAuth.newGeneration()
                 do throws(StorageFailure) {
-                    _ = try storage.replace(authEnvironmentId: "second", generation: generation, now: PortalAuth.persistTimestamp(),
+                    _ = try storage.replace(authEnvironmentId: "promise-second", generation: generation, now: PortalAuth.persistTimestamp(),
                                             label: "L") { persistedAt in
-                        SessionDocument.encode(authEnvironmentId: "second", endUserId: "u2", token: SecretBytes.copyingUTF8(of: "t2"),
+                        SessionDocument.encode(authEnvironmentId: "promise-second", endUserId: "u2", token: SecretBytes.copyingUTF8(of: "t2"),
                                                generation: generation, persistedAt: persistedAt)
                     }
                     second.withLock { $0 = "ok" }
@@ -79,15 +79,42 @@ import Glibc
             finishedInside.withLock { $0 = finished.wait(timeout: .now() + .seconds(3)) == .success }
         }
         defer { FileKeyringFile.beforeReplace = nil }
-        try auth(store.storage, id: "first").persistSession(endUserId: "u1", clientSessionToken: "t1")
+        try auth(store.storage, id: "promise-first").persistSession(endUserId: "u1", clientSessionToken: "t1")
         let started = try #require(thread, "the second writer was started")
         pthread_join(started, nil)
         #expect(finishedInside.withLock { $0 } == false,
                 "a second writer finished while the first held (should have held) the lock, between its read and its replace")
         #expect(second.withLock { $0 } == "ok")
         #expect(replaces.withLock { $0 } == 2, "the first writer replaced the file once, the second once")
-        #expect(try auth(store.storage, id: "first").restoreSession()?.endUserId == "u1")
-        #expect(try auth(store.storage, id: "second").restoreSession()?.endUserId == "u2")
+        #expect(try auth(store.storage, id: "promise-first").restoreSession()?.endUserId == "u1")
+        #expect(try auth(store.storage, id: "promise-second").restoreSession()?.endUserId == "u2")
         #expect(try store.total() == 3)
+    }
+
+    /// Promise 6, the file's half: a writer waits for the lock beside the file at most its
+    /// operation's deadline, so a persist whose turn is free (`PersistTurn`, guarded by
+    /// `PersistTurnTests/aPersistWaitsForItsTurnAtMostOneCallDeadlineInAll`) and a clear each
+    /// give up after one call deadline while another writer holds the lock. The existing
+    /// `FileKeyringStorageTests/aWriterHoldingTheLockPastTheDeadline…` allows a persist 2000 ms
+    /// for its 300 ms turn and 300 ms lock, which a doubled wait passes.
+    @Test func aWriterWaitsForTheLockAtMostItsDeadline() throws {
+        let store = try FileStore(timeouts: KeyringTimeouts(callMilliseconds: 1_000, promptMilliseconds: 1_000))
+        let id = "lock-wait-\(getpid())"  // a turn of its own: other suites persist "env" meanwhile
+        // The key derived without the bound (PBKDF2), kept for the bounded storage below.
+        try auth(store.storage.withTimeouts(.default), id: id).persistSession(endUserId: "u", clientSessionToken: "t")
+        let writer = try auth(store.storage, id: id)
+        let lock = try FileKeyringLock.take(store.path, until: Int.max)
+        defer { close(lock) }
+        let operations: [(String, () throws -> Void)] = [
+            ("persist", { _ = try writer.persistSession(endUserId: "v", clientSessionToken: "t2") }),
+            ("clear", { try writer.clearPersistedSession() }),
+        ]
+        for (operation, body) in operations {
+            let start = monotonicMilliseconds()
+            #expect(throws: PortalAuthError.self, "\(operation) wrote while another writer held the lock") { try body() }
+            let waited = monotonicMilliseconds() - start
+            #expect(waited >= 990 && waited < 1_600, "\(operation) waited \(waited) ms for the lock under a 1000 ms deadline")
+        }
+        #expect(try auth(store.storage.withTimeouts(.default), id: id).restoreSession()?.endUserId == "u")
     }
 }
