@@ -95,7 +95,7 @@ import Testing
         #expect(host.count == 0)
     }
 
-    // MARK: - Once per file keyring and auth environment, never another end user's (issue 39, case 5)
+    // MARK: - Once per file keyring and auth environment, never over another end user
 
     /// A stored document of `environment` (not the suite's own).
     func store(_ storage: InMemoryStorage, _ environment: String, user: String, token: String, generation: String,
