@@ -5,7 +5,9 @@
 #   - delete: clear fails with exit 2 "keyring refused" (never 0 "cleared"), and the session is
 #     still restored afterwards, byte-exact;
 #   - create: persist fails with exit 2 "keyring refused" and restore says signed out (exit 1), also
-#     when the prompt's result names an item that does not exist.
+#     when the prompt's result names an item that does not exist;
+#   - unlock: restore and clear fail with exit 2 "keyring locked" (never "signed out" or "cleared"),
+#     and the item is still there.
 #
 # Runs its own private session bus (dbus-run-session) with the fake provider as the only one, one
 # provider instance per mode. Usage: Tests/providers/lying_prompts.sh  (after `swift build`)
@@ -76,6 +78,15 @@ start_provider --lie create-phantom
 ps 2 "persist fails" lie-phantom tok-lie-phantom -- persist --end-user-id eu-lie
 [[ $err == *"keyring refused"* ]] && ok "... it says 'keyring refused': ${err%%$'\n'*}" || bad "persist's message: $err"
 ps 1 "restore says signed out" lie-phantom -- restore
+
+echo "== unlock prompts that complete without unlocking"
+start_provider --lie unlock
+ps 0 "persist (the new item is then locked)" lie-unlock tok-lie-unlock -- persist --end-user-id eu-lie
+ps 2 "restore is not 'signed out'" lie-unlock -- restore
+[[ $err == *"keyring locked"* ]] && ok "... it says 'keyring locked': ${err%%$'\n'*}" || bad "restore's message: $err"
+ps 2 "clear is not 'cleared'" lie-unlock -- clear
+[[ $err == *"keyring locked"* ]] && ok "... it says 'keyring locked'" || bad "clear's message: $err"
+grep -q '^CALL Delete$' "$work/provider.log" && bad "an Item.Delete reached the provider" || ok "nothing was deleted"
 
 echo "== the same provider, honest (the control)"
 start_provider

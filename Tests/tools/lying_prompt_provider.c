@@ -7,12 +7,14 @@
  * the library requires), ReadAlias, SearchItems, GetSecrets, Unlock (nothing is locked),
  * Collection.CreateItem, Item.Delete, Session.Close and the items' properties.
  *
- *   lying_prompt_provider [--lie delete] [--lie create] [--lie create-phantom]
+ *   lying_prompt_provider [--lie delete] [--lie create] [--lie create-phantom] [--lie unlock]
  *
  * --lie delete          Item.Delete returns a prompt; Prompt.Prompt completes (false, "") and the
  *                       item stays.
  * --lie create          CreateItem stores nothing and returns a prompt that completes (false, "/").
  * --lie create-phantom  the same, but the prompt's result names an item that does not exist.
+ * --lie unlock          every stored item is locked; Unlock returns a prompt that completes
+ *                       (false, []) and unlocks nothing.
  * Without --lie it deletes and creates at once, as gnome-keyring does. Every method call is logged
  * on stdout as "CALL <method>"; "ready" once it owns the name. Runs until killed.
  * Used by Tests/providers/lying_prompts.sh.
@@ -84,7 +86,7 @@ static GDBusConnection *bus;
 static GDBusNodeInfo *node;
 static GHashTable *items;    /* path -> Item* */
 static GHashTable *sessions; /* path -> 16-byte key (GBytes) */
-static gboolean lie_delete, lie_create, lie_create_phantom;
+static gboolean lie_delete, lie_create, lie_create_phantom, lie_unlock;
 static unsigned next_item, next_session, next_prompt;
 static const GDBusInterfaceVTable *vtable_ref;
 
@@ -236,16 +238,21 @@ static void on_call(GDBusConnection *connection, const char *sender, const char 
         g_dbus_method_invocation_return_value(invocation, g_variant_new("(o)", COLLECTION));
     } else if (g_str_equal(method, "SearchItems")) {
         GVariant *query = g_variant_get_child_value(parameters, 0);
-        GVariantBuilder found;
+        GVariantBuilder found, locked;
         g_variant_builder_init(&found, G_VARIANT_TYPE("ao"));
+        g_variant_builder_init(&locked, G_VARIANT_TYPE("ao"));
         GHashTableIter iter;
         gpointer key, value;
         g_hash_table_iter_init(&iter, items);
         while (g_hash_table_iter_next(&iter, &key, &value))
-            if (matches(value, query)) g_variant_builder_add(&found, "o", key);
+            if (matches(value, query)) g_variant_builder_add(lie_unlock ? &locked : &found, "o", key);
         g_variant_unref(query);
+        g_dbus_method_invocation_return_value(invocation, g_variant_new("(aoao)", &found, &locked));
+    } else if (g_str_equal(method, "Unlock") && lie_unlock) {
+        char *prompt = lying_prompt(g_variant_new_array(G_VARIANT_TYPE_OBJECT_PATH, NULL, 0));
         g_dbus_method_invocation_return_value(invocation,
-                                              g_variant_new("(ao@ao)", &found, g_variant_new_array(G_VARIANT_TYPE_OBJECT_PATH, NULL, 0)));
+                                              g_variant_new("(@aoo)", g_variant_new_array(G_VARIANT_TYPE_OBJECT_PATH, NULL, 0), prompt));
+        g_free(prompt);
     } else if (g_str_equal(method, "Unlock")) {
         g_dbus_method_invocation_return_value(invocation, g_variant_new("(@aoo)", g_variant_get_child_value(parameters, 0), "/"));
     } else if (g_str_equal(method, "GetSecrets")) {
@@ -265,7 +272,7 @@ static void on_call(GDBusConnection *connection, const char *sender, const char 
         g_variant_iter_init(&iter, paths);
         while (g_variant_iter_next(&iter, "&o", &item_path)) {
             Item *item = g_hash_table_lookup(items, item_path);
-            if (item) g_variant_builder_add(&secrets, "{o@(oayays)}", item_path, encrypt(session, key, item));
+            if (item && !lie_unlock) g_variant_builder_add(&secrets, "{o@(oayays)}", item_path, encrypt(session, key, item));
         }
         g_variant_unref(paths);
         g_dbus_method_invocation_return_value(invocation, g_variant_new("(a{o(oayays)})", &secrets));
@@ -327,7 +334,8 @@ static void on_call(GDBusConnection *connection, const char *sender, const char 
 static GVariant *on_get(GDBusConnection *connection, const char *sender, const char *path, const char *interface,
                         const char *property, GError **error, gpointer data) {
     (void)connection, (void)sender, (void)path;
-    if (g_str_equal(property, "Locked")) return g_variant_new_boolean(FALSE);
+    if (g_str_equal(property, "Locked"))
+        return g_variant_new_boolean(lie_unlock && g_str_equal(interface, "org.freedesktop.Secret.Item"));
     if (g_str_equal(interface, "org.freedesktop.Secret.Item") && data) {
         Item *item = data;
         if (g_str_equal(property, "Attributes")) return g_variant_ref(item->attributes);
@@ -369,9 +377,10 @@ int main(int argc, char **argv) {
             if (g_str_equal(what, "delete")) lie_delete = TRUE;
             else if (g_str_equal(what, "create")) lie_create = TRUE;
             else if (g_str_equal(what, "create-phantom")) lie_create_phantom = TRUE;
-            else fail("--lie takes delete, create or create-phantom");
+            else if (g_str_equal(what, "unlock")) lie_unlock = TRUE;
+            else fail("--lie takes delete, create, create-phantom or unlock");
         } else {
-            fail("usage: lying_prompt_provider [--lie delete|create|create-phantom]...");
+            fail("usage: lying_prompt_provider [--lie delete|create|create-phantom|unlock]...");
         }
     }
     if (!gcry_check_version(NULL)) fail("libgcrypt");
