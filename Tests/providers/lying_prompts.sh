@@ -51,10 +51,13 @@ ps() {
     shift 3
     if [[ $1 != -- ]]; then input=$1; shift; fi
     shift
+    local start
+    start=$(date +%s%N)
     out=$(printf '%s' "$input" | timeout 60 "$ps_bin" --env "$env" --redirect-url app://cb --timeout-ms 5000 \
         --prompt-timeout-ms 3000 "$@" 2>"$work/err") && got=0 || got=$?
     err=$(cat "$work/err")
-    if [[ $got == "$want" ]]; then ok "$what (exit $got)"; else bad "$what: exit $got, wanted $want; stdout: $out; stderr: $err"; fi
+    local ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    if [[ $got == "$want" ]]; then ok "$what (exit $got, $ms ms)"; else bad "$what: exit $got, wanted $want; stdout: $out; stderr: $err"; fi
 }
 
 echo "== delete prompts that complete without deleting"
