@@ -116,13 +116,21 @@ import Glibc
         try await a.clearPersistedSession()
     }
 
-    /// An `error` redirect delivered in process (the end user declined) ends the wait with it.
+    /// The `state` parameter of the authorize URL the browser was launched with.
+    private func openedState() throws -> String {
+        let opened = try #require(try FakeBrowser.opened().last, "the browser was not launched")
+        return try #require(RedirectQuery.state(ofAuthorizeURL: opened), "no state in \(opened)")
+    }
+
+    /// An `error` redirect delivered in process (the end user declined) that carries the sign-in's
+    /// `state` ends the wait with it.
     @Test func anErrorRedirectEndsTheWait() async throws {
         let a = try auth("error")
         try FakeBrowser.install(mode: "deliver", auth: a, endUser: "eu-desktop-error")
         let signIn = Task { try await a.signInWithGoogle(timeout: .seconds(60)) }
         _ = try await FakeBrowser.waitForFile("redirect")
-        let declined = redirect + "?error=access_denied&login_type=GOOGLE"
+        let state = try openedState()
+        let declined = redirect + "?error=access_denied&login_type=GOOGLE&state=" + state
         await #expect(throws: PortalAuthError.self) { try await a.handleRedirect(url: declined) }
         guard case .authenticationFailed(let message) = await failure(signIn) else {
             Issue.record("expected authenticationFailed")
@@ -130,6 +138,47 @@ import Glibc
         }
         #expect(message.contains("access_denied"))
         #expect(try await a.restoreSession() == nil)
+    }
+
+    /// Issue 39, case 6: any web page can navigate to the app's scheme with
+    /// `?error=access_denied`. Without the sign-in's `state` (none, another one, the right one
+    /// with a byte more or less) the `handleRedirect` caller gets the error, but the waiting
+    /// sign-in goes on, and the end user's real redirect a moment later completes it: the app
+    /// never says "failed" while a session is stored.
+    @Test func anErrorRedirectWithoutTheSignInsStateDoesNotEndTheWait() async throws {
+        let a = try auth("forged")
+        try FakeBrowser.install(mode: "deliver", auth: a, endUser: "eu-desktop-forged")
+        let signIn = Task { try await a.signInWithGoogle(timeout: .seconds(60)) }
+        let url = try await FakeBrowser.waitForFile("redirect")
+        let state = try openedState()
+        let app = try PortalAuth(authEnvironmentId: a.authEnvironmentId, redirectUrl: redirect, apiHost: a.apiHost)
+        for forged in ["?error=access_denied&login_type=GOOGLE", "?error=access_denied&state=",
+                       "?error=access_denied&login_type=GOOGLE&state=forged",
+                       "?error=access_denied&state=" + state + "x", "?error=access_denied&state=" + state.dropLast(),
+                       "?state=" + state + "&error=access_denied&state=other"] {
+            do throws(PortalAuthError) {
+                _ = try await app.handleRedirect(url: redirect + forged)
+                Issue.record("\(forged) was not an error")
+            } catch .authenticationFailed(let message) {
+                #expect(message.contains("access_denied"), "\(message)")
+            } catch {
+                Issue.record("\(forged): expected authenticationFailed, got \(error)")
+            }
+        }
+        // A wrongly ended wait has ended by now (the delivery reports before it returns).
+        try await Task.sleep(for: .milliseconds(200))
+        guard case .authenticated(let delivered) = try await app.handleRedirect(url: url) else {
+            Issue.record("handleRedirect did not sign in")
+            return
+        }
+        guard case .authenticated(let result) = try await signIn.value else {
+            Issue.record("the desktop sign-in did not return the signed-in result")
+            return
+        }
+        #expect(result.session.endUserId == "eu-desktop-forged")
+        #expect(result.clientId != nil && result.clientId == delivered.clientId)
+        #expect(try await a.restoreSession()?.endUserId == "eu-desktop-forged")
+        try await a.clearPersistedSession()
     }
 
     /// Single flight: while one sign-in waits, a second one for the same auth environment fails at
