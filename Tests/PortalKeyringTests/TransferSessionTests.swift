@@ -60,6 +60,17 @@ struct TransferSessionTests {
         }
     }
 
+    /// Issue 39, case 10: the private exponent lives in libgcrypt's secure memory, not in an
+    /// ordinary heap MPI. Kills: security/dh-exponent-not-secure.
+    @Test("the Diffie-Hellman exponent is a secure-memory MPI")
+    func exponentInSecureMemory() throws {
+        #expect(Crypto.ready)
+        for _ in 0..<4 {
+            let keys = try Crypto.KeyPair()
+            #expect(gcry_mpi_get_flag(keys.secret, GCRYMPI_FLAG_SECURE) != 0, "the exponent is in ordinary memory")
+        }
+    }
+
     @Test("degenerate or oversized peer values are refused (they would force a known key)")
     func degeneratePeers() throws {
         let ours = try Crypto.KeyPair()

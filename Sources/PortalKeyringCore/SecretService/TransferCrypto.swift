@@ -6,7 +6,12 @@ import Glibc
 extension TransferSession {
     /// The primitives of `dh-ietf1024-sha256-aes128-cbc-pkcs7`, on libgcrypt. Every buffer that
     /// holds key material or plaintext is wiped before it is released (`SecretBytes`, and
-    /// libgcrypt wipes its MPIs and handles when they are freed).
+    /// libgcrypt wipes its MPIs and handles when they are freed). The private exponent and the
+    /// shared value are MPIs in libgcrypt's secure memory (`gcry_mpi_snew`: its locked, wiped
+    /// pool, and `powm`'s scratch for a secure exponent with it), not in the ordinary heap
+    /// (issue 39, case 10). Except in a set-user-ID process (`secureMemory`): libgcrypt drops
+    /// such a process's privileges when it sets up its secure pool, which is not a library's
+    /// decision to make for its host.
     enum Crypto {
         static let blockSize = 16
         static let keySize = 16
@@ -16,6 +21,16 @@ extension TransferSession {
         /// Whether libgcrypt is initialized (once per process, only if nobody else did it). Checked
         /// before every use: libgcrypt must be initialized before its first call from any thread.
         static let ready: Bool = portal_gcrypt_initialize() != 0
+
+        /// Whether the exponent and shared value go into libgcrypt's secure memory: yes unless the
+        /// process runs set-user-ID (real and effective user differ), where libgcrypt's pool set-up
+        /// would reset the effective user.
+        static let secureMemory: Bool = getuid() == geteuid()
+
+        /// A new MPI of `bits` for a secret: in secure memory when `secureMemory`.
+        static func secretMPI(_ bits: UInt32) -> OpaquePointer {
+            secureMemory ? gcry_mpi_snew(bits) : gcry_mpi_new(bits)
+        }
 
         /// The 1024-bit MODP group's prime, RFC 2409 §6.2 ("Second Oakley Group"), in hex.
         private static let primeHex =
@@ -32,16 +47,18 @@ extension TransferSession {
 
         /// This side's Diffie-Hellman key pair for one session.
         final class KeyPair {
-            private let secret: OpaquePointer
+            /// The private exponent, in secure memory (internal for `TransferSessionTests`).
+            let secret: OpaquePointer
             /// The public value `2^secret mod p`, big-endian, padded to 128 bytes (KWallet refuses
             /// a shorter one: "Client public key size is invalid"). Never starts with 0xFF
             /// (`init(exponents:)`).
             let publicKey: [UInt8]
 
-            /// A key pair with a random exponent below p: 1023 random bits, never zero.
+            /// A key pair with a random exponent below p: 1023 random bits, never zero, drawn into
+            /// libgcrypt's secure memory.
             convenience init() throws(StorageFailure.Classified) {
                 try self.init(exponents: {
-                    let secret: OpaquePointer = gcry_mpi_new(1024)
+                    let secret: OpaquePointer = Crypto.secretMPI(1024)
                     repeat {
                         gcry_mpi_randomize(secret, 1023, GCRY_STRONG_RANDOM)
                     } while gcry_mpi_cmp_ui(secret, 0) == 0
@@ -108,7 +125,7 @@ extension TransferSession {
                 let acceptable = gcry_mpi_cmp_ui(other, 1) > 0 && gcry_mpi_cmp(other, limit) < 0
                 gcry_mpi_release(limit)
                 guard acceptable else { throw failure }
-                let shared = gcry_mpi_new(1024)
+                let shared = Crypto.secretMPI(1024)
                 defer { gcry_mpi_release(shared) }
                 gcry_mpi_powm(shared, other, secret, p)
                 var ok = false
