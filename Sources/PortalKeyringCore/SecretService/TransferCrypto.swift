@@ -6,12 +6,12 @@ import Glibc
 extension TransferSession {
     /// The primitives of `dh-ietf1024-sha256-aes128-cbc-pkcs7`, on libgcrypt. Every buffer that
     /// holds key material or plaintext is wiped before it is released (`SecretBytes`, and
-    /// libgcrypt wipes its MPIs and handles when they are freed). The private exponent and the
-    /// shared value are MPIs in libgcrypt's secure memory (`gcry_mpi_snew`: its locked, wiped
-    /// pool, and `powm`'s scratch for a secure exponent with it), not in the ordinary heap
-    /// (issue 39, case 10). Except in a set-user-ID process (`secureMemory`): libgcrypt drops
-    /// such a process's privileges when it sets up its secure pool, which is not a library's
-    /// decision to make for its host.
+    /// libgcrypt wipes its MPIs and handles when they are freed). The private exponent is an MPI
+    /// in libgcrypt's secure memory (`gcry_mpi_snew`: its locked, wiped pool, and `powm`'s
+    /// scratch for a secure exponent with it), not in the ordinary heap (issue 39, case 10); the
+    /// shared value is an ordinary MPI, wiped when released, and then a `SecretBytes`. Not in a
+    /// set-user-ID process (`secureMemory`): libgcrypt drops such a process's privileges when it
+    /// sets up its secure pool, which is not a library's decision to make for its host.
     enum Crypto {
         static let blockSize = 16
         static let keySize = 16
@@ -22,7 +22,7 @@ extension TransferSession {
         /// before every use: libgcrypt must be initialized before its first call from any thread.
         static let ready: Bool = portal_gcrypt_initialize() != 0
 
-        /// Whether the exponent and shared value go into libgcrypt's secure memory: yes unless the
+        /// Whether the exponent goes into libgcrypt's secure memory: yes unless the
         /// process runs set-user-ID (real and effective user differ), where libgcrypt's pool set-up
         /// would reset the effective user.
         static let secureMemory: Bool = getuid() == geteuid()
@@ -125,7 +125,10 @@ extension TransferSession {
                 let acceptable = gcry_mpi_cmp_ui(other, 1) > 0 && gcry_mpi_cmp(other, limit) < 0
                 gcry_mpi_release(limit)
                 guard acceptable else { throw failure }
-                let shared = Crypto.secretMPI(1024)
+                // An ordinary MPI (libgcrypt wipes it on release): printing a secure one takes a
+                // scratch buffer from the secure pool that, unlike an MPI's limbs, never comes
+                // from an overflow pool, so a full pool failed the key exchange.
+                let shared = gcry_mpi_new(1024)
                 defer { gcry_mpi_release(shared) }
                 gcry_mpi_powm(shared, other, secret, p)
                 var ok = false
