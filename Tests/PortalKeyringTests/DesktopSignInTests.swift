@@ -247,6 +247,66 @@ import Glibc
         #expect(try FakeBrowser.opened().count == 1)
     }
 
+    /// Issue 39, promise 7: the timeout, counted from the page's opening, is when the call gives
+    /// up, not later: a 2 s sign-in ends within 3 s of the browser's launch (twice the timeout
+    /// would be 4). Kills: desktop-signin/timeout-doubled.
+    @Test func itGivesUpAtItsTimeoutNotLater() async throws {
+        let a = try auth("deadline")
+        try FakeBrowser.install(mode: "ignore", auth: a)
+        let timeout = 2_000
+        let started = monotonicMilliseconds()
+        let signIn = Task { try await a.signInWithGoogle(timeout: .milliseconds(timeout)) }
+        try await launched(1)
+        let opened = monotonicMilliseconds()
+        #expect(await failure(signIn) == .signInTimedOut)
+        let ended = monotonicMilliseconds()
+        #expect(ended - started >= timeout, "gave up after \(ended - started) ms, before its \(timeout) ms")
+        #expect(ended - opened < timeout + 1_000, "gave up \(ended - opened) ms after the page opened; timeout \(timeout) ms")
+        #expect(try await a.restoreSession() == nil)
+    }
+
+    /// Issue 39, promise 8: a cancelled sign-in frees its auth environment at once (the `async`
+    /// caller resumes before the worker unwinds), so a newer sign-in may claim it while the old
+    /// one's worker is still on its way out; that worker's release must leave the newer claim
+    /// alone, or a third sign-in would start beside the newer one (two pages, two waits). The
+    /// order is forced here on the registry itself. Kills: desktop-signin/release-drops-newer-claim.
+    @Test func releasingAFinishedSignInKeepsANewerOnesClaim() throws {
+        let flight = SignInInFlight.shared
+        let id = "desktop-release-\(PortalAuth.newGeneration().prefix(8))"
+        let first = try flight.claim(id)
+        flight.cancel(first)
+        let second = try flight.claim(id)
+        flight.release(first)       // the cancelled sign-in's worker unwinds only now
+        #expect(throws: PortalAuthError.signInInProgress) { _ = try flight.claim(id) }
+        flight.release(first)       // twice: still nothing of the newer one's is dropped
+        #expect(throws: PortalAuthError.signInInProgress) { _ = try flight.claim(id) }
+        flight.release(second)
+        let third = try flight.claim(id)
+        flight.release(third)
+    }
+
+    /// The same through the public calls: a sign-in cancelled while it waits, a newer one started
+    /// at once, and a third tried after the first one's worker has surely unwound (its watch
+    /// thread gone): the third is refused, the newer one still waits and ends at its own timeout.
+    @Test func aCancelledSignInsUnwindingLeavesTheNewerOneInFlight() async throws {
+        let a = try auth("unwind")
+        try FakeBrowser.install(mode: "ignore", auth: a)
+        _ = await threadsBecome(0)
+        let first = Task { try await a.signInWithGoogle(timeout: .seconds(60)) }
+        try await launched(1)
+        first.cancel()
+        let second = Task { try await a.signInWithGoogle(timeout: .seconds(4)) }
+        try await launched(2)
+        #expect(await failure(first) == .cancelled)
+        // The first sign-in's worker has released (its watch stopped before that) when only the
+        // second one's watch thread is left.
+        #expect(await threadsBecome(1), "the cancelled sign-in's watch is still running")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(throws: PortalAuthError.signInInProgress) { try a.signInWithApple(timeout: .seconds(1)) }
+        #expect(try FakeBrowser.opened().count == 2)
+        #expect(await failure(second) == .signInTimedOut)
+    }
+
     /// No application registered for the authorize URL's scheme: a clear error naming the
     /// scheme's x-scheme-handler type, nothing persisted, and the slot is free again.
     @Test func openerFailureIsAClearErrorAndPersistsNothing() async throws {
