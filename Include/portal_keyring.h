@@ -687,7 +687,8 @@ PORTAL_API portal_status portal_session_invalidate(portal_session *session);
 /* ---------------------------------------------------------------------------------------------
  * portal: the Portal client for one credential, and session invalidation
  *
- * HTTP goes through libcurl: HTTPS for every host except loopback (127.0.0.0/8, ::1, localhost);
+ * HTTP goes through libcurl: HTTPS for every host except loopback (127.0.0.0/8, ::1, localhost;
+ * localhost is reached over IPv4 only, at 127.0.0.1: a server on the IPv6 loopback alone is [::1]);
  * a bearer token is never sent over plain HTTP to another host. Timeouts: 10 s to connect, 30 s
  * per request. Redirects are not followed.
  *
