@@ -343,9 +343,9 @@ extension HTTPClient {
     /// The name `localhost` is resolved over IPv4 only (CURLOPT_IPRESOLVE_V4: 127.0.0.1). libcurl
     /// answers it with both 127.0.0.1 and ::1 and connects to whichever accepts first, so while
     /// the app's server listens on 127.0.0.1:PORT alone, any local user who binds [::1]:PORT
-    /// received the request and its bearer (issue 39, case 10). `localhost` means 127.0.0.1, as
-    /// in /etc/hosts on every supported system; a server on the IPv6 loopback alone is reached
-    /// through the literal, `[::1]:PORT`.
+    /// would receive the request and its bearer (docs/security.md, "10. … `localhost`").
+    /// `localhost` means 127.0.0.1, as in /etc/hosts on every supported system; a server on the
+    /// IPv6 loopback alone is reached through the literal, `[::1]:PORT`.
     func transportOptions(for target: TargetURL) -> [CurlOption] {
         var options = [
             CurlOption(id: CURLOPT_URL, name: "CURLOPT_URL", value: .string(target.url)),

@@ -8,8 +8,8 @@ import Glibc
 /// loaded with `dlopen` on first use like libcurl (`Curl`): apps that never show a QR code never
 /// load it.
 ///
-/// The link holds the TOTP secret, and the modules encode it. What is wiped (issue 39, case 9;
-/// docs/security.md): the payload handed to libqrencode (a `SecretBytes` copy) and libqrencode's
+/// The link holds the TOTP secret, and the modules encode it. What is wiped (docs/security.md,
+/// "9. What the QR code exports wipe"): the payload handed to libqrencode (a `SecretBytes` copy) and libqrencode's
 /// module array (zeroed before `QRcode_free`); the C exports also wipe their copy of the
 /// argument, write the `'1'`/`'0'` text straight into the string they return, and wipe the module
 /// grid and the SVG text once copied out (the returned strings are wiped by

@@ -208,7 +208,7 @@ private func expectAuthenticationFailed(_ auth: PortalAuth, _ url: String, conta
 }
 
 extension AttackerTextTests {
-    /// Issue 39, case 10: bidirectional overrides and isolates, zero-width and other format
+    /// docs/security.md "10. Format characters": bidirectional overrides and isolates, zero-width and other format
     /// characters (general category Cf), and the line and paragraph separators, which reorder or
     /// hide text without a control character (`"access_denied\u{202E}txt.exe"` shows reversed),
     /// are removed from a redirect's error and from every description as well; visible text

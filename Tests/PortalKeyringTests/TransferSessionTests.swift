@@ -62,7 +62,7 @@ struct TransferSessionTests {
         }
     }
 
-    /// Issue 39, case 10: the private exponent lives in libgcrypt's secure memory, not in an
+    /// docs/security.md "10. … the DH exponent": the private exponent lives in libgcrypt's secure memory, not in an
     /// ordinary heap MPI. Kills: security/dh-exponent-not-secure.
     @Test("the Diffie-Hellman exponent is a secure-memory MPI")
     func exponentInSecureMemory() throws {
