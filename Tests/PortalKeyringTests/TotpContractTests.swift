@@ -173,6 +173,14 @@ import FoundationEssentials
                 #expect(throws: PortalAuthError.totpQrUnavailable) { _ = try QRCode(totpLink: link(bad)) }
             }
         }
+        // Nor a letter that only Unicode case mapping turns into one of the alphabet: `ſ` (long s)
+        // upper-cases to S, `ı` (dotless i) to I, `ﬀ` to FF. Escaped or not, the link holds them,
+        // not the letters.
+        for bad in ["JBSWY3DPſ", "ıJBSWY3DP", "JBSWﬀ", "JBSW%C5%BFY3DP"] {
+            #expect(secret(link(bad)) == nil, "\(bad) was taken for base32")
+            #expect(throws: PortalAuthError.totpQrUnavailable) { _ = try QRCode(totpLink: link(bad)) }
+        }
+        #expect(secret(link("jbswy3dp")) == "JBSWY3DP")
     }
 
     /// Printing a TOTP step shows neither the JWT nor the link or its secret.
