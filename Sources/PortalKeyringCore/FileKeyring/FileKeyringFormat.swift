@@ -32,16 +32,27 @@ enum FileKeyringFormat {
     /// Salt lengths accepted on reading (libsecret and oo7 write 32).
     static let saltRange = 16...64
     /// Iteration counts accepted on reading: not below 1,000 (far weaker than anything libsecret
-    /// writes), not above 1,000,000 (a planted count can make a key derivation cost at most ten
-    /// times libsecret's).
-    static let iterationRange: ClosedRange<UInt32> = 1_000...1_000_000
-    /// The largest file read (a planted file cannot exhaust memory).
+    /// writes), not above 100,000 — libsecret's own count, the only one it writes (and oo7's): a
+    /// planted count cannot make a key derivation cost more than libsecret's (docs/security.md,
+    /// "Issue 39: hostile input").
+    static let iterationRange: ClosedRange<UInt32> = 1_000...defaultIterations
+    /// The largest file read (a planted file cannot exhaust memory, and reading it stays well
+    /// within a call's deadline).
     static let maximumFileSize = 16 * 1024 * 1024
+    /// The most attributes one item may carry. libsecret's schemas hold at most 32 attributes,
+    /// and it adds `xdg:schema`; twice that leaves room for schema-less stores (`secret-tool`).
+    /// Anyone may append an item without the key, so every count a file gives is capped.
+    static let maximumAttributes = 64
+    /// The most items a file may hold. libsecret sets no limit, but an app's private keyring
+    /// holds a handful; 10,000 is far above any real one and keeps a crafted one's cost bounded.
+    static let maximumItems = 10_000
 
     // MARK: - Reading
 
-    /// The keyring `bytes` hold.
-    static func decode(_ bytes: UnsafeRawBufferPointer) throws(FileKeyringError) -> FileKeyring {
+    /// The keyring `bytes` hold. `end` (monotonic microseconds, the operation's deadline): when
+    /// reading the items has not finished by then it stops (`FileKeyringError.outOfTime`); nil
+    /// reads to the end. The work is linear in the file's size.
+    static func decode(_ bytes: UnsafeRawBufferPointer, until end: Int? = nil) throws(FileKeyringError) -> FileKeyring {
         let prefix = header.count + version.count
         guard bytes.count >= header.count, Array(bytes[0..<header.count]) == header else {
             throw .malformed("no GnomeKeyring header (\(bytes.count) bytes)")
@@ -76,8 +87,12 @@ enum FileKeyringFormat {
         defer { g_variant_unref(array) }
         var items: [SealedItem] = []
         let count = Int(g_variant_n_children(array))
+        guard count <= maximumItems else { throw .malformed("\(count) items, more than \(maximumItems)") }
         items.reserveCapacity(count)
         for index in 0..<count {
+            if let end, g_get_monotonic_time() >= end {
+                throw .outOfTime("read \(index) of its \(count) items (\(bytes.count) bytes) before the deadline")
+            }
             items.append(try item(array, index))
         }
         return FileKeyring(salt: Array(salt), iterations: iterations, modified: modified, usageCount: usageCount,
@@ -98,8 +113,14 @@ enum FileKeyringFormat {
             g_variant_unref(dictionary)
             g_variant_unref(blobVariant)
         }
+        let count = Int(g_variant_n_children(dictionary))
+        guard count <= maximumAttributes else {
+            throw .malformed("item \(index) has \(count) attributes, more than \(maximumAttributes)")
+        }
         var attributes: [SealedItem.HashedAttribute] = []
-        for position in 0..<g_variant_n_children(dictionary) {
+        attributes.reserveCapacity(count)
+        var names = Set<String>(minimumCapacity: count)
+        for position in 0..<gsize(count) {
             guard let pair = Variant.child(dictionary, position) else { throw .malformed("item \(index): no attribute \(position)") }
             defer { g_variant_unref(pair) }
             guard let name = Variant.string(pair, 0), !name.isEmpty, let hashVariant = Variant.child(pair, 1) else {
@@ -109,7 +130,7 @@ enum FileKeyringFormat {
             guard let hash = Variant.bytes(hashVariant), hash.count == FileKeyringKey.macSize else {
                 throw .malformed("item \(index): the hash of attribute '\(name)' is not \(FileKeyringKey.macSize) bytes")
             }
-            guard !attributes.contains(where: { $0.name == name }) else {
+            guard names.insert(name).inserted else {
                 throw .malformed("item \(index): attribute '\(name)' appears twice")
             }
             attributes.append(.init(name: name, hash: Array(hash)))
