@@ -36,9 +36,11 @@ enum FileKeyringFormat {
     /// planted count cannot make a key derivation cost more than libsecret's (docs/security.md,
     /// "Issue 39: hostile input").
     static let iterationRange: ClosedRange<UInt32> = 1_000...defaultIterations
-    /// The largest file read (a planted file cannot exhaust memory, and reading it stays well
-    /// within a call's deadline).
-    static let maximumFileSize = 16 * 1024 * 1024
+    /// The largest file read. An app's private keyring holds a few kilobytes (one session item of
+    /// ours is under 100 KB even with the largest token); the cap keeps a planted file from
+    /// exhausting memory and bounds GLib's normal-form check, the one pass that cannot stop at
+    /// the deadline (about 0.25 s for 4 MiB of items at the caps on the 2-core test machine).
+    static let maximumFileSize = 4 * 1024 * 1024
     /// The most attributes one item may carry. libsecret's schemas hold at most 32 attributes,
     /// and it adds `xdg:schema`; twice that leaves room for schema-less stores (`secret-tool`).
     /// Anyone may append an item without the key, so every count a file gives is capped.
@@ -69,6 +71,10 @@ enum FileKeyringFormat {
         let value = g_variant_ref_sink(g_variant_new_from_bytes(Variant.type("(uayutua(a{say}ay))"), data, 0))
         g_bytes_unref(data)
         defer { g_variant_unref(value) }
+        try checkCounts(value)
+        if let end, g_get_monotonic_time() >= end {
+            throw .outOfTime("read none of its items (\(bytes.count) bytes) before the deadline")
+        }
         guard g_variant_is_normal_form(value) != 0, Variant.has(value, type: bodyType) else {
             throw .malformed("the body (\(body.count) bytes) is not a normal-form \(bodyType)")
         }
@@ -87,7 +93,6 @@ enum FileKeyringFormat {
         defer { g_variant_unref(array) }
         var items: [SealedItem] = []
         let count = Int(g_variant_n_children(array))
-        guard count <= maximumItems else { throw .malformed("\(count) items, more than \(maximumItems)") }
         items.reserveCapacity(count)
         for index in 0..<count {
             if let end, g_get_monotonic_time() >= end {
@@ -97,6 +102,27 @@ enum FileKeyringFormat {
         }
         return FileKeyring(salt: Array(salt), iterations: iterations, modified: modified, usageCount: usageCount,
                            items: items)
+    }
+
+    /// Refuses a file with more items than `maximumItems` or an item with more attributes than
+    /// `maximumAttributes`, before anything else is read: GLib reads the counts from the framing
+    /// (safely, whatever the bytes), so a crafted count costs nothing — the normal-form check,
+    /// which cannot stop at the deadline, runs only on counts within the caps.
+    private static func checkCounts(_ body: OpaquePointer?) throws(FileKeyringError) {
+        guard let array = Variant.child(body, 5) else { return }  // the normal-form check says what is wrong
+        defer { g_variant_unref(array) }
+        let count = Int(g_variant_n_children(array))
+        guard count <= maximumItems else { throw .malformed("\(count) items, more than \(maximumItems)") }
+        for index in 0..<count {
+            guard let entry = Variant.child(array, gsize(index)) else { continue }
+            defer { g_variant_unref(entry) }
+            guard let dictionary = Variant.child(entry, 0) else { continue }
+            defer { g_variant_unref(dictionary) }
+            let attributes = Int(g_variant_n_children(dictionary))
+            guard attributes <= maximumAttributes else {
+                throw .malformed("item \(index) has \(attributes) attributes, more than \(maximumAttributes)")
+            }
+        }
     }
 
     /// Item `index` of the items array: attribute names distinct and non-empty, each hash 32
@@ -113,10 +139,7 @@ enum FileKeyringFormat {
             g_variant_unref(dictionary)
             g_variant_unref(blobVariant)
         }
-        let count = Int(g_variant_n_children(dictionary))
-        guard count <= maximumAttributes else {
-            throw .malformed("item \(index) has \(count) attributes, more than \(maximumAttributes)")
-        }
+        let count = Int(g_variant_n_children(dictionary))  // at most `maximumAttributes`: `checkCounts`
         var attributes: [SealedItem.HashedAttribute] = []
         attributes.reserveCapacity(count)
         var names = Set<String>(minimumCapacity: count)
