@@ -241,6 +241,31 @@ import Glibc
         }
     }
 
+    /// A symbolic link put in the file's place while a writer works (after it resolved the path):
+    /// its exchange brings the link out, puts it back and fails at once — another round would
+    /// meet the same link until the deadline. Nothing is written; the file it leads to is intact.
+    @Test(arguments: ["persist", "clear"])
+    func aLinkPutInPlaceDuringAWriteFailsAtOnce(_ operation: String) throws {
+        let setup = try Setup()
+        let copy = setup.store.directory + "/copy.keyring"
+        let original = try #require(fileBytes(setup.path))
+        writeBytes(original, to: copy)
+        FileKeyringFile.beforeReplace = { path in
+            unlink(path)
+            _ = symlink(copy, path)
+        }
+        defer { FileKeyringFile.beforeReplace = nil }
+        let (failure, milliseconds) = Self.run(operation, setup.storage)
+        FileKeyringFile.beforeReplace = nil
+        #expect(milliseconds < 500, "\(operation) took \(milliseconds) ms")
+        let message = try #require(failure, "\(operation) succeeded over a link")
+        #expect(message.contains("is a symbolic link, not the keyring file read"), "\(message)")
+        var status = stat()
+        #expect(lstat(setup.path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFLNK, "the link is put back")
+        #expect(fileBytes(copy) == original)
+        #expect(try setup.restoresTheRealSession())
+    }
+
     /// The watch over a linked keyring hears a write to the file the link leads to, and a watch
     /// whose keyring is a FIFO starts and stops at once.
     @Test func theWatchFollowsTheLinkAndIsNotStuckOnAFIFO() async throws {
