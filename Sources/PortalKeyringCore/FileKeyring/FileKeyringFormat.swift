@@ -39,7 +39,7 @@ enum FileKeyringFormat {
     /// The largest file read. An app's private keyring holds a few kilobytes (one session item of
     /// ours is under 100 KB even with the largest token); the cap keeps a planted file from
     /// exhausting memory and bounds GLib's normal-form check, the one pass that cannot stop at
-    /// the deadline (about 0.25 s for 4 MiB of items at the caps on the 2-core test machine).
+    /// the deadline.
     static let maximumFileSize = 4 * 1024 * 1024
     /// The most attributes one item may carry. libsecret's schemas hold at most 32 attributes,
     /// and it adds `xdg:schema`; twice that leaves room for schema-less stores (`secret-tool`).
