@@ -207,6 +207,8 @@ contract_matrix_step() {
 plain_step() {
     step "a provider without encrypted transfer sessions gets nothing (Tests/providers/plain_refused.sh)"
     bounded 180 "plain transfer refused" Tests/providers/plain_refused.sh
+    step "a provider whose prompts complete without acting is not believed (Tests/providers/lying_prompts.sh)"
+    bounded 180 "lying prompts" Tests/providers/lying_prompts.sh
 }
 swift_matrix_step() {
     step "provider matrix: Swift tests on the other providers"

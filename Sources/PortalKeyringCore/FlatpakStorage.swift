@@ -54,8 +54,8 @@ struct FlatpakStorage: SessionStorage {
 
     /// The storage the choice names. Over the file keyring, an operation on an auth environment
     /// first moves that environment's session from the host's Secret Service into the file,
-    /// while the bus still reaches it (`HostKeyringMigration`: once per process, each step under
-    /// the call deadline).
+    /// while the bus still reaches it (`HostKeyringMigration`: once per file keyring and auth
+    /// environment, recorded in the file; each step under the call deadline).
     func storage(migrating authEnvironmentId: String? = nil) throws(StorageFailure) -> any SessionStorage {
         switch try choice() {
         case .fileKeyring:
@@ -80,7 +80,7 @@ struct FlatpakStorage: SessionStorage {
                                                           now: now, label: label, document: document)
     }
 
-    /// The host's session moved into the file keyring first (once per process), so that
+    /// The host's session moved into the file keyring first (once per file), so that
     /// `portal-session status` describes the file as the next call finds it.
     func prepare(authEnvironmentId: String) throws(StorageFailure) {
         _ = try storage(migrating: authEnvironmentId)

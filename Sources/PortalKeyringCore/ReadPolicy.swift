@@ -10,6 +10,10 @@ enum ReadPolicy {
         let itemId: String
         let generation: String?
         let document: SessionDocument.Decoded
+        /// Every item of ours the read that chose it listed (it included): what a caller that
+        /// takes this sign-in elsewhere may delete, and nothing stored after the read
+        /// (`HostKeyringMigration`). Filled by `restore`; empty from `newest`.
+        var itemsRead: [String] = []
     }
 
     /// What the items say, newest first: the newest usable sign-in (nil when none), the unusable
@@ -61,7 +65,9 @@ enum ReadPolicy {
         // Unusable and confirmed ours: no caller action could make them readable, so they are
         // removed (README, "Storage").
         for itemId in plan.unusable { try delete(itemId) }
-        return plan.chosen
+        guard var chosen = plan.chosen else { return nil }
+        chosen.itemsRead = candidates.map { $0.item.itemId }
+        return chosen
     }
 
     /// The watch's decision over items whose attributes were read (confirmed ours) and whose

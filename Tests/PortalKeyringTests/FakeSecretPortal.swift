@@ -36,6 +36,8 @@ final class FakeSecretPortal: @unchecked Sendable {
     let answer = Lock(Answer())
     /// How many RetrieveSecret calls came.
     let calls = Lock(0)
+    /// The `version` property's value.
+    let version = Lock<UInt32>(1)
 
     init() throws {
         connection = try BusConnection.open(nil)
@@ -56,7 +58,9 @@ final class FakeSecretPortal: @unchecked Sendable {
             Unmanaged<FakeSecretPortal>.fromOpaque(data!).takeUnretainedValue()  // trusted: our own user_data
                 .retrieveSecret(sender.map { String(cString: $0) } ?? "", parameters, invocation)
         }
-        vtable.get_property = { _, _, _, _, _, _, _ in g_variant_new_uint32(1) }
+        vtable.get_property = { _, _, _, _, _, _, data in
+            g_variant_new_uint32(Unmanaged<FakeSecretPortal>.fromOpaque(data!).takeUnretainedValue().version.withLock { $0 })  // trusted: our own user_data
+        }
         g_main_context_push_thread_default(context)
         registration = g_dbus_connection_register_object(
             connection, SecretPortal.path, g_dbus_node_info_lookup_interface(node, SecretPortal.interface), &vtable,

@@ -6,7 +6,7 @@ import Synchronization
 /// to check that failures never delete anything. Restore, persist and the watch decide through
 /// the same `ReadPolicy` and `PersistOrder` the Secret Service adapter uses; only the list, read
 /// and delete steps are its own.
-final class InMemoryStorage: SessionStorage, @unchecked Sendable {
+final class InMemoryStorage: HostMigrationRecord, @unchecked Sendable {
     struct Item { var authEnvironmentId: String; var generation: String?; var persistedAt: UInt64; var secret: [UInt8] }
     private let state = Mutex<(items: [String: Item], next: Int, failure: StorageFailure?)>(([:], 0, nil))
 
@@ -115,6 +115,20 @@ final class InMemoryStorage: SessionStorage, @unchecked Sendable {
             return nil
         }
         if let failure { throw failure }
+    }
+
+    /// The auth environments whose move from the host is recorded here (`HostMigrationRecord`).
+    private let records = Mutex<Set<String>>([])
+    var recordedMigrations: Set<String> { records.withLock { $0 } }
+
+    func hostMigrationRecorded(authEnvironmentId: String) throws(StorageFailure) -> Bool {
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+        return records.withLock { $0.contains(authEnvironmentId) }
+    }
+
+    func recordHostMigration(authEnvironmentId: String) throws(StorageFailure) {
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+        records.withLock { _ = $0.insert(authEnvironmentId) }
     }
 
     func deleteAll(authEnvironmentId: String, generation: String?) throws(StorageFailure) -> Int {

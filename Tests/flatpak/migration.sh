@@ -2,7 +2,11 @@
 # Tests/flatpak/migration.sh — a session in the host's Secret Service moves into the sandbox's
 # file keyring at the first call of an app that still has --talk-name=org.freedesktop.secrets
 # (README, "Flatpak"), written and read back before the host delete; a process that stops between
-# the two leaves nothing lost and nothing twice after the next call.
+# the two leaves nothing lost and nothing twice after the next call. The move is recorded in the
+# file (libsecret reads the record) and never runs again for it: a sign-in stored on the host later
+# (another account's, by any Secret Service client) is not taken, also after a sign-out; a host
+# sign-in of another end user is never moved over the file's session; one stored on the host during
+# the move is neither deleted nor dropped.
 #
 #   swift build && scripts/with-flatpak-sandbox.sh --talk-name org.freedesktop.secrets \
 #       --host Tests/flatpak/migration.sh
@@ -33,6 +37,12 @@ gcc -std=c11 -O1 -Wall -Wextra -Werror -rdynamic -I"$repo/Include" -o "$stopper"
     "$repo/Tests/flatpak/stop_before_host_delete.c" -L"$libdir" -lportal-keyring -Wl,-rpath,"$libdir" \
     -Wl,--no-as-needed $(pkg-config --libs libsecret-1) ||
     { echo "flatpak/migration.sh: could not build stop_before_host_delete" >&2; exit 2; }
+during=$work/store_during_host_delete
+# shellcheck disable=SC2046  # pkg-config's flags are words
+gcc -std=c11 -O1 -Wall -Wextra -Werror -rdynamic -I"$repo/Include" -o "$during" \
+    "$repo/Tests/flatpak/store_during_host_delete.c" -L"$libdir" -lportal-keyring -Wl,-rpath,"$libdir" \
+    -Wl,--no-as-needed $(pkg-config --libs libsecret-1) ||
+    { echo "flatpak/migration.sh: could not build store_during_host_delete" >&2; exit 2; }
 
 passed=0 failed=0
 ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
@@ -55,6 +65,25 @@ host_count() { "$kctl" count --schema "$schema" "auth_environment_id=$1"; }
 file_items() {
     "$PORTAL_TEST_IN_SANDBOX" "$repo/Tests/tools/keyringctl-sandbox.py" count --schema "$schema" "auth_environment_id=$1"
 }
+# The move's record in the file keyring, through libsecret's file backend there.
+recorded() {
+    "$PORTAL_TEST_IN_SANDBOX" "$repo/Tests/tools/keyringctl-sandbox.py" count --schema io.portalhq.PortalKeyring.HostMigration \
+        "migrated_auth_environment_id=$1"
+}
+b64() { printf '%s' "$1" | base64 -w0 | tr '+/' '-_' | tr -d =; }
+document() { # ENV USER TOKEN GENERATION PERSISTED_AT: a stored session document, as a persist writes it
+    printf 'portal-keyring-session/2 e=%s u=%s g=%s t=%s c=%s' "$(b64 "$1")" "$(b64 "$2")" "$4" "$5" "$(b64 "$3")"
+}
+store_on_host() { # ENV USER TOKEN GENERATION PERSISTED_AT
+    document "$@" | "$kctl" store --schema "$schema" "auth_environment_id=$1" "session_generation=$4" "persisted_at=$5" \
+        >/dev/null || bad "keyringctl store on the host ($2)"
+}
+# A session in the file written without a record of the move: by an earlier release of this
+# library, which moved the host's session without recording it.
+store_in_file() { # ENV USER TOKEN GENERATION PERSISTED_AT
+    document "$@" | "$PORTAL_TEST_IN_SANDBOX" "$repo/Tests/tools/keyringctl-sandbox.py" store --schema "$schema" \
+        "auth_environment_id=$1" "session_generation=$4" "persisted_at=$5" >/dev/null || bad "store in the file ($2)"
+}
 cli() { echo timeout 30 "$ps_bin" --env "$1" --redirect-url app://cb --timeout-ms 5000; }
 persist_on_host() { # ENV USER TOKEN
     printf '%s\n' "$3" | $(cli "$1") persist --end-user-id "$2" >/dev/null 2>"$work/err" ||
@@ -72,6 +101,8 @@ expect sandbox 0 "restore in the sandbox" -- $(cli env-move) restore --show-toke
 [[ $out == $'eu-host\ntok-host-1' ]] && ok "it is the host's session, byte-exact" || bad "restore printed: $out"
 [[ $(host_count env-move) == 0 ]] && ok "the host keeps nothing of it" || bad "host items left: $(host_count env-move)"
 [[ $(file_items env-move) == 1 ]] && ok "the file keyring holds it once" || bad "file items: $(file_items env-move)"
+[[ $(recorded env-move) == 1 ]] && ok "the move is recorded in the file (libsecret reads the record)" ||
+    bad "records of the move: $(recorded env-move)"
 expect sandbox 0 "status there names the file keyring" -- $(cli env-move) status --json
 [[ $out == *"$keyring"* ]] && ok "... $keyring" || bad "status: $out"
 
@@ -91,20 +122,49 @@ expect sandbox 1 "restore after the clear: signed out" -- $(cli env-move) restor
 [[ $(host_count env-move) == 0 && $(file_items env-move) == 0 ]] && ok "nothing left anywhere" ||
     bad "after clear: host $(host_count env-move), file $(file_items env-move)"
 
-echo "== a newer sign-in in the sandbox wins over an older one left on the host"
-expect sandbox 0 "persist in the sandbox" -- sh -c 'printf "tok-sandbox\n" | "$@" persist --end-user-id eu-sandbox' sh $(cli env-newer)
-# The host's item is written after the sandbox's, but an earlier release's item would be older:
-# make it older by its persisted_at, as PersistOrder ranks sign-ins.
-printf 'portal-keyring-session/2 e=%s u=%s g=00000000000000000000000000000001 t=1 c=%s' \
-    "$(printf env-newer | base64 -w0 | tr '+/' '-_' | tr -d =)" "$(printf eu-old | base64 -w0 | tr '+/' '-_' | tr -d =)" \
-    "$(printf tok-old | base64 -w0 | tr '+/' '-_' | tr -d =)" |
-    "$kctl" store --schema "$schema" auth_environment_id=env-newer session_generation=00000000000000000000000000000001 \
-        persisted_at=1 >/dev/null || bad "keyringctl store of an old sign-in"
-# A fresh process: the move is once per process.
+echo "== after the move, a sign-in stored on the host (any Secret Service client can) is never taken"
+persist_on_host env-move eu-attacker tok-attacker
+expect sandbox 1 "restore in a new sandboxed process, signed out there: still signed out" -- $(cli env-move) restore --show-token
+[[ $(host_count env-move) == 1 ]] && ok "the host's item stays where it was stored" || bad "host items: $(host_count env-move)"
+
+echo "== a newer sign-in in the file (no record of the move yet) wins over an older one left on the host"
+store_in_file env-newer eu-sandbox tok-sandbox 00000000000000000000000000000002 100
+store_on_host env-newer eu-sandbox tok-old 00000000000000000000000000000001 1
 expect sandbox 0 "restore in a new sandboxed process" -- $(cli env-newer) restore --show-token
 [[ $out == $'eu-sandbox\ntok-sandbox' ]] && ok "the newer sign-in stays" || bad "restore printed: $out"
 [[ $(host_count env-newer) == 0 && $(file_items env-newer) == 1 ]] && ok "the older host item is gone, one left" ||
     bad "host $(host_count env-newer), file $(file_items env-newer)"
+
+echo "== another end user's newer sign-in on the host is never moved over the file's session"
+store_in_file env-other eu-user tok-user 00000000000000000000000000000003 100
+store_on_host env-other eu-attacker tok-attacker 00000000000000000000000000000004 200
+expect sandbox 0 "restore in the sandbox" -- $(cli env-other) restore --show-token
+[[ $out == $'eu-user\ntok-user' ]] && ok "the file's session stays the user's" || bad "restore printed: $out"
+[[ $(host_count env-other) == 1 && $(file_items env-other) == 1 ]] && ok "the other account's item stays on the host" ||
+    bad "host $(host_count env-other), file $(file_items env-other)"
+[[ $(recorded env-other) == 1 ]] && ok "the move is recorded" || bad "records: $(recorded env-other)"
+expect sandbox 0 "clear in the sandbox" -- $(cli env-other) clear
+expect sandbox 1 "restore after the clear: signed out (the other account is not taken now either)" -- $(cli env-other) restore
+
+echo "== a sign-in stored on the host during the move is neither deleted nor dropped"
+persist_on_host env-during eu-during tok-read
+later=$(( $(date +%s%N) / 1000 + 1000000 ))
+document env-during eu-during tok-during 0000000000000000000000000000000d "$later" >"$work/during.doc"
+# Run in the sandbox, which reaches the host's Secret Service (the talk-name): the harness's private
+# one, through Flatpak's bus proxy, whose socket keyringctl cannot tell from a real session bus.
+printf 'KEYRINGCTL_ALLOW_REAL_KEYRING=1 PORTAL_TEST_KEYRING_DIR=%q %q store --schema %s auth_environment_id=env-during session_generation=0000000000000000000000000000000d persisted_at=%s <%q >/dev/null\n' \
+    "$PORTAL_TEST_KEYRING_DIR" "$kctl" "$schema" "$later" "$work/during.doc" >"$work/during.sh"
+expect sandbox 0 "a restore whose first host delete comes after another process stored a sign-in there" -- \
+    "$during" env-during app://cb "sh $work/during.sh"
+[[ $(host_count env-during) == 1 && $(file_items env-during) == 1 ]] &&
+    ok "the moved session is in the file, the one stored meanwhile still on the host" ||
+    bad "host $(host_count env-during), file $(file_items env-during)"
+[[ $(recorded env-during) == 0 ]] && ok "the move is not recorded yet" || bad "records: $(recorded env-during)"
+expect sandbox 0 "the next restore" -- $(cli env-during) restore --show-token
+[[ $out == $'eu-during\ntok-during' ]] && ok "moves the sign-in stored during the move" || bad "restore printed: $out"
+[[ $(host_count env-during) == 0 && $(file_items env-during) == 1 && $(recorded env-during) == 1 ]] &&
+    ok "one session left, in the file; the move recorded" ||
+    bad "host $(host_count env-during), file $(file_items env-during), records $(recorded env-during)"
 
 echo "== a process stopped between the write into the file and the host delete"
 persist_on_host env-stop eu-stop tok-stop

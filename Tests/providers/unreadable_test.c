@@ -14,11 +14,19 @@
  * must unlock without asking anyone: gnome-keyring-passwordless, kwallet). Checks: the restore
  * fails with PORTAL_ERR_SESSION_STORAGE, reaches GetSecrets 5 times, the item is still stored,
  * and a restore without the injection returns it. Prints the failing restore's time (ms).
+ *
+ * The watch (issue 39: kwallet watch_test's "burst event that was not signed-in"): the same lock
+ * right before the watch's GetSecrets, once. KWallet 5.103 then serves the item with an EMPTY
+ * secret; judged as a document, that was an unusable item and a SIGNED_OUT event while the
+ * session was stored. Checks: no SIGNED_OUT at any time, and after `keyringctl unlock` the watch's
+ * last word is SIGNED_IN "eu-kept" (or nothing, when it never left that state).
  * Needs PORTAL_TEST_KEYRINGCTL. Exit 0 when every check passed.
  */
 #define _GNU_SOURCE
 #define TEST_NAME "unreadable_test"
 #include "provider_test.h"
+
+#include <poll.h>
 
 static volatile int inject, reads;
 
@@ -29,8 +37,64 @@ int secret_item_load_secrets_sync(void *items, void *cancellable, void **error) 
     if (inject) {
         reads++;
         CHECK(keyringctl("lock") == 0, "keyringctl lock before GetSecrets");
+        if (inject == 2) inject = 0; /* the watch: once */
     }
     return 1;
+}
+
+/* The watch's events: how many SIGNED_OUT, and the last one. */
+static int signed_out, events;
+static portal_watch_event last_kind;
+static char last_user[64];
+
+static void on_event(portal_watch_event kind, const char *end_user_id, void *user_data) {
+    (void)user_data;
+    events++;
+    last_kind = kind;
+    snprintf(last_user, sizeof last_user, "%s", end_user_id ? end_user_id : "");
+    if (kind == PORTAL_WATCH_SIGNED_OUT) signed_out++;
+}
+
+/* Runs the queue's callbacks for `ms` milliseconds. */
+static void pump(portal_completion_queue *queue, double ms) {
+    double until = now_ms() + ms;
+    for (double left = ms; left > 0; left = until - now_ms()) {
+        struct pollfd p = {portal_completion_queue_get_fd(queue), POLLIN, 0};
+        if (poll(&p, 1, (int)left + 1) > 0) portal_completion_queue_dispatch(queue, NULL);
+    }
+}
+
+/* The watch reads an item the provider serves with an empty secret (the wallet closed between
+ * its search and its GetSecrets): never reported as signed out. */
+static void watch_check(portal_auth *auth, const char *env) {
+    portal_completion_queue *queue = NULL;
+    portal_watch *watch = NULL;
+    CHECK(portal_completion_queue_new_pollable(&queue) == PORTAL_OK, "completion queue");
+    CHECK(portal_auth_watch(auth, queue, on_event, NULL, NULL, &watch) == PORTAL_OK, "watch: %s",
+          portal_last_error_message());
+    if (!watch) {
+        portal_completion_queue_free(queue);
+        return;
+    }
+    int before = reads;
+    inject = 2;
+    /* Any Secret Service signal makes the watch read: an item of another schema. */
+    char store[1024];
+    snprintf(store, sizeof store, "printf x | '%s' store --schema org.example.Unrelated --label unrelated app=%s-other",
+             getenv("PORTAL_TEST_KEYRINGCTL"), env);
+    CHECK(system(store) == 0, "keyringctl store (a signal for the watch)");
+    pump(queue, 3000);
+    CHECK(reads > before, "the watch reached GetSecrets (%d reads)", reads - before);
+    inject = 0;
+    CHECK(keyringctl("unlock") == 0, "keyringctl unlock");
+    pump(queue, 3000);
+    CHECK(signed_out == 0, "the watch reported SIGNED_OUT %d times while the session was stored", signed_out);
+    CHECK(events == 0 || (last_kind == PORTAL_WATCH_SIGNED_IN && strcmp(last_user, "eu-kept") == 0),
+          "after the unlock the watch's last event is signed-in eu-kept (%d events, last kind %d %s)", events,
+          (int)last_kind, last_user);
+    printf("  the watch across a wallet closed before GetSecrets: %d events, %d signed-out\n", events, signed_out);
+    portal_watch_free(watch);
+    portal_completion_queue_free(queue);
 }
 
 int main(void) {
@@ -72,6 +136,7 @@ int main(void) {
     CHECK(st == PORTAL_OK && session && strcmp(portal_session_get_end_user_id(session), "eu-kept") == 0,
           "restored afterwards (%s)", portal_status_str(st));
     portal_session_free(session);
+    watch_check(auth, env);
     portal_auth_clear_persisted_session(auth);
     portal_auth_free(auth);
     printf("unreadable_test: %d of %d checks passed\n", checks - failed, checks);

@@ -181,6 +181,18 @@ struct SecretBus {
         return prompt
     }
 
+    /// Whether the item at `path` no longer exists: Properties.Get of its Locked property answers
+    /// that the object is unknown (`.gone`), rather than a value.
+    func isGone(item path: String) throws(StorageFailure.Classified) -> Bool {
+        do throws(StorageFailure.Classified) {
+            g_variant_unref(try property(path, Self.itemInterface, "Locked", type: "b", "could not read the item"))
+            return false
+        } catch {
+            if case .gone = error.kind { return true }
+            throw error
+        }
+    }
+
     /// Properties.Get(Collection.Locked) of the collection at `path`.
     func isLocked(collection path: String) throws(StorageFailure.Classified) -> Bool {
         let value = try property(path, "org.freedesktop.Secret.Collection", "Locked", type: "b",

@@ -100,13 +100,29 @@ extension SecretServiceStorage {
                 continue
             }
             let resultPath = try runPrompt(created.prompt, bus, refused: "the keyring refused to store the item")
-            if let resultPath, resultPath != "/" { return resultPath }
-            // The prompt named no item: find ours by its generation (unique).
+            // A completed prompt is the provider's word, not the item: the item it names must be
+            // ours, and one it does not name is found by its generation (unique). A prompt that
+            // completes without storing (not dismissed, nothing done) is a refusal.
+            if let resultPath, resultPath != "/" {
+                if try storedItem(bus, resultPath, generation) { return resultPath }
+                throw .refused("the keyring refused to store the item: its confirmation prompt completed, "
+                               + "but the item it named is not the one stored")
+            }
             let found = try bus.search(Self.match(authEnvironmentId) + [(Self.generationAttribute, generation)])
             guard let path = found.unlocked.first ?? found.locked.first else {
-                throw .failed("the provider's prompt completed but the stored item cannot be found")
+                throw .refused("the keyring refused to store the item: its confirmation prompt completed, but no item was stored")
             }
             return path
+        }
+    }
+
+    /// Whether the item at `path` exists and holds the sign-in `generation` (its attributes).
+    private func storedItem(_ bus: SecretBus, _ path: String, _ generation: String) throws(StorageFailure) -> Bool {
+        do throws(StorageFailure.Classified) {
+            return try bus.attributes(path)[Self.generationAttribute] == generation
+        } catch {
+            if case .gone = error.kind { return false }
+            throw error.storageFailure
         }
     }
 
@@ -144,7 +160,9 @@ extension SecretServiceStorage {
 
     /// Item.Delete, running the provider's prompt when it returns one, within the caller's
     /// operation (restore's unusable items, persist's cleanup, clear). True when deleted, false
-    /// when the item was already gone. A dismissed prompt is `.refused`.
+    /// when the item was already gone. A dismissed prompt is `.refused`, and so is a prompt that
+    /// completed but left the item there: after a prompt the item's absence is checked, never
+    /// taken from the prompt's word (a prompt dismissed by another client can answer "done").
     func delete(_ bus: SecretBus, _ path: String) throws(StorageFailure) -> Bool {
         let prompt: String?
         FaultInjectionSeam.beforeDelete(bus.call.cancellable)
@@ -154,7 +172,17 @@ extension SecretServiceStorage {
             throw error.storageFailure
         }
         guard let prompt else { return false }
-        if prompt != "/" { _ = try runPrompt(prompt, bus, refused: "the keyring refused to delete the item", item: path) }
+        guard prompt != "/" else { return true }
+        _ = try runPrompt(prompt, bus, refused: "the keyring refused to delete the item", item: path)
+        let gone: Bool
+        do throws(StorageFailure.Classified) {
+            gone = try bus.isGone(item: path)
+        } catch {
+            throw error.storageFailure
+        }
+        if !gone {
+            throw .refused("the keyring refused to delete the item: its confirmation prompt completed, but the item is still there")
+        }
         return true
     }
 

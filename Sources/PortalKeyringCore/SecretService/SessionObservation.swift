@@ -53,6 +53,7 @@ extension SecretServiceStorage {
                 }
                 return .signedOut
             }
+            FaultInjectionSeam.beforeGetSecrets(call.cancellable)
             let secrets: [String: SecretBytes]
             do throws(StorageFailure.Classified) {
                 secrets = try bus.secrets(mine.map { $0.itemId })
@@ -61,9 +62,14 @@ extension SecretServiceStorage {
             }
             // Which is the newest usable sign-in: the read policy restore decides by (`ReadPolicy`):
             // unusable, newer-version, damaged and foreign documents are no sign-in to announce.
+            // An EMPTY secret counts as unread, not as an unusable document: KWallet 5.103 serves
+            // the items of a wallet closed after the search with empty secrets, and restore
+            // believes one only once a search that needed no unlock finds the item again
+            // (`readSecrets`), which a watch that never unlocks cannot do. Judged, it was a
+            // "signed-out" event while the session was stored (issue 39: kwallet watch_test).
             let plan = ReadPolicy.newest(authEnvironmentId, items: mine.map { item in
                 StoredSessionItem(itemId: item.itemId, generation: item.generation, persistedAt: item.persistedAt,
-                                  secret: secrets[item.itemId])
+                                  secret: secrets[item.itemId].flatMap { $0.count == 0 ? nil : $0 })
             })
             if let chosen = plan.chosen {
                 return .signedIn(generation: chosen.generation ?? "", endUserId: chosen.document.endUserId)
