@@ -2,6 +2,7 @@ import Testing
 @_spi(PortalKeyringCLI) @testable import PortalKeyringCore
 @testable import PortalKeyring
 import CGLib
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -165,6 +166,36 @@ extension SecretPortalBusTests {
                 Issue.record("restore: \(failure.map { $0.message } ?? "no failure"), wanted a timeout")
                 return
             }
+        }
+    }
+
+    /// The migration's write waits for the persist turn another thread holds: inside a restore
+    /// that wait counts against the restore's bound (only a persist's own waits are uncounted,
+    /// `PersistTurn`), so the restore still ends at its bound — the session kept on the host.
+    @Test func aTurnWaitInsideARestoreCountsAgainstItsBound() throws {
+        let host = SlowHost(timeouts: .default)
+        let env = "env-bound-turn-\(getpid())"
+        let document = SessionDocument.encode(authEnvironmentId: env, endUserId: "eu-host", token: SecretBytes.copyingUTF8(of: "cst-host"),
+                                              generation: "ef01", persistedAt: 100)
+        host.inner.add(env, secret: document.withUnsafeBytes { Array($0) }, generation: "ef01", persistedAt: 100)
+        try inSandbox(host) { storage, _ in
+            host.delay.withLock { $0 = Self.bound * 45 / 100 }
+            let holding = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let holder = PersistTurnTests.thread {
+                _ = try? PersistTurn.shared.run(env, waitingAtMost: 1_000) { () throws(StorageFailure) in
+                    holding.signal()
+                    release.wait()
+                }
+            }
+            holding.wait()
+            let (elapsed, _) = timed { () throws(StorageFailure) in _ = try storage.restore(authEnvironmentId: env) }
+            release.signal()
+            pthread_join(holder, nil)
+            #expect(elapsed <= Int(Self.bound) + Self.slack, "restore took \(elapsed) ms, bound \(Self.bound) ms")
+            host.delay.withLock { $0 = 0 }
+            let after = try storage.restore(authEnvironmentId: env)
+            #expect(after?.document.endUserId == "eu-host", "the host's session was lost")
         }
     }
 
