@@ -220,6 +220,24 @@ extension SecretPortalBusTests {
         #expect(milliseconds == 200, "the message names the operation's bound")
     }
 
+    /// The time a person spends at an unlock prompt (`Deadline.paused`) is not counted against the
+    /// operation: it has a deadline of its own, and the operation's steps after it still have the
+    /// time that was left before it.
+    @Test func aPromptsTimeIsNotCountedAgainstTheOperation() throws {
+        _ = try #require(getenv("PORTAL_TEST_KEYRING_DIR"), "run inside scripts/with-keyring.sh (a private session bus)")
+        let timeouts = KeyringTimeouts(callMilliseconds: 200, promptMilliseconds: 30_000)
+        let storage = SecretServiceStorage(timeouts: timeouts)
+        let (_, failure) = timed { () throws(StorageFailure) in
+            try OperationDeadline.run(timeouts) { () throws(StorageFailure) in
+                try Deadlines.shared.run(operation: "unlock", milliseconds: 200) { deadline throws(StorageFailure) in
+                    try deadline.paused { () throws(StorageFailure) in g_usleep(300_000) }
+                }
+                _ = try storage.restore(authEnvironmentId: "env-bound-prompt")
+            }
+        }
+        #expect(failure == nil, "the step after the prompt: \(failure.map { $0.message } ?? "")")
+    }
+
     /// A file-keyring write that is part of an operation whose time is up writes nothing.
     @Test func aFileKeyringWriteInASpentOperationWritesNothing() throws {
         let directory = try temporaryDirectory()
