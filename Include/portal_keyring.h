@@ -517,8 +517,11 @@ PORTAL_API portal_status portal_auth_handle_redirect_v2(portal_auth *auth, const
  * whichever way it comes back:
  *  - to this process: the app passes it to portal_auth_handle_redirect() (or _v2, _async; any
  *    handle of the same auth environment, any thread), and this call returns that call's result,
- *    or its error (an error redirect, a rejected grant, PORTAL_ERR_DIFFERENT_END_USER, a keyring
- *    failure), except PORTAL_ERR_UNSOLICITED_REDIRECT and PORTAL_ERR_CANCELLED;
+ *    or its error (a rejected grant, PORTAL_ERR_DIFFERENT_END_USER, a keyring failure), except
+ *    PORTAL_ERR_UNSOLICITED_REDIRECT and PORTAL_ERR_CANCELLED. An error redirect ends it only
+ *    when it carries the `state` parameter of the authorize URL this call opened (any web page
+ *    can send the app's scheme ?error=access_denied): without it, the error is that
+ *    handle_redirect call's alone and this call keeps waiting;
  *  - to the URL handler's process (portal-session handle-redirect, examples/desktop), which
  *    persists the session: this call sees it through a session watch and returns
  *    PORTAL_REDIRECT_AUTHENTICATED with the restored session (no client id). A TOTP step or an
@@ -691,7 +694,8 @@ PORTAL_API portal_status portal_session_invalidate(portal_session *session);
 /* ---------------------------------------------------------------------------------------------
  * portal: the Portal client for one credential, and session invalidation
  *
- * HTTP goes through libcurl: HTTPS for every host except loopback (127.0.0.0/8, ::1, localhost);
+ * HTTP goes through libcurl: HTTPS for every host except loopback (127.0.0.0/8, ::1, localhost;
+ * localhost is reached over IPv4 only, at 127.0.0.1: a server on the IPv6 loopback alone is [::1]);
  * a bearer token is never sent over plain HTTP to another host. Timeouts: 10 s to connect, 30 s
  * per request. Redirects are not followed.
  *

@@ -6,12 +6,17 @@
 /* libgcrypt's setup as a library must do it (gcry_control is variadic, so not callable from
  * Swift): only when neither the application nor another library (libsecret does the same) has
  * finished it. Returns 0 when the loaded libgcrypt is older than the headers or not operational
- * (libgcrypt aborts the process when most functions are called in that state). */
+ * (libgcrypt aborts the process when most functions are called in that state).
+ * The transfer session's exponent is a secure-memory MPI (TransferCrypto.swift): libgcrypt sets
+ * up its secure pool on the first one, and where it cannot lock the pool (RLIMIT_MEMLOCK without
+ * CAP_IPC_LOCK) it printed "Warning: using insecure memory!" on the host's stderr; a library has
+ * no business writing there, and the pool is still wiped. */
 static inline int portal_gcrypt_initialize(void)
 {
     if (!gcry_control(GCRYCTL_INITIALIZATION_FINISHED_P)) {
         if (!gcry_check_version(GCRYPT_VERSION))
             return 0;
+        gcry_control(GCRYCTL_DISABLE_SECMEM_WARN, 0);
         gcry_control(GCRYCTL_INITIALIZATION_FINISHED, 0);
     }
     return gcry_control(GCRYCTL_OPERATIONAL_P) ? 1 : 0;

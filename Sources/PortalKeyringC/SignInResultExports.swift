@@ -4,6 +4,9 @@
 // Documentation lives in Include/portal_keyring.h.
 import CPortalKeyring
 @_spi(Bindings) import PortalKeyringCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @c @implementation
 public func portal_session_get_client_id(_ session: OpaquePointer?) -> UnsafePointer<CChar>? {
@@ -67,10 +70,16 @@ public func portal_totp_qr_code(_ totpLink: UnsafePointer<CChar>?, _ sizeOut: Un
         let sizeOut = try outArgument(sizeOut, "size_out")
         let modulesOut = try outArgument(modulesOut, "modules_out")
         let code = try core { () throws(PortalAuthError) in try QRCode(totpLink: link.value) }
+        defer { code.wipeModules() }
         // '1' dark, '0' light, row-major: a string any FFI reads, wiped by portal_string_free().
-        var text = String(code.modules.map { $0 ? "1" : "0" })
-        defer { wipeStringStorage(&text) }
-        modulesOut.pointee = try mallocCString(text)
+        // Written straight into the string handed out: no Swift copy of the grid is left behind.
+        let count = code.modules.count
+        guard let text = malloc(count + 1)?.assumingMemoryBound(to: CChar.self) else {
+            throw CFailure(status: PORTAL_ERR_INTERNAL, message: "out of memory")
+        }
+        for (index, dark) in code.modules.enumerated() { text[index] = dark ? 0x31 : 0x30 }
+        text[count] = 0
+        modulesOut.pointee = handOutString(text, size: count + 1)
         sizeOut.pointee = code.size
     }
 }
@@ -82,6 +91,7 @@ public func portal_totp_qr_svg(_ totpLink: UnsafePointer<CChar>?,
         let link = try secretArgument(totpLink, "totp_link", maxBytes: PortalAuth.maxTokenBytes)
         let svgOut = try outArgument(svgOut, "svg_out")
         let code = try core { () throws(PortalAuthError) in try QRCode(totpLink: link.value) }
+        defer { code.wipeModules() }
         var svg = code.svg
         defer { wipeStringStorage(&svg) }
         svgOut.pointee = try mallocCString(svg)

@@ -25,9 +25,12 @@ extension PortalAuth {
     ///    - to this process: the app's URL handler passes it to `handleRedirect(url:)` (on any
     ///      `PortalAuth` of this auth environment, any thread) and this call returns that call's
     ///      result: `.authenticated` (persisted, with the client the API named) or
-    ///      `.totpRequired`; an error of that call (an `error` redirect, a rejected grant,
-    ///      `differentEndUser`, a keyring failure) ends this call with the same error, except
-    ///      `unsolicitedRedirect` and `cancelled`;
+    ///      `.totpRequired`; an error of that call (a rejected grant, `differentEndUser`, a
+    ///      keyring failure) ends this call with the same error, except `unsolicitedRedirect` and
+    ///      `cancelled`. An `error` redirect ends it only when it carries the `state` parameter
+    ///      of the authorize URL this call opened: any web page can send the app's scheme
+    ///      `?error=access_denied`, so one without that `state` fails the `handleRedirect` call
+    ///      alone and this call keeps waiting (for the real redirect, its timeout or a cancel);
     ///    - to another process (`portal-session handle-redirect URL` registered as the scheme's
     ///      handler, `examples/desktop/`), which persists the session: this call sees it through a
     ///      `SessionWatch` and returns `.authenticated` with the restored session (`clientId` and
@@ -108,6 +111,9 @@ extension PortalAuth {
         guard let target = TargetURL(url), target.scheme == "https" || target.isLoopback else {
             throw .malformedResponse(field: provider.lowercased())
         }
+        // Only an `error` redirect that carries this page's single-use `state` ends the wait:
+        // another page's `?error=…` is the handleRedirect caller's alone (docs/security.md, "6. A web page ends a desktop sign-in").
+        flight.expect(state: RedirectQuery.state(ofAuthorizeURL: url), for: waiter)
         // A cancel during the request must not open a browser for a sign-in nobody waits for.
         if OperationToken.currentIsCancelled { throw .cancelled }
         try DesktopURLOpener.open(url)

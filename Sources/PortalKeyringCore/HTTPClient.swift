@@ -126,6 +126,9 @@ struct TargetURL: Equatable {
     /// Host and port as written in the URL authority, lower-cased, e.g. `api.portalhq.io` or `127.0.0.1:8080`.
     let authority: String
     let isLoopback: Bool
+    /// The host is the name `localhost` (any case), not an address literal: requests to it are
+    /// made over IPv4 only, to 127.0.0.1 (`transportOptions`).
+    let isLocalhostName: Bool
 
     /// Parses an absolute http(s) URL with libcurl's URL parser; nil when it is not one.
     init?(_ url: String) {
@@ -145,6 +148,7 @@ struct TargetURL: Equatable {
         self.scheme = scheme
         self.authority = port.map { "\(host):\($0)" } ?? host
         self.isLoopback = TargetURL.isLoopbackHost(host)
+        self.isLocalhostName = host == "localhost"
     }
 
     /// Whether `host` (as libcurl's URL parser returns it: IPv6 in brackets) is a loopback
@@ -335,6 +339,13 @@ extension HTTPClient {
     /// `HTTP_PROXY` or `ALL_PROXY` variable never sees a request, or a bearer, meant for this
     /// machine. Non-loopback targets are https: a proxy from the environment gets a CONNECT
     /// tunnel and the bearer stays inside TLS.
+    ///
+    /// The name `localhost` is resolved over IPv4 only (CURLOPT_IPRESOLVE_V4: 127.0.0.1). libcurl
+    /// answers it with both 127.0.0.1 and ::1 and connects to whichever accepts first, so while
+    /// the app's server listens on 127.0.0.1:PORT alone, any local user who binds [::1]:PORT
+    /// would receive the request and its bearer (docs/security.md, "10. … `localhost`").
+    /// `localhost` means 127.0.0.1, as in /etc/hosts on every supported system; a server on the
+    /// IPv6 loopback alone is reached through the literal, `[::1]:PORT`.
     func transportOptions(for target: TargetURL) -> [CurlOption] {
         var options = [
             CurlOption(id: CURLOPT_URL, name: "CURLOPT_URL", value: .string(target.url)),
@@ -346,6 +357,9 @@ extension HTTPClient {
             CurlOption(id: CURLOPT_SSL_VERIFYPEER, name: "CURLOPT_SSL_VERIFYPEER", value: .long(1)),
             CurlOption(id: CURLOPT_SSL_VERIFYHOST, name: "CURLOPT_SSL_VERIFYHOST", value: .long(2)),
         ]
+        if target.isLocalhostName {
+            options.append(CurlOption(id: CURLOPT_IPRESOLVE, name: "CURLOPT_IPRESOLVE", value: .long(Int(CURL_IPRESOLVE_V4))))
+        }
         if target.isLoopback {
             options.append(CurlOption(id: CURLOPT_PROXY, name: "CURLOPT_PROXY", value: .string("")))
             options.append(CurlOption(id: CURLOPT_NOPROXY, name: "CURLOPT_NOPROXY", value: .string("*")))

@@ -11,8 +11,9 @@ import Glibc
 /// invalidates the session and fires `onSessionInvalidated` listeners — once per credential, on
 /// every Portal of the process built on it (`CredentialRegistry`; README, "API conventions"). 5xx, 403, timeouts, connection errors and other hosts never invalidate.
 ///
-/// HTTP: libcurl; HTTPS for every host except loopback (127.0.0.0/8, ::1, localhost), 10 s to
-/// connect, 30 s per request, redirects not followed. Thread-safe.
+/// HTTP: libcurl; HTTPS for every host except loopback (127.0.0.0/8, ::1, localhost: over IPv4
+/// only, `HTTPClient.transportOptions`), 10 s to connect, 30 s per request, redirects not
+/// followed. Thread-safe.
 public final class Portal: Sendable {
     /// The Portal API host requests go to (`host` or `host:port`).
     public let apiHost: String

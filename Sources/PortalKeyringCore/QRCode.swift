@@ -7,6 +7,17 @@ import Glibc
 /// 4-module quiet zone the QR specification asks for included in `size`. Encoded by libqrencode,
 /// loaded with `dlopen` on first use like libcurl (`Curl`): apps that never show a QR code never
 /// load it.
+///
+/// The link holds the TOTP secret, and the modules encode it. What is wiped (docs/security.md,
+/// "9. What the QR code exports wipe"): the payload handed to libqrencode (a `SecretBytes` copy) and libqrencode's
+/// module array (zeroed before `QRcode_free`); the C exports also wipe their copy of the
+/// argument, write the `'1'`/`'0'` text straight into the string they return, and wipe the module
+/// grid and the SVG text once copied out (the returned strings are wiped by
+/// `portal_string_free`). What is not: the Swift `String`s the link is read through
+/// (`TotpLink`: trimmed and decoded copies, the `secret` parameter), libqrencode's own buffers
+/// (its copy of the input, the bit stream, the error-correction blocks, the masked frames it
+/// tries), all freed to malloc as they are; and whatever the Swift API hands its caller
+/// (`modules`, `svg`, `terminalText()`), which the caller owns.
 public struct QRCode: Sendable, Equatable {
     /// Modules on one side, quiet zone included (21 + 8 for the smallest symbol).
     public let size: Int
@@ -26,20 +37,52 @@ public struct QRCode: Sendable, Equatable {
 
     /// The code as an SVG document: one unit per module, black on an opaque white square, for
     /// toolkits that draw SVG (scale it with nearest-neighbour or `shape-rendering`).
+    ///
+    /// Written into one string whose capacity is reserved first, in pieces short enough to be
+    /// stored inline: no larger copy of the path is made and left behind in freed memory, so the
+    /// C export's wipe of the result covers the whole document.
     public var svg: String {
-        var path = ""
+        var runs = 0
+        forEachDarkRun { _, _, _ in runs += 1 }
+        let sizeText = String(size)
+        var svg = ""
+        // Each run is at most "M177 177h177v1h-177z" (20 bytes); the frame is under 200.
+        svg.reserveCapacity(200 + 4 * sizeText.utf8.count + 20 * runs)
+        svg += ##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 "##
+        svg += sizeText; svg += " "; svg += sizeText
+        svg += ##"" shape-rendering="crispEdges"><rect width=""##
+        svg += sizeText; svg += ##"" height=""##; svg += sizeText
+        svg += ##"" fill="#fff"/><path fill="#000" d=""##
+        forEachDarkRun { x, y, length in
+            let run = String(length)
+            svg += "M"; svg += String(x); svg += " "; svg += String(y)
+            svg += "h"; svg += run; svg += "v1h-"; svg += run; svg += "z"
+        }
+        svg += ##""/></svg>"##
+        return svg
+    }
+
+    /// Calls `body(x, y, length)` for each horizontal run of dark modules, row by row.
+    private func forEachDarkRun(_ body: (Int, Int, Int) -> Void) {
         for y in 0..<size {
             var x = 0
             while x < size {
                 guard isDark(x: x, y: y) else { x += 1; continue }
                 var end = x
                 while end < size, isDark(x: end, y: y) { end += 1 }
-                path += "M\(x) \(y)h\(end - x)v1h-\(end - x)z"
+                body(x, y, end - x)
                 x = end
             }
         }
-        return ##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \##(size) \##(size)" shape-rendering="crispEdges">"##
-            + ##"<rect width="\##(size)" height="\##(size)" fill="#fff"/><path fill="#000" d="\##(path)"/></svg>"##
+    }
+
+    /// Zeroes the storage of `modules` in place (the C exports, once they copied it out: the
+    /// grid encodes the TOTP secret). Every holder of the same array storage sees all-light.
+    @_spi(Bindings)
+    public func wipeModules() {
+        modules.withUnsafeBufferPointer { buffer in
+            SecretBytes.wipe(UnsafeMutableRawPointer(mutating: buffer.baseAddress), buffer.count * MemoryLayout<Bool>.stride)
+        }
     }
 
     /// The code as text for a terminal, two module rows per line with Unicode half blocks.
@@ -68,9 +111,15 @@ public struct QRCode: Sendable, Equatable {
     /// Encodes `payload` (its bytes exactly, byte mode) at level M. Nil when libqrencode cannot
     /// be loaded, the payload is empty or longer than `maxPayloadBytes`, or encoding fails.
     static func encode(_ payload: [UInt8]) -> QRCode? {
-        guard !payload.isEmpty, payload.count <= maxPayloadBytes, let library = QREncoder.shared else { return nil }
-        guard let symbol = payload.withUnsafeBufferPointer({ library.encodeData(Int32($0.count), $0.baseAddress, 0, levelM) })
-        else { return nil }
+        encode(payload.withUnsafeBytes { SecretBytes(copying: $0) })
+    }
+
+    /// `encode(_:)` of bytes held in wiped memory (a TOTP link).
+    static func encode(_ payload: SecretBytes) -> QRCode? {
+        guard payload.count > 0, payload.count <= maxPayloadBytes, let library = QREncoder.shared else { return nil }
+        guard let symbol = payload.withUnsafeBytes({
+            library.encodeData(Int32($0.count), $0.baseAddress?.assumingMemoryBound(to: UInt8.self), 0, levelM)
+        }) else { return nil }
         defer { library.free(symbol) }
         // QRcode { int version; int width; unsigned char *data; }: each data byte's lowest bit
         // is the module (1: dark). Read, checked, then wiped: the link holds the TOTP secret.
@@ -100,7 +149,7 @@ extension QRCode {
     /// - Throws: `totpQrUnavailable` when the link is not `otpauth://` with a valid base32
     ///   secret, is longer than `maxPayloadBytes`, or libqrencode cannot be loaded.
     public init(totpLink: String) throws(PortalAuthError) {
-        guard let payload = TotpLink.qrPayload(ofLink: totpLink), let code = Self.encode(Array(payload.utf8)) else {
+        guard let payload = TotpLink.qrPayload(ofLink: totpLink), let code = Self.encode(SecretBytes.copyingUTF8(of: payload)) else {
             throw .totpQrUnavailable
         }
         self = code

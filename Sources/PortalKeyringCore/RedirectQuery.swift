@@ -35,12 +35,28 @@ struct RedirectQuery {
         }
         let incoming = split(url), ours = split(redirectUrl)
         guard normalized(incoming.base) == normalized(ours.base) else { return nil }
-        for pair in incoming.query.split(separator: "&") {
+        items = Self.parameters(Substring(incoming.query))
+    }
+
+    /// The parameters of `query` (the text after `?`, without the fragment), read as above.
+    static func parameters(_ query: Substring) -> [String: String] {
+        var items: [String: String] = [:]
+        for pair in query.split(separator: "&") {
             let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = Self.decode(kv[0]) ?? String(kv[0])
             if key.isEmpty { continue }
             items[key] = kv.count > 1 ? Self.decode(kv[1]) ?? String(kv[1]) : ""
         }
+        return items
+    }
+
+    /// The `state` parameter of an authorize URL (Portal's single-use OAuth `state`), read as the
+    /// redirect's parameters are; nil when it has none or an empty one.
+    static func state(ofAuthorizeURL url: String) -> String? {
+        let noFragment = url.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? Substring(url)
+        guard let question = noFragment.firstIndex(of: "?") else { return nil }
+        let state = parameters(noFragment[noFragment.index(after: question)...])["state"]
+        return state?.isEmpty == false ? state : nil
     }
 
 

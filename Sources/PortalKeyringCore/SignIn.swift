@@ -129,23 +129,27 @@ extension PortalAuth {
     /// `SignInInFlight.endDelivery`).
     public func handleRedirect(url: String, options: RedirectOptions = []) throws(PortalAuthError) -> RedirectResult {
         let delivery = SignInInFlight.shared.beginDelivery(authEnvironmentId)
+        var errorRedirect: SignInInFlight.ErrorRedirect?
         do throws(PortalAuthError) {
-            let result = try completeRedirect(url: url, options: options)
+            let result = try completeRedirect(url: url, options: options, errorRedirect: &errorRedirect)
             if let delivery { SignInInFlight.shared.endDelivery(delivery, .success(result)) }
             return result
         } catch {
-            if let delivery { SignInInFlight.shared.endDelivery(delivery, .failure(error)) }
+            if let delivery { SignInInFlight.shared.endDelivery(delivery, .failure(error), errorRedirect: errorRedirect) }
             throw error
         }
     }
 
-    /// The body of `handleRedirect(url:options:)`.
-    private func completeRedirect(url: String, options: RedirectOptions) throws(PortalAuthError) -> RedirectResult {
+    /// The body of `handleRedirect(url:options:)`. An `error` redirect sets `errorRedirect` (with
+    /// its `state` parameter) before it throws.
+    private func completeRedirect(url: String, options: RedirectOptions,
+                                  errorRedirect: inout SignInInFlight.ErrorRedirect?) throws(PortalAuthError) -> RedirectResult {
         // Not ours, as PortalSwift decides: longer than its limit (counted in UTF-16 code units, as
         // it counts), another URL, no grant, or no sign-in method it knows. Nothing is done.
         guard url.utf16.count <= Self.maxRedirectURLBytes,
               let query = RedirectQuery(url: url, redirectUrl: redirectUrl) else { return .notHandled }
         if let error = query["error"] {
+            errorRedirect = SignInInFlight.ErrorRedirect(state: query["state"])
             // Attacker-controlled text on its way to a log or terminal: no control characters
             // (ESC sequences), at most 100 characters.
             let shown = DisplayText.sanitized(error, limit: DisplayText.maxRedirectErrorCharacters)

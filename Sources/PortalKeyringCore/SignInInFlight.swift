@@ -28,7 +28,17 @@ final class SignInInFlight: @unchecked Sendable {
         /// runs, a stored sign-in is its own persist, and its result (with the client the API
         /// named) is awaited instead of a restore.
         fileprivate var deliveries = 0
+        /// The `state` parameter of the authorize URL this sign-in opened (Portal's single-use
+        /// OAuth `state`), once it is known: an `error` redirect ends the wait only when it
+        /// carries it (`endDelivery`).
+        fileprivate var state: String?
         fileprivate init(_ authEnvironmentId: String) { self.authEnvironmentId = authEnvironmentId }
+    }
+
+    /// An `error` redirect (`handleRedirect` threw for its `error` parameter) and the `state`
+    /// parameter it carried, if any.
+    struct ErrorRedirect {
+        let state: String?
     }
 
     /// What ended a wait.
@@ -83,6 +93,11 @@ final class SignInInFlight: @unchecked Sendable {
         }
     }
 
+    /// Records the `state` of the authorize URL `waiter`'s sign-in is about to open.
+    func expect(state: String?, for waiter: Waiter) {
+        locked { waiter.state = state }
+    }
+
     /// A `handleRedirect` of `authEnvironmentId` starts: the waiting sign-in, if any, to report
     /// its outcome to with `endDelivery`.
     func beginDelivery(_ authEnvironmentId: String) -> Waiter? {
@@ -94,11 +109,17 @@ final class SignInInFlight: @unchecked Sendable {
     }
 
     /// The `handleRedirect` that `beginDelivery` announced ended. A result ends the wait with it,
-    /// and so does an error (an `error` redirect, a rejected grant, another end user, a keyring
-    /// failure: the app's own call got the same), except `.notHandled` (not this app's URL),
-    /// `unsolicitedRedirect` (a grant no sign-in asked for: refused, the wait goes on) and
-    /// `cancelled` (the app's call was cancelled, not the sign-in).
-    func endDelivery(_ waiter: Waiter, _ outcome: Result<RedirectResult, PortalAuthError>) {
+    /// and so does an error (a rejected grant, another end user, a keyring failure: the app's own
+    /// call got the same), except `.notHandled` (not this app's URL), `unsolicitedRedirect` (a
+    /// grant no sign-in asked for: refused, the wait goes on) and `cancelled` (the app's call was
+    /// cancelled, not the sign-in).
+    ///
+    /// An `error` redirect (`errorRedirect`) ends the wait only when it carries this sign-in's
+    /// `state`: any web page can navigate to the app's scheme with `?error=access_denied`, and
+    /// the end user's real redirect may still follow (docs/security.md, "6. A web page ends a desktop sign-in"). One without it, or with
+    /// another, is reported to the `handleRedirect` caller alone; the wait goes on.
+    func endDelivery(_ waiter: Waiter, _ outcome: Result<RedirectResult, PortalAuthError>,
+                     errorRedirect: ErrorRedirect? = nil) {
         let ending: Result<AuthResult, PortalAuthError>?
         switch outcome {
         case .success(.authenticated(let result)): ending = .success(.authenticated(result))
@@ -108,7 +129,8 @@ final class SignInInFlight: @unchecked Sendable {
         }
         locked {
             waiter.deliveries -= 1
-            if waiter.outcome == nil, let ending { waiter.outcome = ending }
+            let ours = errorRedirect.map { $0.state != nil && $0.state == waiter.state } ?? true
+            if waiter.outcome == nil, ours, let ending { waiter.outcome = ending }
             pthread_cond_broadcast(condition)
         }
     }

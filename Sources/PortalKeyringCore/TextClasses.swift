@@ -20,6 +20,21 @@ extension Unicode.Scalar {
         value < 0x20 || (0x7F...0x9F).contains(value)
     }
 
+    /// General category Cf, format characters: invisible, yet they change how the text around
+    /// them is shown — the bidirectional embeddings, overrides and isolates (U+202A–U+202E,
+    /// U+2066–U+2069, U+061C, U+200E, U+200F), zero-width characters (U+200B–U+200D, U+2060,
+    /// U+FEFF), the soft hyphen, invisible operators, interlinear annotation marks, tag characters.
+    package var isFormat: Bool {
+        switch value {
+        case 0xAD, 0x600...0x605, 0x61C, 0x6DD, 0x70F, 0x890...0x891, 0x8E2, 0x180E, 0x200B...0x200F,
+             0x202A...0x202E, 0x2060...0x2064, 0x2066...0x206F, 0xFEFF, 0xFFF9...0xFFFB, 0x110BD, 0x110CD,
+             0x13430...0x1343F, 0x1BCA0...0x1BCA3, 0x1D173...0x1D17A, 0xE0001, 0xE0020...0xE007F:
+            return true
+        default:
+            return false
+        }
+    }
+
     /// White space or a control character: what a token, header value or URL must not hold.
     package var isWhiteSpaceOrControl: Bool { isWhiteSpace || isControl }
 }

@@ -39,16 +39,20 @@ enum TotpLink {
 
 
     /// `value` trimmed and uppercased when it is base32 with at least one data character and
-    /// only trailing `=` padding; else nil.
+    /// only trailing `=` padding; else nil. Checked on the bytes as they came, ASCII letters
+    /// uppercased alone: Unicode case mapping would take `ſ` for `S` and `ı` for `I`, a secret the
+    /// link itself (and so its QR code) does not hold.
     private static func base32(_ value: String) -> String? {
-        let upper = value.trimmingWhitespace().uppercased()
+        var upper: [UInt8] = []
         var data = 0, padding = false
-        for byte in upper.utf8 {
+        for original in value.trimmingWhitespace().utf8 {
+            let byte = (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(original) ? original - 0x20 : original
+            upper.append(byte)
             if byte == UInt8(ascii: "=") { padding = true; continue }
             guard !padding, (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
                 || (UInt8(ascii: "2")...UInt8(ascii: "7")).contains(byte) else { return nil }
             data += 1
         }
-        return data > 0 ? upper : nil
+        return data > 0 ? String(decoding: upper, as: UTF8.self) : nil
     }
 }

@@ -192,7 +192,8 @@ let commandHelp: [String: String] = [
     --json prints one object: "authEnvironmentId", "apiHost", "redirectUrl", "keyring" ("session
     stored", "signed out" or "unavailable: …"), "endUserId", "provider" ("NAME (pid N)"), "transfer",
     "defaultCollection" (a D-Bus path, "/" if none) as strings, and "defaultCollectionLocked" as
-    true/false; over a file keyring "backend", "file", "items", "unreadableItems", and in a Flatpak
+    true/false; over a file keyring "backend", "file", "linkedTo" (the file a symbolic link at
+    "file" leads to), "items", "unreadableItems", and in a Flatpak
     sandbox "sandbox" and "secretPortal" (the Secret portal's version); keys without a value are
     left out.
     exit: 0 a session is stored, 1 signed out, 2 keyring unavailable/locked/timed out, 64 usage.

@@ -116,13 +116,21 @@ import Glibc
         try await a.clearPersistedSession()
     }
 
-    /// An `error` redirect delivered in process (the end user declined) ends the wait with it.
+    /// The `state` parameter of the authorize URL the browser was launched with.
+    private func openedState() throws -> String {
+        let opened = try #require(try FakeBrowser.opened().last, "the browser was not launched")
+        return try #require(RedirectQuery.state(ofAuthorizeURL: opened), "no state in \(opened)")
+    }
+
+    /// An `error` redirect delivered in process (the end user declined) that carries the sign-in's
+    /// `state` ends the wait with it.
     @Test func anErrorRedirectEndsTheWait() async throws {
         let a = try auth("error")
         try FakeBrowser.install(mode: "deliver", auth: a, endUser: "eu-desktop-error")
         let signIn = Task { try await a.signInWithGoogle(timeout: .seconds(60)) }
         _ = try await FakeBrowser.waitForFile("redirect")
-        let declined = redirect + "?error=access_denied&login_type=GOOGLE"
+        let state = try openedState()
+        let declined = redirect + "?error=access_denied&login_type=GOOGLE&state=" + state
         await #expect(throws: PortalAuthError.self) { try await a.handleRedirect(url: declined) }
         guard case .authenticationFailed(let message) = await failure(signIn) else {
             Issue.record("expected authenticationFailed")
@@ -130,6 +138,47 @@ import Glibc
         }
         #expect(message.contains("access_denied"))
         #expect(try await a.restoreSession() == nil)
+    }
+
+    /// docs/security.md "6. A web page ends a desktop sign-in": any web page can navigate to the app's scheme with
+    /// `?error=access_denied`. Without the sign-in's `state` (none, another one, the right one
+    /// with a byte more or less) the `handleRedirect` caller gets the error, but the waiting
+    /// sign-in goes on, and the end user's real redirect a moment later completes it: the app
+    /// never says "failed" while a session is stored.
+    @Test func anErrorRedirectWithoutTheSignInsStateDoesNotEndTheWait() async throws {
+        let a = try auth("forged")
+        try FakeBrowser.install(mode: "deliver", auth: a, endUser: "eu-desktop-forged")
+        let signIn = Task { try await a.signInWithGoogle(timeout: .seconds(60)) }
+        let url = try await FakeBrowser.waitForFile("redirect")
+        let state = try openedState()
+        let app = try PortalAuth(authEnvironmentId: a.authEnvironmentId, redirectUrl: redirect, apiHost: a.apiHost)
+        for forged in ["?error=access_denied&login_type=GOOGLE", "?error=access_denied&state=",
+                       "?error=access_denied&login_type=GOOGLE&state=forged",
+                       "?error=access_denied&state=" + state + "x", "?error=access_denied&state=" + state.dropLast(),
+                       "?state=" + state + "&error=access_denied&state=other"] {
+            do throws(PortalAuthError) {
+                _ = try await app.handleRedirect(url: redirect + forged)
+                Issue.record("\(forged) was not an error")
+            } catch .authenticationFailed(let message) {
+                #expect(message.contains("access_denied"), "\(message)")
+            } catch {
+                Issue.record("\(forged): expected authenticationFailed, got \(error)")
+            }
+        }
+        // A wrongly ended wait has ended by now (the delivery reports before it returns).
+        try await Task.sleep(for: .milliseconds(200))
+        guard case .authenticated(let delivered) = try await app.handleRedirect(url: url) else {
+            Issue.record("handleRedirect did not sign in")
+            return
+        }
+        guard case .authenticated(let result) = try await signIn.value else {
+            Issue.record("the desktop sign-in did not return the signed-in result")
+            return
+        }
+        #expect(result.session.endUserId == "eu-desktop-forged")
+        #expect(result.clientId != nil && result.clientId == delivered.clientId)
+        #expect(try await a.restoreSession()?.endUserId == "eu-desktop-forged")
+        try await a.clearPersistedSession()
     }
 
     /// Single flight: while one sign-in waits, a second one for the same auth environment fails at
@@ -196,6 +245,66 @@ import Glibc
         }
         #expect(PortalAuth.defaultSignInTimeout == .seconds(15 * 60))
         #expect(try FakeBrowser.opened().count == 1)
+    }
+
+    /// docs/security.md "Promises 7–10", 7: the timeout, counted from the page's opening, is when the call gives
+    /// up, not later: a 2 s sign-in ends within 3 s of the browser's launch (twice the timeout
+    /// would be 4). Kills: desktop-signin/timeout-doubled.
+    @Test func itGivesUpAtItsTimeoutNotLater() async throws {
+        let a = try auth("deadline")
+        try FakeBrowser.install(mode: "ignore", auth: a)
+        let timeout = 2_000
+        let started = monotonicMilliseconds()
+        let signIn = Task { try await a.signInWithGoogle(timeout: .milliseconds(timeout)) }
+        try await launched(1)
+        let opened = monotonicMilliseconds()
+        #expect(await failure(signIn) == .signInTimedOut)
+        let ended = monotonicMilliseconds()
+        #expect(ended - started >= timeout, "gave up after \(ended - started) ms, before its \(timeout) ms")
+        #expect(ended - opened < timeout + 1_000, "gave up \(ended - opened) ms after the page opened; timeout \(timeout) ms")
+        #expect(try await a.restoreSession() == nil)
+    }
+
+    /// docs/security.md "Promises 7–10", 8: a cancelled sign-in frees its auth environment at once (the `async`
+    /// caller resumes before the worker unwinds), so a newer sign-in may claim it while the old
+    /// one's worker is still on its way out; that worker's release must leave the newer claim
+    /// alone, or a third sign-in would start beside the newer one (two pages, two waits). The
+    /// order is forced here on the registry itself. Kills: desktop-signin/release-drops-newer-claim.
+    @Test func releasingAFinishedSignInKeepsANewerOnesClaim() throws {
+        let flight = SignInInFlight.shared
+        let id = "desktop-release-\(PortalAuth.newGeneration().prefix(8))"
+        let first = try flight.claim(id)
+        flight.cancel(first)
+        let second = try flight.claim(id)
+        flight.release(first)       // the cancelled sign-in's worker unwinds only now
+        #expect(throws: PortalAuthError.signInInProgress) { _ = try flight.claim(id) }
+        flight.release(first)       // twice: still nothing of the newer one's is dropped
+        #expect(throws: PortalAuthError.signInInProgress) { _ = try flight.claim(id) }
+        flight.release(second)
+        let third = try flight.claim(id)
+        flight.release(third)
+    }
+
+    /// The same through the public calls: a sign-in cancelled while it waits, a newer one started
+    /// at once, and a third tried after the first one's worker has surely unwound (its watch
+    /// thread gone): the third is refused, the newer one still waits and ends at its own timeout.
+    @Test func aCancelledSignInsUnwindingLeavesTheNewerOneInFlight() async throws {
+        let a = try auth("unwind")
+        try FakeBrowser.install(mode: "ignore", auth: a)
+        _ = await threadsBecome(0)
+        let first = Task { try await a.signInWithGoogle(timeout: .seconds(60)) }
+        try await launched(1)
+        first.cancel()
+        let second = Task { try await a.signInWithGoogle(timeout: .seconds(4)) }
+        try await launched(2)
+        #expect(await failure(first) == .cancelled)
+        // The first sign-in's worker has released (its watch stopped before that) when only the
+        // second one's watch thread is left.
+        #expect(await threadsBecome(1), "the cancelled sign-in's watch is still running")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(throws: PortalAuthError.signInInProgress) { try a.signInWithApple(timeout: .seconds(1)) }
+        #expect(try FakeBrowser.opened().count == 2)
+        #expect(await failure(second) == .signInTimedOut)
     }
 
     /// No application registered for the authorize URL's scheme: a clear error naming the

@@ -39,6 +39,8 @@ final class FakeSecretPortal: @unchecked Sendable {
     let answer = Lock(Answer())
     /// How many RetrieveSecret calls came.
     let calls = Lock(0)
+    /// The `version` property's value.
+    let version = Lock<UInt32>(1)
 
     init() throws {
         connection = try BusConnection.open(nil)
@@ -60,10 +62,10 @@ final class FakeSecretPortal: @unchecked Sendable {
                 .retrieveSecret(sender.map { String(cString: $0) } ?? "", parameters, invocation)
         }
         vtable.get_property = { _, _, _, _, _, _, data in
-            let delay = Unmanaged<FakeSecretPortal>.fromOpaque(data!).takeUnretainedValue()  // trusted: our own user_data
-                .answer.withLock { $0.delayMilliseconds }
+            let portal = Unmanaged<FakeSecretPortal>.fromOpaque(data!).takeUnretainedValue()  // trusted: our own user_data
+            let delay = portal.answer.withLock { $0.delayMilliseconds }
             if delay > 0 { g_usleep(gulong(delay) * 1000) }
-            return g_variant_new_uint32(1)
+            return g_variant_new_uint32(portal.version.withLock { $0 })
         }
         g_main_context_push_thread_default(context)
         registration = g_dbus_connection_register_object(

@@ -264,8 +264,9 @@ import Glibc
         try auth(store).persistSession(endUserId: "u", clientSessionToken: "t")
         let path = store.path
         let attempts = Lock(0)
-        FileKeyringFile.beforeReplace = { _ in
-            if attempts.withLock({ $0 += 1; return $0 }) == 1 {
+        // Only this test's file: the hook is the process's, and other suites write keyrings meanwhile.
+        FileKeyringFile.beforeReplace = { replaced in
+            if replaced == path, attempts.withLock({ $0 += 1; return $0 }) == 1 {
                 _ = try? SecretTool.store(file: path, password: ourSecret, label: "meanwhile", ["account", "me"],
                                           secret: Array("libsecret's".utf8))
             }

@@ -198,7 +198,7 @@ private func sealRaw(_ plaintext: [UInt8], key: FileKeyringKey) throws -> [UInt8
             }
         }
         #expect((try? decoded(keyring).get())?.items == keyring.items)
-        for iterations: UInt32 in [0, 1, 999, 1_000_001, .max] {
+        for iterations: UInt32 in [0, 1, 999, 100_001, 1_000_000, .max] {
             let bad = FileKeyring(salt: keyring.salt, iterations: iterations, modified: 0, usageCount: 0, items: keyring.items)
             #expect(throws: FileKeyringError.self) { try decoded(bad).get() }
         }

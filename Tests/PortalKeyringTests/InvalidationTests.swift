@@ -265,6 +265,34 @@ private func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
         try auth.clearPersistedSession()
     }
 
+    /// docs/security.md "Promises 7–10", 9: `reportUnauthorized` invalidates only when the rejected token equals
+    /// the session's token in every byte: one that differs in its last byte, its first, one in
+    /// the middle, or is a byte shorter or longer is another token (nothing happens); the exact
+    /// token then invalidates. Kills: security/unauthorized-last-byte-ignored.
+    @Test func onlyTheSessionsExactTokenInvalidates() throws {
+        let (auth, session, token) = try signIn()
+        let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
+        let fired = Counter()
+        portal.onSessionInvalidated { fired.increment() }
+        func changed(at index: Int) -> String {
+            var bytes = Array(token.utf8)
+            bytes[index] = bytes[index] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        let count = token.utf8.count
+        for other in [changed(at: count - 1), changed(at: 0), changed(at: count / 2), String(token.dropLast()), token + "A"] {
+            #expect(other != token)
+            #expect(try portal.reportUnauthorized(rejectedToken: other) == false, "\(other) invalidated \(token)")
+        }
+        portal.waitForListenerDeliveries()
+        #expect(fired.count == 0 && !session.isInvalidated)
+        #expect(try auth.restoreSession()?.getToken() == token)
+        #expect(try portal.reportUnauthorized(rejectedToken: token))
+        portal.waitForListenerDeliveries()
+        #expect(fired.count == 1 && session.isInvalidated)
+        #expect(try auth.restoreSession() == nil)
+    }
+
     @Test func cancelAndClearSessionStopDelivery() throws {
         let (auth, session, token) = try signIn()
         let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)

@@ -101,22 +101,40 @@ final class RecordingListener: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    /// Binds `address` (dotted IPv4) on `port` (0: any free port); nil when that fails.
+    /// Binds `address` (dotted IPv4, or an IPv6 literal such as `::1`) on `port` (0: any free
+    /// port); nil when that fails.
     init?(address: String, port: UInt16 = 0) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let ipv6 = address.contains(":")
+        let fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = port.bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = inet_pton(AF_INET, address, &addr.sin_addr) == 1
-            && withUnsafePointer(to: &addr, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }) == 0
-            && listen(fd, 16) == 0
-            && withUnsafeMutablePointer(to: &addr, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }) == 0
-        guard ok else { close(fd); return nil }
+        let bound: UInt16?
+        if ipv6 {
+            var on: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size))
+            var addr = sockaddr_in6()
+            addr.sin6_family = sa_family_t(AF_INET6)
+            addr.sin6_port = port.bigEndian
+            var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            let ok = inet_pton(AF_INET6, address, &addr.sin6_addr) == 1
+                && withUnsafePointer(to: &addr, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }) == 0
+                && listen(fd, 16) == 0
+                && withUnsafeMutablePointer(to: &addr, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }) == 0
+            bound = ok ? UInt16(bigEndian: addr.sin6_port) : nil
+        } else {
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_port = port.bigEndian
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let ok = inet_pton(AF_INET, address, &addr.sin_addr) == 1
+                && withUnsafePointer(to: &addr, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }) == 0
+                && listen(fd, 16) == 0
+                && withUnsafeMutablePointer(to: &addr, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }) == 0
+            bound = ok ? UInt16(bigEndian: addr.sin_port) : nil
+        }
+        guard let bound else { close(fd); return nil }
         self.fd = fd
         self.address = address
-        self.port = UInt16(bigEndian: addr.sin_port)
+        self.port = bound
         DispatchQueue.global().async { self.serve() }
     }
 
@@ -429,5 +447,43 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
                 continue
             }
         }
+    }
+
+    /// docs/security.md "10. … `localhost`": libcurl answers the name `localhost` with both 127.0.0.1 and ::1 and
+    /// connects to whichever accepts, so while the app's server listens on IPv4 alone, any local
+    /// user who binds [::1]:PORT got the request and its bearer. `localhost` now means 127.0.0.1
+    /// only: a squatter on [::1]:PORT (nothing on 127.0.0.1:PORT) receives nothing, and the
+    /// request fails; the literal `[::1]:PORT` still reaches an IPv6 server. Kills:
+    /// security/localhost-any-family.
+    @Test func localhostNeverReachesTheIPv6Loopback() throws {
+        let squatter = try #require(RecordingListener(address: "::1"), "cannot listen on [::1] (no IPv6 loopback)")
+        defer { squatter.stop() }
+        // Nothing of ours on 127.0.0.1:PORT (a free port there, or the test says why it cannot run).
+        let probe = try #require(RecordingListener(address: "127.0.0.1", port: squatter.port),
+                                 "127.0.0.1:\(squatter.port) is taken: rerun")
+        probe.stop()
+        let apiHost = "localhost:\(squatter.port)"
+        let (session, token) = try memorySession(apiHost: apiHost)
+        let portal = Portal(credentials: session, apiHost: nil, http: fastHTTP, validate: false)
+        let fired = Tally()
+        portal.onSessionInvalidated { fired.increment() }
+        #expect(throws: PortalAuthError.self) { try portal.send(PortalRequest(target: "/api/v3/clients/me")) }
+        usleep(300_000)
+        #expect(squatter.connections == 0, "[::1]:\(squatter.port) got \(squatter.connections) connection(s) for localhost")
+        #expect(!squatter.saw(token))
+        portal.waitForListenerDeliveries()
+        #expect(!session.isInvalidated && fired.count == 0)
+        // The literal is the way to an IPv6-only server (its 401 is the API host's: it invalidates).
+        let (v6Session, v6Token) = try memorySession(apiHost: "[::1]:\(squatter.port)")
+        let v6 = Portal(credentials: v6Session, apiHost: nil, http: fastHTTP, validate: false)
+        #expect(try v6.send(PortalRequest(target: "/api/v3/clients/me")).status == 401)
+        #expect(squatter.connections == 1 && squatter.saw(v6Token))
+        // The option itself: IPv4 only for the name, never for a literal.
+        let ipResolve = { (url: String) throws -> [CurlOption.Value] in
+            HTTPClient().transportOptions(for: try #require(TargetURL(url))).filter { $0.name == "CURLOPT_IPRESOLVE" }.map(\.value)
+        }
+        #expect(try ipResolve("http://LocalHost:8080/x") == [.long(1)])  // CURL_IPRESOLVE_V4
+        #expect(try ipResolve("http://127.0.0.1:8080/x").isEmpty && ipResolve("http://[::1]:8080/x").isEmpty)
+        #expect(try ipResolve("https://api.portalhq.io/x").isEmpty)
     }
 }

@@ -72,4 +72,52 @@ struct PersistTurnTests {
         #expect(ran, "the persist did not run once its wait was over")
         #expect(waited >= 190 && waited < 2_000, "waited \(waited) ms for a 200 ms turn")
     }
+
+    /// Issue 39, promise 6: a persist waits for its turn at most one call deadline in all —
+    /// the queue of its own process and the lock the processes share together — and then runs
+    /// without it. Another process holds the shared lock throughout (as one waiting for a person
+    /// at a prompt would). `first` (a 1000 ms deadline) waits for that lock for its whole
+    /// deadline; `second` (2000 ms), arriving right after, waits about 1000 ms in the queue
+    /// behind `first` and then for the lock only for what is left of its own 2000 ms. Each
+    /// persist's wait is taken up to the moment its document is asked for (the store's key is
+    /// derived beforehand). A lock given a deadline of its own (a fresh one once first in line,
+    /// or one past the turn's end) makes one of them wait twice as long.
+    @Test func aPersistWaitsForItsTurnAtMostOneCallDeadlineInAll() throws {
+        let environment = "turn-bound-\(getpid())"
+        let store = try FileStore()
+        try PortalAuth(authEnvironmentId: "setup", redirectUrl: "app://cb", apiHost: "api.portalhq.io", storage: store.storage)
+            .persistSession(endUserId: "s", clientSessionToken: "t")
+        let otherProcess = PrivateDirectory.lock(PersistOrder.lockName(environment), until: Int.max)
+        try #require(otherProcess >= 0, "the shared turn lock (in the library's private directory) could not be taken")
+        defer { close(otherProcess) }
+        let waited = Lock<[String: Int]>([:])
+        let failures = Lock<[String]>([])
+        func persist(_ name: String, within milliseconds: UInt32) -> pthread_t {
+            let storage = store.storage.withTimeouts(KeyringTimeouts(callMilliseconds: milliseconds, promptMilliseconds: milliseconds))
+            return Self.thread {
+                let start = monotonicMilliseconds()
+                let generation = PortalAuth.newGeneration()
+                do throws(StorageFailure) {
+                    _ = try storage.replace(authEnvironmentId: environment, generation: generation, now: PortalAuth.persistTimestamp(),
+                                            label: "L") { persistedAt in
+                        waited.withLock { $0[name] = $0[name] ?? monotonicMilliseconds() - start }
+                        return SessionDocument.encode(authEnvironmentId: environment, endUserId: name, token: SecretBytes.copyingUTF8(of: "t"),
+                                                      generation: generation, persistedAt: persistedAt)
+                    }
+                } catch {
+                    failures.withLock { $0.append("\(name): \(error.message)") }
+                }
+            }
+        }
+        let first = persist("first", within: 1_000)
+        for _ in 0..<1_000 where PersistTurn.shared.queued(environment) < 1 { Self.sleep(milliseconds: 1) }
+        let second = persist("second", within: 2_000)
+        pthread_join(first, nil)
+        pthread_join(second, nil)
+        #expect(failures.withLock { $0 } == [])
+        let times = waited.withLock { $0 }
+        let firstWaited = try #require(times["first"]), secondWaited = try #require(times["second"])
+        #expect(firstWaited >= 950 && firstWaited < 1_600, "a persist with a 1000 ms deadline waited \(firstWaited) ms for its turn")
+        #expect(secondWaited >= 1_900 && secondWaited < 2_600, "a persist with a 2000 ms deadline waited \(secondWaited) ms for its turn")
+    }
 }

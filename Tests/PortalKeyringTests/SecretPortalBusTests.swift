@@ -44,6 +44,28 @@ import Glibc
         }
     }
 
+    /// Issue 39, promise 5: in a Flatpak sandbox the file keyring is chosen only when the
+    /// portal answers `version` 1 exactly, as libsecret does; any other version (a later portal
+    /// whose secrets libsecret 0.20.5 would not use) keeps the sessions in the Secret Service.
+    @Test func theFileKeyringIsChosenOnlyForVersion1() throws {
+        try withPortal { portal in
+            let kept = FlatpakStorage.chosen.withLock { $0 }
+            defer { FlatpakStorage.chosen.withLock { $0 = kept } }
+            let storage = FlatpakStorage(keyringPath: "/nonexistent/keyrings/default.keyring", timeouts: .default)
+            let expected: [(UInt32, FlatpakStorage.Choice)] = [
+                (2, .secretService(portalVersion: 2)), (1, .fileKeyring(portalVersion: 1)),
+                (3, .secretService(portalVersion: 3)), (UInt32.max, .secretService(portalVersion: UInt32.max)),
+            ]
+            for (version, choice) in expected {
+                portal.version.withLock { $0 = version }
+                FlatpakStorage.chosen.withLock { $0 = nil }
+                #expect(try storage.choice() == choice, "portal version \(version)")
+                let chosen = try storage.storage()
+                #expect(version == 1 ? chosen is FileKeyringStorage : chosen is SecretServiceStorage, "portal version \(version)")
+            }
+        }
+    }
+
     @Test func cancelledAndFailedAreStorageFailuresNamingThePortal() throws {
         try withPortal { portal in
             portal.answer.withLock { $0.code = 1 }

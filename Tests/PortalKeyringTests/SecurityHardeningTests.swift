@@ -207,6 +207,35 @@ private func expectAuthenticationFailed(_ auth: PortalAuth, _ url: String, conta
     }
 }
 
+extension AttackerTextTests {
+    /// docs/security.md "10. Format characters": bidirectional overrides and isolates, zero-width and other format
+    /// characters (general category Cf), and the line and paragraph separators, which reorder or
+    /// hide text without a control character (`"access_denied\u{202E}txt.exe"` shows reversed),
+    /// are removed from a redirect's error and from every description as well; visible text
+    /// around them stays. Kills: security/display-text-keeps-bidi.
+    @Test func redirectErrorHasNoBidiOrInvisibleCharacters() throws {
+        let auth = try memoryAuth()
+        // U+202E RLO, U+2066 LRI … U+2069 PDI, U+200B ZWSP … U+200F RLM, U+061C ALM, U+FEFF, U+00AD,
+        // U+2028, U+2029, U+E0041 (a tag character).
+        let hidden: [UInt32] = [0x202E, 0x202A, 0x2066, 0x2067, 0x2068, 0x2069, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F,
+                                0x061C, 0xFEFF, 0x00AD, 0x2060, 0x2028, 0x2029, 0xE0041]
+        let escaped = hidden.map { value in
+            String(Unicode.Scalar(value)!).utf8.map { "%" + String($0, radix: 16, uppercase: true) }.joined()
+        }.joined(separator: "x")
+        let message = try #require(expectAuthenticationFailed(auth, "app://cb?error=denied" + escaped + "end", contains: "denied"))
+        let raw = PortalAuthError.sessionStorageFailure(message: "gpj.\u{202E}exe \u{2066}a\u{2069}\u{200B}b\u{FEFF}")
+        for text in [message, PortalAuthError.authenticationFailed(message: message).description, raw.description] {
+            let left = text.unicodeScalars.filter { hidden.contains($0.value) || $0.isFormat }
+            #expect(left.isEmpty, "kept \(left.map { String($0.value, radix: 16) }) in \(text.debugDescription)")
+        }
+        #expect(message.hasSuffix("denied" + String(repeating: "x", count: hidden.count - 1) + "end"), "\(message.debugDescription)")
+        #expect(raw.description.contains("gpj.exe ab"), "\(raw.description.debugDescription)")
+        // Visible non-ASCII text is kept: only the invisible classes go.
+        #expect(DisplayText.sanitized("café ☕ שלום 日本") == "café ☕ שלום 日本")
+        #expect(DisplayText.sanitized("a\u{202E}b", limit: 1) == "a…")
+    }
+}
+
 // MARK: - Item 2: a proxy from the environment never gets a loopback request
 
 @Suite(.serialized) struct LoopbackProxyTests {

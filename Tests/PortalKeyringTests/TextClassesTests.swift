@@ -27,6 +27,14 @@ import Testing
         #expect(disagreeing.isEmpty, "disagree with generalCategory == .control: \(disagreeing.map { String($0, radix: 16) })")
     }
 
+    @Test func formatIsGeneralCategoryCf() {
+        var disagreeing: [UInt32] = []
+        for scalar in Self.allScalars where scalar.isFormat != (scalar.properties.generalCategory == .format) {
+            disagreeing.append(scalar.value)
+        }
+        #expect(disagreeing.isEmpty, "disagree with generalCategory == .format: \(disagreeing.map { String($0, radix: 16) })")
+    }
+
     @Test func asciiClassesAreCharactersOwn() {
         for byte in UInt8.min...UInt8.max {
             let character = Character(Unicode.Scalar(byte))

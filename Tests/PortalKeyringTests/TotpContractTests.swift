@@ -159,6 +159,30 @@ import FoundationEssentials
         }
     }
 
+    /// docs/security.md "Promises 7–10", 10: base32's digits are 2–7. A secret with an 8, a 9, a 0 or a 1 (each
+    /// alone beside valid characters) is no secret: `totpSecret` is nil and no QR code is made of
+    /// the link (nothing an authenticator would read differently). Kills: totp/secret-digits-8-9.
+    @Test func digitsOutsideTheBase32AlphabetAreRefused() {
+        func link(_ secret: String) -> String { "otpauth://totp/Portal:a?secret=\(secret)&issuer=Portal" }
+        func secret(_ link: String) -> String? { TotpRequiredResult(userJwt: "j", totpLink: link, endUserId: "").totpSecret }
+        #expect(secret(link("JBSWY3DPEHPK3PXP")) == "JBSWY3DPEHPK3PXP")
+        #expect(secret(link("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")) == "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+        for digit in ["8", "9", "0", "1"] {
+            for bad in ["JBSWY3DP" + digit, digit + "JBSWY3DP", "JBSW" + digit + "Y3DP", digit + digit + "======"] {
+                #expect(secret(link(bad)) == nil, "\(bad) was taken for base32")
+                #expect(throws: PortalAuthError.totpQrUnavailable) { _ = try QRCode(totpLink: link(bad)) }
+            }
+        }
+        // Nor a letter that only Unicode case mapping turns into one of the alphabet: `ſ` (long s)
+        // upper-cases to S, `ı` (dotless i) to I, `ﬀ` to FF. Escaped or not, the link holds them,
+        // not the letters.
+        for bad in ["JBSWY3DPſ", "ıJBSWY3DP", "JBSWﬀ", "JBSW%C5%BFY3DP"] {
+            #expect(secret(link(bad)) == nil, "\(bad) was taken for base32")
+            #expect(throws: PortalAuthError.totpQrUnavailable) { _ = try QRCode(totpLink: link(bad)) }
+        }
+        #expect(secret(link("jbswy3dp")) == "JBSWY3DP")
+    }
+
     /// Printing a TOTP step shows neither the JWT nor the link or its secret.
     @Test func printingRedacts() {
         let step = TotpRequiredResult(userJwt: "header.SECRETCLAIMS.sig", totpLink: "otpauth://totp/a?secret=JBSWY3DPEHPK3PXP",

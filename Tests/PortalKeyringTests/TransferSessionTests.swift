@@ -2,6 +2,8 @@ import Testing
 @testable import PortalKeyringCore
 @testable import PortalKeyring
 import CGLib
+import Dispatch
+import Synchronization
 
 // The transfer session's primitives (issue 11: the library's own `dh-ietf1024-sha256-aes128-cbc-pkcs7`
 // session instead of libsecret's on a subclassed proxy). Interoperability with real providers is
@@ -58,6 +60,31 @@ struct TransferSessionTests {
             let signed = try ours.withPeer([0] + theirs.publicKey)
             #expect(array(signed) == array(a))
         }
+    }
+
+    /// docs/security.md "10. … the DH exponent": the private exponent lives in libgcrypt's secure memory, not in an
+    /// ordinary heap MPI. Kills: security/dh-exponent-not-secure.
+    @Test("the Diffie-Hellman exponent is a secure-memory MPI")
+    func exponentInSecureMemory() throws {
+        #expect(Crypto.ready)
+        for _ in 0..<4 {
+            let keys = try Crypto.KeyPair()
+            #expect(gcry_mpi_get_flag(keys.secret, GCRYMPI_FLAG_SECURE) != 0, "the exponent is in ordinary memory")
+        }
+        // 400 exponents held at once (and threads exchanging keys beside them) outgrow
+        // libgcrypt's first secure pool (32 KiB): it adds overflow pools for MPIs, and no key
+        // exchange fails (or aborts) for want of secure memory. (A secure shared value did: its
+        // gcry_mpi_print takes a scratch buffer that may not come from an overflow pool.)
+        let held = try (0..<400).map { _ in try Crypto.KeyPair() }
+        let agreed = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            guard let ours = try? Crypto.KeyPair(), let theirs = try? Crypto.KeyPair(),
+                  let a = try? ours.withPeer(theirs.publicKey), let b = try? theirs.withPeer(ours.publicKey),
+                  array(a) == array(b) else { return }
+            agreed.withLock { $0 += 1 }
+        }
+        #expect(agreed.withLock { $0 } == 16)
+        #expect(held.allSatisfy { gcry_mpi_get_flag($0.secret, GCRYMPI_FLAG_SECURE) != 0 })
     }
 
     @Test("degenerate or oversized peer values are refused (they would force a known key)")

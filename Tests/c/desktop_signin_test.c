@@ -85,6 +85,19 @@ static int opened(void) {
     return lines;
 }
 
+/* The `state` parameter of the last URL the browser opened (g_free), or NULL. */
+static char *opened_state(void) {
+    char *path = g_build_filename(state, "opened", NULL), *text = NULL, *found = NULL;
+    if (g_file_get_contents(path, &text, NULL, NULL)) {
+        char *last = NULL;
+        for (char *at = strstr(text, "state="); at; at = strstr(at + 1, "state=")) last = at + 6;
+        if (last) found = g_strndup(last, strcspn(last, "&#\n"));
+    }
+    g_free(text);
+    g_free(path);
+    return found;
+}
+
 static int handler_is(const char *want) {
     GAppInfo *info = g_app_info_get_default_for_uri_scheme("http");
     int same = info ? (want && strcmp(g_app_info_get_id(info), want) == 0) : want == NULL;
@@ -222,6 +235,57 @@ int main(void) {
     portal_session_free(delivery.session);
     CHECK(stored(auth));
     CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+
+    /* docs/security.md "6. A web page ends a desktop sign-in": an error redirect without the sign-in's state (any web page can send the
+     * app's scheme one) fails that handle_redirect call alone; the waiting sign-in goes on, and
+     * the real redirect completes it. */
+    browser("deliver", "eu-c-desktop-forged");
+    probe waiting = {0};
+    CHECK(portal_auth_sign_in_with_google_async(auth, 30000, NULL, on_done, &waiting, on_destroy, &op) == PORTAL_OK);
+    redirect = await_file("redirect");
+    CHECK(redirect != NULL);
+    char *real_state = opened_state();
+    CHECK(real_state != NULL);
+    char *other = g_strdup_printf(REDIRECT "?error=access_denied&login_type=GOOGLE&state=%sx", real_state ? real_state : "");
+    CHECK(portal_auth_handle_redirect(auth, REDIRECT "?error=access_denied&login_type=GOOGLE", &kind, NULL, NULL, NULL) ==
+          PORTAL_ERR_AUTHENTICATION_FAILED);
+    CHECK(portal_auth_handle_redirect(auth, other, &kind, NULL, NULL, NULL) == PORTAL_ERR_AUTHENTICATION_FAILED);
+    g_free(other);
+    g_free(real_state);
+    spin(&waiting.calls, 1, 300);
+    CHECK(waiting.calls == 0);
+    if (redirect) {
+        session = NULL;
+        CHECK(portal_auth_handle_redirect(auth, redirect, &kind, &session, NULL, NULL) == PORTAL_OK);
+        portal_session_free(session);
+        session = NULL;
+        spin(&waiting.calls, 1, 20000);
+    }
+    g_free(redirect);
+    CHECK(waiting.calls == 1 && waiting.status == PORTAL_OK && waiting.kind == PORTAL_REDIRECT_AUTHENTICATED);
+    portal_session_free(waiting.session);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+
+    /* One that carries the sign-in's state (the end user declined) ends the wait with its error. */
+    browser("ignore", "");
+    probe declined = {0};
+    CHECK(portal_auth_sign_in_with_google_async(auth, 30000, NULL, on_done, &declined, on_destroy, &op) == PORTAL_OK);
+    for (int i = 0; i < 1000 && opened() < 1; i++) spin(NULL, 0, 20);
+    char *declined_state = opened_state();
+    CHECK(declined_state != NULL);
+    if (declined_state) {
+        char *url = g_strdup_printf(REDIRECT "?error=access_denied&login_type=GOOGLE&state=%s", declined_state);
+        CHECK(portal_auth_handle_redirect(auth, url, &kind, NULL, NULL, NULL) == PORTAL_ERR_AUTHENTICATION_FAILED);
+        g_free(url);
+        spin(&declined.calls, 1, 5000);
+    } else {
+        CHECK(portal_operation_cancel(op) == PORTAL_OK);
+        spin(&declined.calls, 1, 5000);
+    }
+    g_free(declined_state);
+    CHECK(declined.calls == 1 && declined.status == PORTAL_ERR_AUTHENTICATION_FAILED);
+    CHECK(strstr(declined.message, "access_denied") != NULL);
+    CHECK(!stored(auth));
 
     /* Single flight, then cancel. */
     browser("ignore", "");

@@ -5,6 +5,8 @@
  *   scripts/with-keyring.sh scripts/with-portal-api.sh build/c/memscan_test   (Tests/c/run.sh)
  *
  * Paths, each with its own token (so a copy is attributed to the path that left it):
+ *   persist-file the same into a file keyring (PORTAL_KEYRING_BACKEND=file:… with a master
+ *               secret file: the file backend a Flatpak sandbox uses, outside one), three times;
  *   persist     portal_auth_persist_session, then portal_session_free / portal_auth_free;
  *   restore     a session stored by another process (portal-session persist), restored here;
  *   sign-in     a magic-link grant from the fake Portal API exchanged by
@@ -31,7 +33,10 @@
  * /proc/self/mem (heap, anonymous mappings, thread stacks, .data/.bss; a read error skips the
  * rest of a mapping) and the occurrences of the token's bytes 16..end are counted: free() writes
  * its list links over the first 16 bytes of a freed block, so a full-token search would miss a
- * freed, unwiped copy. The count must be 0 on every path.
+ * freed, unwiped copy. So are those of its stored form (stored_form: base64url, as a session
+ * document holds it; bytes 16..end as well): a copy of a stored document — the secret of a
+ * file-keyring item copied into GLib's heap on its way into the file (issue 39) — holds no byte
+ * of the token as such. Both counts must be 0 on every path.
  *
  * This program never keeps a token in clear: it holds it XOR-masked, and wipes every clear copy
  * it makes for a call (or reads from a child's pipe) at once. A control check makes sure the
@@ -49,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -249,16 +255,43 @@ static void persist_elsewhere(const struct marker *m, const char *env_id, const 
  * path with a documented, unavoidable copy can say so here. */
 static long known_copies(const char *path) { (void)path; return 0; }
 
+/* The token as a keyring stores it: the session document holds it base64url-encoded (unpadded,
+ * from the token's first byte: SessionDocument.encode), so a copy of a stored document (a
+ * secret copied into GLib's heap on its way into a keyring file, issue 39) holds these bytes and
+ * none of the token's own. Masked like the marker; the clear bytes are wiped at once. */
+static void stored_form(const struct marker *m, struct marker *out) {
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char clear[MAX_TOKEN];
+    for (size_t i = 0; i < m->len; i++) clear[i] = m->masked[i] ^ MASK;
+    size_t o = 0, i = 0;
+    for (; i + 3 <= m->len && o + 4 <= MAX_TOKEN; i += 3) {
+        unsigned long n = (unsigned long)clear[i] << 16 | (unsigned long)clear[i + 1] << 8 | clear[i + 2];
+        for (int shift = 18; shift >= 0; shift -= 6) out->masked[o++] = (unsigned char)alphabet[(n >> shift) & 63] ^ MASK;
+    }
+    size_t rest = m->len - i;
+    if (rest > 0 && o + rest + 1 <= MAX_TOKEN) {
+        unsigned long n = (unsigned long)clear[i] << 16 | (rest == 2 ? (unsigned long)clear[i + 1] << 8 : 0);
+        for (size_t k = 0; k <= rest; k++) out->masked[o++] = (unsigned char)alphabet[(n >> (18 - 6 * k)) & 63] ^ MASK;
+    }
+    out->len = o;
+    explicit_bzero(clear, sizeof clear);
+}
+
 static int paths_failed;
+/* No copy of the token, nor of its stored form (stored_form), is left in memory. */
 static void expect_none(const char *path, const struct marker *m) {
+    struct marker stored;
+    stored_form(m, &stored);
     show_where = getenv("PORTAL_MEMSCAN_WHERE") != NULL;
-    long n = count_copies(m);
+    long n = count_copies(m), s = count_copies(&stored);
     show_where = 0;
-    printf("  %-20s %ld cop%s of the token after the handles were freed\n", path, n, n == 1 ? "y" : "ies");
+    printf("  %-20s %ld cop%s of the token, %ld of its stored form, after the handles were freed\n", path, n,
+           n == 1 ? "y" : "ies", s);
     if (report_only) return;
     long known = known_copies(path);
     CHECK(n <= known, "%s: %ld copies of the token remain in memory (known and documented: at most %ld)", path, n, known);
-    if (n > known) paths_failed++;
+    CHECK(s == 0, "%s: %ld copies of the token's stored form (base64url, as in a session document) remain in memory", path, s);
+    if (n > known || s > 0) paths_failed++;
 }
 
 static portal_auth *new_auth(const char *label, char *env_id, size_t size) {
@@ -341,6 +374,49 @@ static void path_persist(void) {
     CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
     expect_none("persist", &m);
+}
+
+/* The file keyring's persist (the backend of a Flatpak sandbox; here named by
+ * PORTAL_KEYRING_BACKEND=file:… with a master secret file, outside any sandbox): the item's
+ * secret (the session document) is serialized and sealed into the file without a copy in
+ * GLib's heap (issue 39). The variables are read by portal_auth_new, so they are set around it
+ * only, before any library thread runs. Tests/flatpak/c.sh runs every path in a sandbox too,
+ * where the file keyring is the Secret portal's. */
+static void path_persist_file(void) {
+    char dir[] = "/tmp/memscan-file-XXXXXX", keyring[128], secret[128], backend[160];
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(keyring, sizeof keyring, "%s/keyrings/default.keyring", dir);
+    snprintf(secret, sizeof secret, "%s/master-secret", dir);
+    snprintf(backend, sizeof backend, "file:%s", keyring);
+    int fd = open(secret, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0 && write(fd, "memscan-test-master-secret-memscan-test-master-secret-memscan-te", 64) == 64, "master secret file");
+    if (fd >= 0) close(fd);
+    setenv("PORTAL_KEYRING_BACKEND", backend, 1);
+    setenv("PORTAL_KEYRING_MASTER_SECRET_FILE", secret, 1);
+    struct marker m;
+    make_marker(&m, "persist-file-");
+    char env_id[96];
+    portal_auth *auth = new_auth("persist-file", env_id, sizeof env_id);
+    unsetenv("PORTAL_KEYRING_BACKEND");
+    unsetenv("PORTAL_KEYRING_MASTER_SECRET_FILE");
+    /* Three sign-ins of the same token (each replacing the one before): a copy freed unwiped by
+     * one persist may be overwritten by the next allocation, hardly all three. */
+    for (int round = 0; round < 3; round++) {
+        char *token = marker_copy(&m);
+        portal_session *session = NULL;
+        CHECK(portal_auth_persist_session(auth, "memscan-user", token, &session) == PORTAL_OK && session,
+              "persist into a file keyring");
+        drop(token);
+        portal_session_free(session);
+    }
+    struct stat info;
+    CHECK(stat(keyring, &info) == 0 && info.st_size > 0, "the file keyring %s was written", keyring);
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    portal_auth_free(auth);
+    expect_none("persist-file", &m);
+    char command[300];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    CHECK(system(command) == 0, "%s", command);
 }
 
 static void path_restore(int async) {
@@ -714,6 +790,7 @@ int main(void) {
     }
     report_only = getenv("PORTAL_MEMSCAN_REPORT") && strcmp(getenv("PORTAL_MEMSCAN_REPORT"), "1") == 0;
     srandom((unsigned)time(NULL) ^ (unsigned)getpid());
+    path_persist_file(); /* first: it sets environment variables, before any library thread runs */
     CHECK(portal_completion_queue_new_pollable(&queue) == PORTAL_OK, "pollable queue");
     path_persist();
     path_restore(0);

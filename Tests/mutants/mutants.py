@@ -225,38 +225,59 @@ def select(directory, tree, slices, budget=None):
     changed = changed_files(tree, since) if since else None
     count = subprocess.run(["git", "-C", tree, "rev-list", "--count", "HEAD"], capture_output=True, text=True).stdout.strip()
     turn = int(count) % slices if count.isdigit() else 0
-    chosen, why = [], {"changed": 0, "slice": 0, "no record": 0}
+    # Why each is chosen: "changed" — its own .mutant file or the file it mutates changed (the
+    # changed code's own guards); "suite" — only a guarding suite's file or the shared harness
+    # changed (a test that may have been weakened); "slice" — the rotating share of the rest.
+    chosen, why = [], {"changed": 0, "suite": 0, "slice": 0, "no record": 0}
     for index, mutant in enumerate(sorted(mutants, key=lambda m: m["name"])):
         if changed is None:
             reason = "no record"
         else:
             own = [mutant["file"], os.path.relpath(mutant["path"], tree)]
-            wanted = own + list(HARNESS) + [f for s in mutant["suite"] for f in suite_files(s, tree)]
-            reason = "changed" if touches(changed, wanted) else ("slice" if index % slices == turn else None)
+            around = list(HARNESS) + [f for s in mutant["suite"] for f in suite_files(s, tree)]
+            reason = ("changed" if touches(changed, own) else "suite" if touches(changed, around)
+                      else "slice" if index % slices == turn else None)
         if reason:
             chosen.append((mutant["name"], reason))
-    # The slice gives way to the change: CI's time budget holds however much changed, and the
-    # slice's cut mutants wait for its next turn (or the next full run).
-    # Which of the slice's mutants are cut turns too (one more each time the slice comes round),
-    # so that a mutant at the slice's end is not cut every time.
+    # The budget: the changed code's own mutants always run, however many; the rest share what is
+    # left, those of a changed suite first, then the slice. Which are cut turns (by one each time
+    # the slice comes round), so that the same ones are not cut every time; the cut ones are named
+    # and wait for a later run (a suite's, until the next full run re-records the green commit).
     cut = []
     if budget is not None:
-        room = max(budget - sum(1 for _, reason in chosen if reason != "slice"), 0)
-        in_slice = [name for name, reason in chosen if reason == "slice"]
-        if in_slice and count.isdigit():
-            shift = (int(count) // slices) % len(in_slice)
-            in_slice = in_slice[shift:] + in_slice[:shift]
-        cut = in_slice[room:]
-        chosen = [(name, reason) for name, reason in chosen if reason != "slice" or name in in_slice[:room]]
+        room = max(budget - sum(1 for _, reason in chosen if reason in ("changed", "no record")), 0)
+        kept = set()
+        for kind in ("suite", "slice"):
+            names = [name for name, reason in chosen if reason == kind]
+            if names and count.isdigit():
+                shift = (int(count) // slices) % len(names)
+                names = names[shift:] + names[:shift]
+            kept.update(names[:room])
+            cut += names[room:]
+            room = max(room - len(names), 0)
+        chosen = [(name, reason) for name, reason in chosen if reason in ("changed", "no record") or name in kept]
+    # Printed in the order to run them, so that a run cut by its time budget (`run.sh
+    # --time-budget`) has run what matters most: new or edited mutants (this change's own tests),
+    # then those of the changed code, a changed suite, the slice; each group rotated as above.
+    rank = {"no record": 0, "changed": 1, "suite": 2, "slice": 3}
+    edited = {m["name"] for m in mutants if changed is not None and touches(changed, [os.path.relpath(m["path"], tree)])}
+    turned = []
+    for group in sorted({(rank[r], n in edited) for n, r in chosen}, key=lambda g: (g[0], not g[1])):
+        names = [(n, r) for n, r in chosen if (rank[r], n in edited) == group]
+        shift = (int(count) // slices) % len(names) if count.isdigit() else 0
+        turned += names[shift:] + names[:shift]
+    chosen = turned
     for _, reason in chosen:
         why[reason] += 1
     since_text = since or "none recorded"
     if since and changed is None:
         since_text += " (not in this clone: all)"
-    print(f"mutants: {len(chosen)} of {len(mutants)} selected — {why['changed']} guard a change since the green commit "
-          f"{since_text}, {why['slice']} are slice {turn + 1}/{slices} of the rest"
+    print(f"mutants: {len(chosen)} of {len(mutants)} selected — {why['changed']} guard code changed since the green "
+          f"commit {since_text}, {why['suite']} a changed suite or harness file, {why['slice']} are slice "
+          f"{turn + 1}/{slices} of the rest"
           + (f", {why['no record']} because there is no usable record" if why["no record"] else "")
-          + (f"; {len(cut)} more of the slice cut to keep within the budget of {budget}: {' '.join(cut)}" if cut else ""),
+          + (f"; {len(cut)} cut to keep within the budget of {budget} (they wait for a later run; "
+             f"`make mutants` runs them all): {' '.join(cut)}" if cut else ""),
           file=sys.stderr)
     for name, _ in chosen:
         print(name)

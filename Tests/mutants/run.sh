@@ -4,12 +4,17 @@
 #
 #   Tests/mutants/run.sh                   every mutant
 #   Tests/mutants/run.sh --only NAME ...   some of them (repeatable; NAME,NAME also works)
-#   Tests/mutants/run.sh --changed [--slices N] [--budget M]
+#   Tests/mutants/run.sh --changed [--slices N] [--budget M] [--time-budget S]
 #                                          what CI runs: every mutant guarding a file changed since
 #                                          the commit in Tests/mutants/green (the last full green
 #                                          run), and slice (HEAD's commit count mod N, default 4)
-#                                          of the rest (`mutants.py select`), the slice cut so
-#                                          that at most M run (the change's own never are)
+#                                          of the rest (`mutants.py select`): those of the changed
+#                                          code itself first (never cut by M), then those of a
+#                                          changed suite or harness file, then the slice, cut so
+#                                          that at most M run besides the changed code's own
+#   --time-budget S  no mutant starts once S seconds have passed: the rest are listed as NOT RUN
+#                    (not a failure; `make mutants` runs them), so a change that many mutants
+#                    guard still ends within CI's time; the selection's order decides who waits
 #   Tests/mutants/run.sh --list            the catalogue: name, file, promise, guarding suites
 #   Tests/mutants/run.sh --no-baseline     skip the check that every guarding suite passes unmutated
 #   make mutants                           the same as the first line
@@ -19,8 +24,8 @@
 # ${TMPDIR:-/tmp}/portal-keyring-mutants), which keeps its .build between mutants and between
 # runs, so every build is incremental (the first run ever builds from scratch: a few minutes).
 # Then:
-#   1. baseline: builds the unmutated copy and runs every guarding suite once; a suite that fails
-#      there would "kill" every mutant, so the run stops (exit 2);
+#   1. baseline: before a suite first guards a mutant, it runs once on the unmutated copy; a
+#      suite that fails there would "kill" every mutant, so the run stops (exit 2);
 #   2. per mutant: applies it (exact search text -> replacement; STALE when the text is not found
 #      exactly once), builds what its suites need (BUILD-FAILED if that fails), runs its suites
 #      in order under a hard timeout until one fails (killed) or all pass (SURVIVED), and puts
@@ -59,6 +64,7 @@ baseline=1
 changed=0
 slices=${PORTAL_MUTANTS_SLICES:-4}
 budget=()
+time_budget=0
 while (($#)); do
     case $1 in
     --list)
@@ -75,6 +81,7 @@ while (($#)); do
     --changed) changed=1 ;;
     --slices) slices=${2:-}; shift ;;
     --budget) [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "run.sh: --budget needs a number" >&2; exit 2; }; budget=("$2"); shift ;;
+    --time-budget) [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "run.sh: --time-budget needs seconds" >&2; exit 2; }; time_budget=$2; shift ;;
     -h | --help) sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -253,44 +260,54 @@ for name in "${selected[@]}"; do
     done
 done
 
-if ((baseline)); then
-    printf '\n== baseline: the guarding suites on the unmutated copy\n'
-    t0=$(date +%s)
-    if ! build_for "${!suite_limit[@]}"; then
-        echo "run.sh: the unmutated copy does not build (log: $logs/build.log)" >&2
-        tail -n 20 "$logs/build.log" >&2
-        exit 2
-    fi
-    printf '  built in %d s\n' "$(($(date +%s) - t0))"
-    bad=0
-    i=0
-    for s in "${!suite_limit[@]}"; do
-        i=$((i + 1))
-        t1=$(date +%s)
-        run_suite "$s" "${suite_limit[$s]}" "$logs/baseline.$i.log"
-        rc=$?
-        if ((rc == 0)); then
-            printf '  ok    %-60s %3d s\n' "$s" "$(($(date +%s) - t1))"
-        else
-            printf '  FAIL  %-60s exit %d (log %s)\n' "$s" "$rc" "$logs/baseline.$i.log"
-            bad=1
+# baseline_for SUITE...: each suite not run yet runs once on the unmutated copy (built for it
+# first); a failure stops the whole run (exit 2). Run before the first mutant a suite guards, so
+# that a run cut by --time-budget spends no time on suites of mutants it never reaches.
+declare -A baseline_done=()
+baseline_count=0
+baseline_for() {
+    local s t1 rc built=0
+    ((baseline)) || return 0
+    for s in "$@"; do
+        [[ -n ${baseline_done[$s]:-} ]] && continue
+        if ((!built)); then
+            build_for "$@" || {
+                echo "run.sh: the unmutated copy does not build (log: $logs/build.log)" >&2
+                tail -n 20 "$logs/build.log" >&2
+                exit 2
+            }
+            built=1
         fi
+        baseline_count=$((baseline_count + 1))
+        t1=$(date +%s)
+        run_suite "$s" "${suite_limit[$s]}" "$logs/baseline.$baseline_count.log"
+        rc=$?
+        if ((rc != 0)); then
+            printf '  baseline FAIL  %-60s exit %d (log %s)\n' "$s" "$rc" "$logs/baseline.$baseline_count.log"
+            echo "run.sh: a guarding suite fails without any mutant: fix that first" >&2
+            exit 2
+        fi
+        printf '  baseline ok    %-60s %3d s\n' "$s" "$(($(date +%s) - t1))"
+        baseline_done[$s]=1
     done
-    if ((bad)); then
-        echo "run.sh: a guarding suite fails without any mutant: fix that first" >&2
-        exit 2
-    fi
-fi
+}
 
 # ------------------------------------------------------------------------------------ mutants
 
 rows=()
 bad=0
+not_run=()
 for name in "${selected[@]}"; do
     eval "$(python3 "$tool" show "$here" "$name")"
     limit=${m_timeout:-$default_timeout}
-    t0=$(date +%s)
+    if ((time_budget > 0 && $(date +%s) - t_run >= time_budget)); then
+        not_run+=("$m_name")
+        rows+=("$m_name"$'\t'"$m_promise"$'\t'"NOT RUN (time budget of $time_budget s spent)"$'\t'0)
+        continue
+    fi
     printf '\n== %s: %s\n' "$m_name" "$m_promise"
+    baseline_for "${m_suites[@]}"
+    t0=$(date +%s)
     result=""
     if ! python3 "$tool" apply "$here" "$m_name" "$scratch" 2>"$logs/$m_name.apply.log"; then
         result="STALE ($(tr '\n' ' ' <"$logs/$m_name.apply.log"))"
@@ -340,9 +357,13 @@ for row in "${rows[@]}"; do
     IFS=$'\t' read -r n p r s <<<"$row"
     printf '| %s | %s | %s | %s |\n' "$n" "$p" "$r" "$s"
 done | tee "$scratch/build/mutants/table.md"
-printf '\nmutants: %d run in %d s (%d min %d s); %s\n' "${#rows[@]}" "$total" $((total / 60)) $((total % 60)) \
+printf '\nmutants: %d run in %d s (%d min %d s); %s\n' "$((${#rows[@]} - ${#not_run[@]}))" "$total" $((total / 60)) $((total % 60)) \
     "$( ((bad)) && echo 'NOT ALL KILLED' || echo 'all killed')"
-if ((!bad && !changed && ${#selected[@]} == ${#all[@]})); then
+if ((${#not_run[@]})); then
+    printf 'mutants: %d NOT RUN, the time budget of %d s spent (owed to the next full run, make mutants): %s\n' \
+        "${#not_run[@]}" "$time_budget" "${not_run[*]}"
+fi
+if ((!bad && !changed && ${#not_run[@]} == 0 && ${#selected[@]} == ${#all[@]})); then
     head=$start_head
     { echo "$head"; sed -n '2,$p' "$here/green"; } >"$here/green.new" && mv "$here/green.new" "$here/green"
     echo "mutants: the whole catalogue is green at $head (recorded in Tests/mutants/green: commit it)"

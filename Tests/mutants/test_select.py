@@ -7,7 +7,9 @@ throw-away git repository (seconds, no build; run by scripts/check-sources.sh):
   guards, whatever the slice;
 - the C header changed: the mutants with a suite that goes through the C ABI, not those guarded
   by Swift tests alone (their target does not depend on the header's module);
-- a budget cuts the slice (in name order), never the change's own mutants;
+- a budget cuts the slice (in name order), then the mutants of a changed suite, never those of
+  the changed code itself;
+- the order to run them in: edited mutants, the changed code's, a changed suite's, the slice;
 - no green commit recorded, or one this clone does not have: everything.
 """
 import os
@@ -113,6 +115,26 @@ class SelectTests(unittest.TestCase):
         self.assertEqual(self.select(1, budget=1), {"b-c"}, "the change's mutant comes first")
         self.assertEqual(self.select(1, budget=0), {"b-c"}, "the change's mutants are never cut")
         self.assertEqual(self.select(1, budget=2), {"a-swift", "b-c"})
+
+    def test_the_budget_cuts_a_changed_suites_mutants_before_the_changed_codes(self):
+        self.write("Tests/c/b_test.c", "more\n")
+        self.assertEqual(self.select(1000, budget=0), set(), "only a suite changed: cut by the budget")
+        self.assertEqual(self.select(1000, budget=1) - self.in_slice(1000), {"b-c"}, "it comes before the slice")
+        self.write("Sources/A.swift", "more\n")
+        self.assertEqual(self.select(1000, budget=0), {"a-swift"}, "the changed code's mutant is never cut")
+
+    def order(self, slices, budget=None):
+        extra = [] if budget is None else [str(budget)]
+        out = subprocess.run([sys.executable, MUTANTS, "select", os.path.join(self.tree, "cat"), self.tree, str(slices)]
+                             + extra, check=True, capture_output=True, text=True)
+        return out.stdout.split()
+
+    def test_edited_mutants_run_first_then_the_changed_code_then_a_changed_suite(self):
+        self.write("Tests/PortalKeyringTests/ATests.swift", "more\n")
+        self.write("Sources/B.swift", "more\n")
+        self.assertEqual(self.order(1000), ["b-c", "a-swift"], "the changed code's before a changed suite's")
+        self.write("cat/a-swift.mutant", "# edited\n")
+        self.assertEqual(self.order(1000), ["a-swift", "b-c"], "an edited mutant first")
 
     def test_an_unknown_green_commit_selects_every_mutant(self):
         with open(os.path.join(self.tree, "cat/green"), "w", encoding="utf-8") as f:

@@ -251,7 +251,8 @@ class PortalAuth(_Owner):
         (``portal_auth_sign_in_with_google``; README "Desktop sign-in"): opens the authorize page
         with the desktop's URL opener (GIO: the default browser, or the OpenURI portal in a
         Flatpak sandbox), then waits for the redirect: handed to :meth:`handle_redirect` in this
-        process (from another thread: that call's result or error), or stored by the URL
+        process (from another thread: that call's result or error; an error redirect only when it
+        carries the ``state`` of the page this call opened), or stored by the URL
         handler's process (a :class:`SignedIn` with the restored session). Persists nothing
         itself; one per auth environment in a process. Blocks until then: use the ``_async`` form
         on an event loop (cancellable).

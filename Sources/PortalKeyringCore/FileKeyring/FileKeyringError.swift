@@ -10,12 +10,16 @@ enum FileKeyringError: Error, Equatable {
     case io(String)
     /// libgcrypt could not be initialized or refused an operation (key derivation, cipher, MAC).
     case crypto(String)
+    /// Reading the file did not finish before the operation's deadline (a large or crafted
+    /// file); the message says how far it got. Nothing was written.
+    case outOfTime(String)
 
     var message: String {
         switch self {
         case .malformed(let m): return "the file keyring is malformed: \(m)"
         case .io(let m): return "the file keyring could not be accessed: \(m)"
         case .crypto(let m): return "the file keyring's cryptography failed: \(m)"
+        case .outOfTime(let m): return "the file keyring could not be read in time: \(m)"
         }
     }
 }

@@ -51,10 +51,50 @@ enum FileKeyringFile {
         return Stamp(status)
     }
 
+    /// The most symbolic links followed from the keyring's path to its file.
+    static let maximumLinks = 8
+
+    /// The file the keyring at `path` is: `path` itself, or — when `path` is a symbolic link (a
+    /// dotfiles or sync setup; libsecret follows it) — the file it leads to, each relative link
+    /// read from its own directory. Writers replace that file, beside it, under the lock beside
+    /// it (`FileKeyringLock`), so the link stays a link. Throws at once for a link that leads
+    /// nowhere (its target missing: not "no file", which would read as signed out), a loop, or
+    /// more than `maximumLinks` links.
+    static func target(of path: String) throws(FileKeyringError) -> String {
+        var current = path
+        for _ in 0...maximumLinks {
+            var status = stat()
+            guard lstat(current, &status) == 0 else {
+                let code = errno
+                if code == ENOENT && current != path {
+                    throw .io("\(path) is a symbolic link to \(current), which does not exist (a dangling link: "
+                              + "restore the file it names or remove the link)")
+                }
+                if code == ENOENT { return path }
+                throw .io("lstat \(current): \(describe(code))")
+            }
+            guard (status.st_mode & S_IFMT) == S_IFLNK else { return current }
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(current, &buffer, buffer.count - 1)
+            guard count > 0 else { throw .io("readlink \(current): \(describe(errno))") }
+            let link = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            current = link.hasPrefix("/") ? link : directory(of: current) + "/" + link
+        }
+        throw .io("\(path): more than \(maximumLinks) symbolic links (a loop?)")
+    }
+
+    /// The directory part of `path` ("." when it has none).
+    static func directory(of path: String) -> String {
+        let slash = path.lastIndex(of: "/")
+        return slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+    }
+
     /// The keyring at `path` and the stamp of the file it was read from; nil when there is no
-    /// file there. Throws as `load`.
-    static func loadStamped(_ path: String) throws(FileKeyringError) -> (keyring: FileKeyring, stamp: Stamp)? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+    /// file there. Throws as `load`. The file is opened without blocking (a FIFO or a device in
+    /// its place would hang `open` for ever) and read only when it is a regular file; `end`
+    /// (monotonic microseconds) bounds the reading and decoding (`FileKeyringError.outOfTime`).
+    static func loadStamped(_ path: String, until end: Int? = nil) throws(FileKeyringError) -> (keyring: FileKeyring, stamp: Stamp)? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
         if fd < 0 {
             let code = errno
             if code == ENOENT { return nil }
@@ -63,31 +103,53 @@ enum FileKeyringFile {
         defer { close(fd) }
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw .io("fstat \(path): \(describe(errno))") }
-        guard (status.st_mode & S_IFMT) == S_IFREG else { throw .io("\(path) is not a regular file") }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw .io("\(path) is \(kind(status.st_mode)), not a keyring file; nothing was read or written (remove it, "
+                      + "or put the keyring file there)")
+        }
         guard status.st_size <= FileKeyringFormat.maximumFileSize else {
             throw .malformed("\(path) is \(status.st_size) bytes, more than \(FileKeyringFormat.maximumFileSize)")
         }
-        var bytes = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        // One read of the size fstat gave, plus one byte to notice a file that grew meanwhile.
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size) + 1)
+        var filled = 0
+        while filled < bytes.count {
+            if let end, g_get_monotonic_time() >= end {
+                throw .outOfTime("read \(filled) of its \(status.st_size) bytes before the deadline")
+            }
+            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, min($0.count - filled, 1 << 20)) }  // trusted: filled < count
             if count < 0 {
                 if errno == EINTR { continue }
                 throw .io("read \(path): \(describe(errno))")
             }
             if count == 0 { break }
-            bytes += chunk[0..<count]
-            guard bytes.count <= FileKeyringFormat.maximumFileSize else {
-                throw .malformed("\(path) is more than \(FileKeyringFormat.maximumFileSize) bytes")
-            }
+            filled += count
+        }
+        guard filled <= Int(status.st_size) else {
+            throw .io("\(path) grew while it was read (it is written in place, not replaced)")
         }
         let decoded = bytes.withUnsafeBytes { bytes in
-            Result { () throws(FileKeyringError) in try FileKeyringFormat.decode(bytes) }
+            Result { () throws(FileKeyringError) in
+                try FileKeyringFormat.decode(UnsafeRawBufferPointer(rebasing: bytes[0..<filled]), until: end)
+            }
         }
         switch decoded {
         case .success(let keyring): return (keyring, Stamp(status))
         case .failure(.malformed(let detail)): throw .malformed("\(path): \(detail)")
         case .failure(let error): throw error
+        }
+    }
+
+    /// What a file of mode `mode` is, for messages.
+    static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: return "a directory"
+        case S_IFIFO: return "a FIFO (named pipe)"
+        case S_IFSOCK: return "a socket"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFLNK: return "a symbolic link"
+        default: return "not a regular file"
         }
     }
 
@@ -149,10 +211,15 @@ enum FileKeyringFile {
             return true  // the old file is unlinked
         }
         // Another writer's file: it goes back (ours was never announced), and the caller starts
-        // over on it.
+        // over on it. Anything but a regular file (a symbolic link put there since the caller
+        // resolved the path, a FIFO) goes back too, but is an error at once: another round would
+        // meet it again, until the deadline.
         keep = true
         guard rename(temporary, path) == 0 else {
             throw .io("rename \(temporary) back to \(path): \(describe(errno)); another writer's file is left at \(temporary)")
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw .io("\(path) is \(kind(status.st_mode)), not the keyring file read; it is left as it is, nothing was written")
         }
         return false
     }
@@ -166,7 +233,7 @@ enum FileKeyringFile {
         throws(FileKeyringError) -> (path: String, directory: String) {
         let bytes = FileKeyringFormat.encode(keyring)
         let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let directory = directory(of: path)
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         var template = Array("\(directory)/.\(name).XXXXXX".utf8CString)
         // mkstemp creates the file with mode 0600, exclusively.

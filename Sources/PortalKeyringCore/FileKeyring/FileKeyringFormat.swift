@@ -32,16 +32,29 @@ enum FileKeyringFormat {
     /// Salt lengths accepted on reading (libsecret and oo7 write 32).
     static let saltRange = 16...64
     /// Iteration counts accepted on reading: not below 1,000 (far weaker than anything libsecret
-    /// writes), not above 1,000,000 (a planted count can make a key derivation cost at most ten
-    /// times libsecret's).
-    static let iterationRange: ClosedRange<UInt32> = 1_000...1_000_000
-    /// The largest file read (a planted file cannot exhaust memory).
-    static let maximumFileSize = 16 * 1024 * 1024
+    /// writes), not above 100,000 — libsecret's own count, the only one it writes (and oo7's): a
+    /// planted count cannot make a key derivation cost more than libsecret's (docs/security.md,
+    /// "Issue 39: hostile input").
+    static let iterationRange: ClosedRange<UInt32> = 1_000...defaultIterations
+    /// The largest file read. An app's private keyring holds a few kilobytes (one session item of
+    /// ours is under 100 KB even with the largest token); the cap keeps a planted file from
+    /// exhausting memory and bounds GLib's normal-form check, the one pass that cannot stop at
+    /// the deadline.
+    static let maximumFileSize = 4 * 1024 * 1024
+    /// The most attributes one item may carry. libsecret's schemas hold at most 32 attributes,
+    /// and it adds `xdg:schema`; twice that leaves room for schema-less stores (`secret-tool`).
+    /// Anyone may append an item without the key, so every count a file gives is capped.
+    static let maximumAttributes = 64
+    /// The most items a file may hold. libsecret sets no limit, but an app's private keyring
+    /// holds a handful; 10,000 is far above any real one and keeps a crafted one's cost bounded.
+    static let maximumItems = 10_000
 
     // MARK: - Reading
 
-    /// The keyring `bytes` hold.
-    static func decode(_ bytes: UnsafeRawBufferPointer) throws(FileKeyringError) -> FileKeyring {
+    /// The keyring `bytes` hold. `end` (monotonic microseconds, the operation's deadline): when
+    /// reading the items has not finished by then it stops (`FileKeyringError.outOfTime`); nil
+    /// reads to the end. The work is linear in the file's size.
+    static func decode(_ bytes: UnsafeRawBufferPointer, until end: Int? = nil) throws(FileKeyringError) -> FileKeyring {
         let prefix = header.count + version.count
         guard bytes.count >= header.count, Array(bytes[0..<header.count]) == header else {
             throw .malformed("no GnomeKeyring header (\(bytes.count) bytes)")
@@ -58,6 +71,10 @@ enum FileKeyringFormat {
         let value = g_variant_ref_sink(g_variant_new_from_bytes(Variant.type("(uayutua(a{say}ay))"), data, 0))
         g_bytes_unref(data)
         defer { g_variant_unref(value) }
+        try checkCounts(value)
+        if let end, g_get_monotonic_time() >= end {
+            throw .outOfTime("read none of its items (\(bytes.count) bytes) before the deadline")
+        }
         guard g_variant_is_normal_form(value) != 0, Variant.has(value, type: bodyType) else {
             throw .malformed("the body (\(body.count) bytes) is not a normal-form \(bodyType)")
         }
@@ -78,10 +95,34 @@ enum FileKeyringFormat {
         let count = Int(g_variant_n_children(array))
         items.reserveCapacity(count)
         for index in 0..<count {
+            if let end, g_get_monotonic_time() >= end {
+                throw .outOfTime("read \(index) of its \(count) items (\(bytes.count) bytes) before the deadline")
+            }
             items.append(try item(array, index))
         }
         return FileKeyring(salt: Array(salt), iterations: iterations, modified: modified, usageCount: usageCount,
                            items: items)
+    }
+
+    /// Refuses a file with more items than `maximumItems` or an item with more attributes than
+    /// `maximumAttributes`, before anything else is read: GLib reads the counts from the framing
+    /// (safely, whatever the bytes), so a crafted count costs nothing — the normal-form check,
+    /// which cannot stop at the deadline, runs only on counts within the caps.
+    private static func checkCounts(_ body: OpaquePointer?) throws(FileKeyringError) {
+        guard let array = Variant.child(body, 5) else { return }  // the normal-form check says what is wrong
+        defer { g_variant_unref(array) }
+        let count = Int(g_variant_n_children(array))
+        guard count <= maximumItems else { throw .malformed("\(count) items, more than \(maximumItems)") }
+        for index in 0..<count {
+            guard let entry = Variant.child(array, gsize(index)) else { continue }
+            defer { g_variant_unref(entry) }
+            guard let dictionary = Variant.child(entry, 0) else { continue }
+            defer { g_variant_unref(dictionary) }
+            let attributes = Int(g_variant_n_children(dictionary))
+            guard attributes <= maximumAttributes else {
+                throw .malformed("item \(index) has \(attributes) attributes, more than \(maximumAttributes)")
+            }
+        }
     }
 
     /// Item `index` of the items array: attribute names distinct and non-empty, each hash 32
@@ -98,8 +139,11 @@ enum FileKeyringFormat {
             g_variant_unref(dictionary)
             g_variant_unref(blobVariant)
         }
+        let count = Int(g_variant_n_children(dictionary))  // at most `maximumAttributes`: `checkCounts`
         var attributes: [SealedItem.HashedAttribute] = []
-        for position in 0..<g_variant_n_children(dictionary) {
+        attributes.reserveCapacity(count)
+        var names = Set<String>(minimumCapacity: count)
+        for position in 0..<gsize(count) {
             guard let pair = Variant.child(dictionary, position) else { throw .malformed("item \(index): no attribute \(position)") }
             defer { g_variant_unref(pair) }
             guard let name = Variant.string(pair, 0), !name.isEmpty, let hashVariant = Variant.child(pair, 1) else {
@@ -109,7 +153,7 @@ enum FileKeyringFormat {
             guard let hash = Variant.bytes(hashVariant), hash.count == FileKeyringKey.macSize else {
                 throw .malformed("item \(index): the hash of attribute '\(name)' is not \(FileKeyringKey.macSize) bytes")
             }
-            guard !attributes.contains(where: { $0.name == name }) else {
+            guard names.insert(name).inserted else {
                 throw .malformed("item \(index): attribute '\(name)' appears twice")
             }
             attributes.append(.init(name: name, hash: Array(hash)))

@@ -1,3 +1,5 @@
+import CGLib
+
 /// The app's master secret for its file keyring (the Secret portal's 64 bytes), and the key
 /// derived from it for the file's salt.
 ///
@@ -42,6 +44,10 @@ final class FileKeyringMasterSecret: Sendable {
         try kept.withLock { kept throws(StorageFailure) -> FileKeyringKey in
             if let key = kept, key.salt == keyring.salt, key.iterations == keyring.iterations { return key }
             let secret = try source(end)
+            // The derivation cannot be interrupted: none starts once the operation's time is up.
+            guard g_get_monotonic_time() < end else {
+                throw .fileKeyring("\(path): the operation's deadline passed before its key could be derived; nothing was written")
+            }
             do throws(FileKeyringError) {
                 let key = try keyring.key(masterSecret: secret)
                 kept = key

@@ -11,12 +11,14 @@ import Glibc
 /// another app's write that changes nothing of ours, gives no event).
 ///
 /// The directory is created (mode 0700, as the first persist would) when missing, so a watch
-/// started before the first sign-in sees it. Costs one descriptor; nothing runs while nothing
-/// changes.
+/// started before the first sign-in sees it. When the keyring's path is a symbolic link (its
+/// writers replace the file it leads to: `FileKeyringFile.target`), the directory of that file is
+/// watched too, for that file's name. Costs one descriptor; nothing runs while nothing changes.
 final class FileKeyringMonitor {
     private let descriptor: Int32
     private var source: UnsafeMutablePointer<GSource>?
-    private let name: [UInt8]
+    /// Each inotify watch and the name in its directory that counts.
+    private var names: [(watch: Int32, name: [UInt8])] = []
     private let changed: () -> Void
 
     /// Starts watching `path`'s directory on `context`; `changed` runs there on each event.
@@ -26,19 +28,25 @@ final class FileKeyringMonitor {
         } catch {
             throw .fileKeyring("\(path): the session watch cannot create its directory: \(error)")
         }
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        name = Array((slash.map { String(path[path.index(after: $0)...]) } ?? path).utf8)
         self.changed = changed
         descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard descriptor >= 0 else {
             throw .fileKeyring("\(path): the session watch cannot watch it: inotify: \(String(cString: strerror(errno)))")
         }
+        // A link that leads nowhere now is watched by its own name only: the reads say why.
+        var files = [path]
+        if let target = try? FileKeyringFile.target(of: path), target != path { files.append(target) }
         let events = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
-        guard inotify_add_watch(descriptor, directory, events) >= 0 else {
-            let reason = String(cString: strerror(errno))
-            close(descriptor)
-            throw .fileKeyring("\(path): the session watch cannot watch \(directory): \(reason)")
+        for file in files {
+            let directory = FileKeyringFile.directory(of: file)
+            let watch = inotify_add_watch(descriptor, directory, events)
+            guard watch >= 0 else {
+                let reason = String(cString: strerror(errno))
+                close(descriptor)
+                throw .fileKeyring("\(path): the session watch cannot watch \(directory): \(reason)")
+            }
+            let name = file.lastIndex(of: "/").map { String(file[file.index(after: $0)...]) } ?? file
+            names.append((watch, Array(name.utf8)))
         }
         let source: UnsafeMutablePointer<GSource> = g_unix_fd_source_new(descriptor, G_IO_IN)  // GLib aborts rather than NULL
         let callback: GUnixFDSourceFunc = { _, _, data in
@@ -72,11 +80,12 @@ final class FileKeyringMonitor {
             var offset = 0
             let header = MemoryLayout<inotify_event>.size
             while offset + header <= count {
+                let watch = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: Int32.self) }
                 let length = buffer.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)) }
                 let end = min(offset + header + length, count)
                 // The name is NUL-padded to `length` bytes.
-                let raw = buffer[(offset + header)..<end]
-                if Array(raw.prefix(while: { $0 != 0 })) == name { hit = true }
+                let raw = Array(buffer[(offset + header)..<end].prefix(while: { $0 != 0 }))
+                if names.contains(where: { $0.watch == watch && $0.name == raw }) { hit = true }
                 offset += header + length
             }
         }

@@ -91,21 +91,24 @@ extension FileKeyringStorage {
     func transaction<T>(_ operation: String, until end: Int, creating: Bool, otherwise: T,
                         _ change: (inout FileKeyring, FileKeyringKey) throws(StorageFailure) -> (T, changed: Bool))
         throws(StorageFailure) -> T {
+        // The file itself, when `path` is a symbolic link: it is read, locked (the lock beside
+        // it) and replaced there, so the link stays and every writer takes the same lock.
+        let file = try target()
         if creating {
-            try mapping { () throws(FileKeyringError) in try FileKeyringFile.makeDirectory(of: path) }
-        } else if try mapping({ () throws(FileKeyringError) in try FileKeyringFile.stamp(path) }) == nil {
+            try mapping { () throws(FileKeyringError) in try FileKeyringFile.makeDirectory(of: file) }
+        } else if try mapping({ () throws(FileKeyringError) in try FileKeyringFile.stamp(file) }) == nil {
             return otherwise
         }
         // The key before the lock: asking the Secret portal for the master secret and deriving
         // the key take tens of milliseconds (seconds on a loaded machine), which must not hold
         // the other writers up; under the lock it is then the kept one (same salt). Only a new
         // file (a fresh salt) needs its key under the lock.
-        if let current = try mapping({ () throws(FileKeyringError) in try FileKeyringFile.loadStamped(path) }) {
+        if let current = try mapping({ () throws(FileKeyringError) in try FileKeyringFile.loadStamped(file, until: end) }) {
             _ = try masterSecret.key(for: current.keyring, path: path, until: end)
         }
         let lock: Int32
         do throws(FileKeyringLock.Failure) {
-            lock = try FileKeyringLock.take(path, until: end)
+            lock = try FileKeyringLock.take(file, until: end)
         } catch {
             switch error {
             case .timedOut:
@@ -117,7 +120,7 @@ extension FileKeyringStorage {
         }
         defer { close(lock) }
         while true {
-            let loaded = try mapping { () throws(FileKeyringError) in try FileKeyringFile.loadStamped(path) }
+            let loaded = try mapping { () throws(FileKeyringError) in try FileKeyringFile.loadStamped(file, until: end) }
             if loaded == nil && !creating { return otherwise }
             var keyring: FileKeyring
             if let loaded {
@@ -133,7 +136,7 @@ extension FileKeyringStorage {
             }
             // Replaced meanwhile by a writer that takes no lock (up to the moment of our rename):
             // start over on its file.
-            guard try mapping({ () throws(FileKeyringError) in try FileKeyringFile.write(keyring, to: path, over: loaded?.stamp) })
+            guard try mapping({ () throws(FileKeyringError) in try FileKeyringFile.write(keyring, to: file, over: loaded?.stamp) })
             else { continue }
             return result
         }

@@ -35,8 +35,11 @@ import Glibc
 /// Deadlines: a writer waits for the lock until the operation's deadline
 /// (`KeyringTimeouts.callMilliseconds`; a persist may first wait as long for its turn,
 /// `PersistTurn`) and writes nothing once it has passed. Reading and decrypting the file is
-/// bounded by its size (`FileKeyringFormat.maximumFileSize`) and the key derivation by the
-/// iteration count (`FileKeyringFormat.iterationRange`). There is no prompt.
+/// linear in its size, which is capped (`FileKeyringFormat.maximumFileSize`, with caps on items
+/// and attributes), and stops at the operation's deadline; the key derivation is bounded by the
+/// iteration count (`FileKeyringFormat.iterationRange`, at most libsecret's). The file is never
+/// opened in a way that can block (a FIFO in its place is an error at once), and a symbolic link
+/// at the path is followed to its file (`FileKeyringFile.target`). There is no prompt.
 struct FileKeyringStorage: SessionStorage {
     /// The keyring file (in a Flatpak sandbox, `$XDG_DATA_HOME/keyrings/default.keyring`).
     let path: String
@@ -108,6 +111,8 @@ struct FileKeyringStorage: SessionStorage {
 
     func describe() throws(StorageFailure) -> [(String, String)] {
         var result = [("backend", "file keyring"), ("file", path)]
+        let file = try target()
+        if file != path { result.append(("linkedTo", file)) }
         guard let snapshot = try snapshot() else {
             result.append(("items", "0 (no file yet: the first persist creates it)"))
             return result
@@ -130,10 +135,17 @@ struct FileKeyringStorage: SessionStorage {
     /// `end`: the operation's (monotonic microseconds), for the master secret when a key must be
     /// derived.
     func snapshot(until end: Int? = nil) throws(StorageFailure) -> Snapshot? {
-        guard let (keyring, stamp) = try mapping({ () throws(FileKeyringError) in try FileKeyringFile.loadStamped(path) }) else {
-            return nil
-        }
-        return Snapshot(keyring: keyring, stamp: stamp, key: try masterSecret.key(for: keyring, path: path, until: end ?? deadline()))
+        let end = end ?? deadline()
+        let file = try target()
+        guard let (keyring, stamp) = try mapping({ () throws(FileKeyringError) in try FileKeyringFile.loadStamped(file, until: end) })
+        else { return nil }
+        return Snapshot(keyring: keyring, stamp: stamp, key: try masterSecret.key(for: keyring, path: path, until: end))
+    }
+
+    /// The file the keyring is (`FileKeyringFile.target`: `path`, or the file a symbolic link
+    /// there leads to), resolved once per operation.
+    func target() throws(StorageFailure) -> String {
+        try mapping { () throws(FileKeyringError) in try FileKeyringFile.target(of: path) }
     }
 
     /// This auth environment's items of our schema that open under the key: where each is in
@@ -198,6 +210,9 @@ struct FileKeyringStorage: SessionStorage {
                 throw .fileKeyring("\(path): cannot be accessed: \(detail)")
             case .crypto(let detail):
                 throw .fileKeyring("\(path): its cryptography failed: \(detail)")
+            case .outOfTime(let detail):
+                throw .fileKeyring("\(path): reading it did not finish within \(timeouts.callMilliseconds) ms (\(detail)); "
+                                   + "nothing was written")
             }
         }
     }

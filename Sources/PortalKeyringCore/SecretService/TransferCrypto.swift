@@ -6,7 +6,12 @@ import Glibc
 extension TransferSession {
     /// The primitives of `dh-ietf1024-sha256-aes128-cbc-pkcs7`, on libgcrypt. Every buffer that
     /// holds key material or plaintext is wiped before it is released (`SecretBytes`, and
-    /// libgcrypt wipes its MPIs and handles when they are freed).
+    /// libgcrypt wipes its MPIs and handles when they are freed). The private exponent is an MPI
+    /// in libgcrypt's secure memory (`gcry_mpi_snew`: its locked, wiped pool, and `powm`'s
+    /// scratch for a secure exponent with it), not in the ordinary heap (docs/security.md, "10. … the DH exponent"); the
+    /// shared value is an ordinary MPI, wiped when released, and then a `SecretBytes`. Not in a
+    /// set-user-ID process (`secureMemory`): libgcrypt drops such a process's privileges when it
+    /// sets up its secure pool, which is not a library's decision to make for its host.
     enum Crypto {
         static let blockSize = 16
         static let keySize = 16
@@ -16,6 +21,16 @@ extension TransferSession {
         /// Whether libgcrypt is initialized (once per process, only if nobody else did it). Checked
         /// before every use: libgcrypt must be initialized before its first call from any thread.
         static let ready: Bool = portal_gcrypt_initialize() != 0
+
+        /// Whether the exponent goes into libgcrypt's secure memory: yes unless the
+        /// process runs set-user-ID (real and effective user differ), where libgcrypt's pool set-up
+        /// would reset the effective user.
+        static let secureMemory: Bool = getuid() == geteuid()
+
+        /// A new MPI of `bits` for a secret: in secure memory when `secureMemory`.
+        static func secretMPI(_ bits: UInt32) -> OpaquePointer {
+            secureMemory ? gcry_mpi_snew(bits) : gcry_mpi_new(bits)
+        }
 
         /// The 1024-bit MODP group's prime, RFC 2409 §6.2 ("Second Oakley Group"), in hex.
         private static let primeHex =
@@ -32,16 +47,18 @@ extension TransferSession {
 
         /// This side's Diffie-Hellman key pair for one session.
         final class KeyPair {
-            private let secret: OpaquePointer
+            /// The private exponent, in secure memory (internal for `TransferSessionTests`).
+            let secret: OpaquePointer
             /// The public value `2^secret mod p`, big-endian, padded to 128 bytes (KWallet refuses
             /// a shorter one: "Client public key size is invalid"). Never starts with 0xFF
             /// (`init(exponents:)`).
             let publicKey: [UInt8]
 
-            /// A key pair with a random exponent below p: 1023 random bits, never zero.
+            /// A key pair with a random exponent below p: 1023 random bits, never zero, drawn into
+            /// libgcrypt's secure memory.
             convenience init() throws(StorageFailure.Classified) {
                 try self.init(exponents: {
-                    let secret: OpaquePointer = gcry_mpi_new(1024)
+                    let secret: OpaquePointer = Crypto.secretMPI(1024)
                     repeat {
                         gcry_mpi_randomize(secret, 1023, GCRY_STRONG_RANDOM)
                     } while gcry_mpi_cmp_ui(secret, 0) == 0
@@ -108,6 +125,9 @@ extension TransferSession {
                 let acceptable = gcry_mpi_cmp_ui(other, 1) > 0 && gcry_mpi_cmp(other, limit) < 0
                 gcry_mpi_release(limit)
                 guard acceptable else { throw failure }
+                // An ordinary MPI (libgcrypt wipes it on release): printing a secure one takes a
+                // scratch buffer from the secure pool that, unlike an MPI's limbs, never comes
+                // from an overflow pool, so a full pool failed the key exchange.
                 let shared = gcry_mpi_new(1024)
                 defer { gcry_mpi_release(shared) }
                 gcry_mpi_powm(shared, other, secret, p)
