@@ -31,9 +31,12 @@
  *  - Non-blocking variants (*_async, section "Non-blocking calls") of the keyring and Portal
  *    calls never block and complete on the caller's GLib main context or on a pollable fd.
  *  - Blocking: functions marked "Blocks" talk to the Secret Service over D-Bus and block the
- *    calling thread for at most the keyring deadlines (default 5000 ms for the provider calls of
- *    one operation, plus 30000 ms for an unlock prompt if one is shown; time spent in a prompt
- *    does not count against the call deadline); see portal_auth_set_keyring_timeouts(). A prompt
+ *    calling thread for at most the keyring deadlines (default 5000 ms in total for the provider
+ *    calls, Secret portal calls and keyring-file work of one operation — in a Flatpak sandbox
+ *    the move of the host's session included — plus 30000 ms for an unlock prompt if one is
+ *    shown; time spent in a prompt does not count against the call deadline, and a persist may
+ *    first wait up to the call deadline for its turn behind another persist); see
+ *    portal_auth_set_keyring_timeouts(). A prompt
  *    not answered in time is left open, never dismissed; a later call in the same process waits
  *    for that prompt instead of opening another. Do not call them from a GUI thread if a prompt
  *    may appear: use their *_async variants there.
@@ -260,8 +263,9 @@ PORTAL_API void portal_auth_free(portal_auth *auth);
 /**
  * Sets the keyring deadlines used by later calls on this handle (all threads).
  *
- * @param call_timeout_ms    bound for the provider calls of one operation, in milliseconds
- *                           (1 … 600000; default 5000).
+ * @param call_timeout_ms    bound for the provider calls, Secret portal calls and keyring-file
+ *                           work of one operation together, in milliseconds (1 … 600000;
+ *                           default 5000).
  * @param prompt_timeout_ms  bound for one unlock prompt, in milliseconds (1 … 600000;
  *                           default 30000).
  * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT.

@@ -38,6 +38,10 @@ protocol HostMigrationRecord: SessionStorage {
 ///   holds a session we could not read).
 ///
 /// Done once per file keyring and auth environment (the record), remembered per process too.
+/// Every step — the host's reads and deletes, the file's reads and writes — runs within the
+/// deadline of the operation that needed the move (`OperationDeadline`, set by `FlatpakStorage`),
+/// never a deadline of its own: a move cut by it fails that operation with nothing lost, and the
+/// next call goes on from where the file and the host are.
 struct HostKeyringMigration: Sendable {
     let host: any SessionStorage
     let file: any HostMigrationRecord

@@ -123,9 +123,12 @@ public final class PortalAuth: Sendable {
     /// Empty for the in-memory test store.
     @_spi(PortalKeyringCLI)
     public func describeKeyring() throws(PortalAuthError) -> [(String, String)] {
+        // One operation (`OperationDeadline`): the move of the host's session and the description.
         try storageCall { () throws(StorageFailure) in
-            try storage.prepare(authEnvironmentId: authEnvironmentId)
-            return try storage.describe()
+            try OperationDeadline.run(keyringTimeouts) { () throws(StorageFailure) in
+                try storage.prepare(authEnvironmentId: authEnvironmentId)
+                return try storage.describe()
+            }
         }
     }
 

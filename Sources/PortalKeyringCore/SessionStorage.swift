@@ -91,7 +91,9 @@ enum StorageFailure: Error, Equatable {
 /// delete steps.
 ///
 /// Implementations are thread-safe and every call is one operation, bounded in time by one
-/// deadline (`KeyringTimeouts.callMilliseconds` for the provider calls, plus a prompt's own). No
+/// deadline (`KeyringTimeouts.callMilliseconds` for the provider calls, portal calls and file work
+/// together, `OperationDeadline`; plus a prompt's own, and a persist's turn). A call made inside
+/// another (the sandbox's migration) shares the outer one's deadline. No
 /// call returns a partial result.
 protocol SessionStorage: Sendable {
     /// Restores in one operation: reads this auth environment's items with their secrets (never

@@ -25,6 +25,9 @@ final class FakeSecretPortal: @unchecked Sendable {
         var spoofed = false
         /// The request path answered (nil: the one the token gives).
         var otherHandle = false
+        /// How long each call (`RetrieveSecret`, a read of `version`) takes before it is answered:
+        /// a slow or loaded portal.
+        var delayMilliseconds: UInt32 = 0
     }
 
     let connection: OpaquePointer
@@ -59,7 +62,10 @@ final class FakeSecretPortal: @unchecked Sendable {
                 .retrieveSecret(sender.map { String(cString: $0) } ?? "", parameters, invocation)
         }
         vtable.get_property = { _, _, _, _, _, _, data in
-            g_variant_new_uint32(Unmanaged<FakeSecretPortal>.fromOpaque(data!).takeUnretainedValue().version.withLock { $0 })  // trusted: our own user_data
+            let portal = Unmanaged<FakeSecretPortal>.fromOpaque(data!).takeUnretainedValue()  // trusted: our own user_data
+            let delay = portal.answer.withLock { $0.delayMilliseconds }
+            if delay > 0 { g_usleep(gulong(delay) * 1000) }
+            return g_variant_new_uint32(portal.version.withLock { $0 })
         }
         g_main_context_push_thread_default(context)
         registration = g_dbus_connection_register_object(
@@ -98,6 +104,7 @@ final class FakeSecretPortal: @unchecked Sendable {
     private func retrieveSecret(_ sender: String, _ parameters: OpaquePointer?, _ invocation: OpaquePointer?) {
         calls.withLock { $0 += 1 }
         let answer = answer.withLock { $0 }
+        if answer.delayMilliseconds > 0 { g_usleep(gulong(answer.delayMilliseconds) * 1000) }
         var token = ""
         if let options = Variant.child(parameters, 1) {
             if let value = g_variant_lookup_value(options, "handle_token", Variant.type("s")) {

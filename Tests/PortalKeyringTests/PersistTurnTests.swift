@@ -15,7 +15,7 @@ struct PersistTurnTests {
     /// A thread of its own for `body` (not a dispatch worker: their number follows the cores,
     /// and a queue of waiting work would arrive in order whatever the turns do). Joined by the
     /// caller.
-    private static func thread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+    static func thread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
         final class Box { let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body } }
         var thread = pthread_t()
         let box = Unmanaged.passRetained(Box(body)).toOpaque()

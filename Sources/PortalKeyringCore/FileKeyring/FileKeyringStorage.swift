@@ -200,8 +200,9 @@ struct FileKeyringStorage: SessionStorage {
 
     // MARK: - Deadlines and errors
 
-    /// The end of an operation that starts now (monotonic microseconds).
-    func deadline() -> Int { g_get_monotonic_time() + Int(timeouts.callMilliseconds) * 1000 }
+    /// The end of an operation that starts now (monotonic microseconds), or of the one this is
+    /// part of (`OperationDeadline`: a sandbox operation with the move of the host's session).
+    func deadline() -> Int { OperationDeadline.end(timeouts) }
 
     /// `body`, its file-keyring error told as a storage failure naming the file.
     func mapping<T>(_ body: () throws(FileKeyringError) -> T) throws(StorageFailure) -> T {

@@ -24,7 +24,8 @@ final class Deadline {
         g_object_unref(cancellable)
     }
 
-    /// Runs `body` with the deadline stopped; the time left before it is left afterwards.
+    /// Runs `body` with the deadline stopped; the time left before it is left afterwards. The
+    /// operation's own end (`OperationDeadline`) moves on by as long as `body` took, too.
     func paused<T>(_ body: () throws(StorageFailure) -> T) throws(StorageFailure) -> T {
         let remaining = max(end - g_get_monotonic_time(), 0)
         disarm()
@@ -32,7 +33,7 @@ final class Deadline {
             end = g_get_monotonic_time() + remaining
             arm(UInt32(clamping: (remaining + 999) / 1000))
         }
-        return try body()
+        return try OperationDeadline.paused(body)
     }
 
     private func arm(_ milliseconds: UInt32) {
@@ -75,8 +76,9 @@ final class Deadlines: Sendable {
     }
 
     /// Runs `body` with a deadline whose cancellable is cancelled after `milliseconds`; a failure
-    /// after the deadline passed becomes `.timedOut`.
-    func run<T>(operation: String, milliseconds: UInt32,
+    /// after the deadline passed becomes `.timedOut`, naming `reporting` (the operation's whole
+    /// bound, when `milliseconds` is what is left of it) or else `milliseconds`.
+    func run<T>(operation: String, milliseconds: UInt32, reporting: UInt32? = nil,
                 _ body: (Deadline) throws(StorageFailure) -> T) throws(StorageFailure) -> T {
         let deadline = Deadline(milliseconds: milliseconds, context: context.pointer)
         // Cancelling the operation this thread runs cancels the deadline's cancellable.
@@ -86,7 +88,7 @@ final class Deadlines: Sendable {
             return try body(deadline)
         } catch {
             if g_cancellable_is_cancelled(deadline.cancellable) != 0, !error.isTimeout {
-                throw .timedOut(operation: operation, milliseconds: milliseconds)
+                throw .timedOut(operation: operation, milliseconds: reporting ?? milliseconds)
             }
             throw error
         }

@@ -10,10 +10,10 @@ import Glibc
 ///
 /// The threads of one process queue in arrival order (so none starves under contention); the
 /// first in line takes the file lock `PersistOrder.lockName` in the library's `PrivateDirectory`,
-/// which the processes share. A turn is waited for at most the call deadline, before the
-/// operation's own deadline starts. Past that (a holder waiting for a person at a prompt), or
-/// without a private directory, the persist runs without its turn, and `PersistOrder` alone
-/// decides which of two overlapping persists stays.
+/// which the processes share. A turn is waited for at most the call deadline, not counted
+/// against the operation's own deadline (`OperationDeadline.turnWait`). Past that (a holder
+/// waiting for a person at a prompt), or without a private directory, the persist runs without
+/// its turn, and `PersistOrder` alone decides which of two overlapping persists stays.
 final class PersistTurn: @unchecked Sendable {
     /// This process's queues (a fork child gets its own: `ForkSafety`).
     static var shared: PersistTurn { slot.get }
@@ -42,14 +42,18 @@ final class PersistTurn: @unchecked Sendable {
         pthread_condattr_destroy(&attributes)
     }
 
-    /// Runs `body` in this auth environment's turn, waited for at most `milliseconds`.
+    /// Runs `body` in this auth environment's turn, waited for at most `milliseconds`. Within an
+    /// operation (`OperationDeadline`) a persist's waits are not counted against its deadline, up
+    /// to `milliseconds` in all; a wait inside another operation (the sandbox's move of the host's
+    /// session during a restore) is counted, and ends with the operation.
     func run<T>(_ authEnvironmentId: String, waitingAtMost milliseconds: UInt32,
                 _ body: () throws(StorageFailure) -> T) throws(StorageFailure) -> T {
-        let end = g_get_monotonic_time() + Int(milliseconds) * 1000
+        let (end, over) = OperationDeadline.turnWait(milliseconds: milliseconds)
         let ticket = enter(authEnvironmentId, until: end)
         defer { if let ticket { leave(authEnvironmentId, ticket) } }
         let file = ticket == nil ? -1 : PrivateDirectory.lock(PersistOrder.lockName(authEnvironmentId), until: end)
         defer { if file >= 0 { close(file) } }
+        over()
         return try body()
     }
 

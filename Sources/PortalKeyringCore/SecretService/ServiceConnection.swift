@@ -65,15 +65,31 @@ final class ServiceConnection: Sendable {
     }
     private let cached = Lock(Cache())
 
-    /// Runs `body` with an endpoint under the call deadline. A failure on a cached endpoint (stale
-    /// connection, provider restarted), or a provider error on any endpoint (a transfer session
-    /// the provider garbles), drops it and runs `body` again on a new one, as `RetryBudget` allows.
+    /// Runs `body` with an endpoint under the operation's deadline (`OperationDeadline`: the call
+    /// deadline from now, or what is left of the operation this call is part of — the sandbox's
+    /// move of the host's session). A failure on a cached endpoint (stale connection, provider
+    /// restarted), or a provider error on any endpoint (a transfer session the provider garbles),
+    /// drops it and runs `body` again on a new one, as `RetryBudget` allows.
     func run<T>(operation: String, timeouts: KeyringTimeouts,
                 _ body: (ServiceEndpoint, Deadline) throws(StorageFailure) -> T)
         throws(StorageFailure) -> T {
+        try OperationDeadline.run(timeouts) { () throws(StorageFailure) -> T in
+            try runInOperation(operation: operation, timeouts: timeouts, body)
+        }
+    }
+
+    private func runInOperation<T>(operation: String, timeouts: KeyringTimeouts,
+                                   _ body: (ServiceEndpoint, Deadline) throws(StorageFailure) -> T)
+        throws(StorageFailure) -> T {
         ForkSafety.install()
         if ForkSafety.dbusUnusable { throw ForkSafety.childFailure }
-        return try Deadlines.shared.run(operation: operation, milliseconds: timeouts.callMilliseconds) { call throws(StorageFailure) -> T in
+        let bound = OperationDeadline.milliseconds(timeouts)
+        let left = OperationDeadline.end(timeouts) - g_get_monotonic_time()
+        // The operation's time is up already (earlier steps took it): no call is started.
+        if left <= 0 { throw .timedOut(operation: operation, milliseconds: bound) }
+        let milliseconds = UInt32(clamping: (left + 999) / 1000)
+        return try Deadlines.shared.run(operation: operation, milliseconds: milliseconds,
+                                        reporting: bound) { call throws(StorageFailure) -> T in
             var retries = RetryBudget()
             while true {
                 let endpoint: ServiceEndpoint
