@@ -26,6 +26,10 @@
 #      fork() tests, each program in a sandbox instance; Tests/flatpak/cli.sh: the CLI suite
 #      (Tests/cli/run.sh) inside a sandbox instance; Tests/flatpak/providers.sh: the keyring
 #      contract suite (Tests/providers/run.sh) there, the provider matrix's sandbox entry; Tests/flatpak/migration.sh: with the talk-name, the host's session moves into the file);
+#   9b. one operation, one deadline (Tests/bounds/run.sh): every operation of portal-session under
+#      hostile conditions (provider or portal stopped, planted oversized items, FIFO, symlinked,
+#      empty, oversized keyring files, the host stopped during the migration) within its
+#      --timeout-ms plus a slack, the real session kept; it prints the operation x condition table;
 #  10. the provider matrix (scripts/test-matrix.sh, docs/providers.md): Tests/providers/run.sh on
 #      gnome-keyring unlocked / locked since login / passwordless, KeePassXC with confirmations
 #      off and on, KWallet; the Swift, CLI and C suites on the other providers as well.
@@ -173,6 +177,13 @@ flatpak_step() {
     bounded 120 "Flatpak migration" \
         scripts/with-flatpak-sandbox.sh --talk-name org.freedesktop.secrets --host Tests/flatpak/migration.sh
 }
+bounds_step() {
+    step "one operation, one deadline: each operation under hostile conditions within --timeout-ms (Tests/bounds/run.sh)"
+    bounded 400 "bounds on the Secret Service" scripts/with-keyring.sh Tests/bounds/run.sh host
+    bounded 400 "bounds in the sandbox" scripts/with-flatpak-sandbox.sh --host Tests/bounds/run.sh sandbox
+    bounded 300 "bounds during the migration" \
+        scripts/with-flatpak-sandbox.sh --talk-name org.freedesktop.secrets --host Tests/bounds/run.sh migration
+}
 flatpak_c_step() {
     step "Flatpak sandbox: the C ABI's tests, each program in a sandbox instance (Tests/flatpak/c.sh)"
     bounded "${PORTAL_TIMEOUT_FLATPAK_C:-600}" "Flatpak C tests" \
@@ -240,7 +251,7 @@ c_keepassxc_step() {
 # Two lanes while the install test's release build takes the CPU; then three for the matrix,
 # balanced by their seconds on a clean clone (the longest lane is the test command's tail).
 lane build-and-fault-a install_step bench_step api_step flatpak_step
-lane build-and-fault-b fault_step flatpak_c_step
+lane build-and-fault-b fault_step flatpak_c_step bounds_step
 wait_lanes
 lane matrix-a contract_matrix_step plain_step cli_matrix_step
 lane matrix-b swift_matrix_step c_matrix_step

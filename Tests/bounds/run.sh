@@ -178,7 +178,11 @@ migration)
     stop "$PORTAL_TEST_KEYRING_PID"
     for op in restore status persist clear; do measure "host provider stopped during the migration" "$op" 2; done
     cont "$PORTAL_TEST_KEYRING_PID"
-    session_is host-user "host provider stopped during the migration"
+    # Nothing lost: the host still holds the session the failed moves did not take. (Asked on the
+    # host: this harness's portal answers "failed" for a while after its gnome-keyring resumes.)
+    got=$("${cli[@]}" restore 2>/dev/null)
+    [[ $got == host-user ]] && ok "host provider stopped during the migration: the host still holds host-user" ||
+        bad "host provider stopped during the migration: the host's restore said '$got', wanted host-user"
     ;;
 esac
 
