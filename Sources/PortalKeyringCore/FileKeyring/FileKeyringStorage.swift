@@ -32,9 +32,10 @@ import Glibc
 /// "Locked ≠ absent"). A persist stores a new sign-in beside such items, after which restore
 /// returns it.
 ///
-/// Deadlines: a writer waits for the lock until the operation's deadline
-/// (`KeyringTimeouts.callMilliseconds`; a persist may first wait as long for its turn,
-/// `PersistTurn`) and writes nothing once it has passed. Reading and decrypting the file is
+/// Deadlines: one per operation, shared with the operation this is part of (`OperationDeadline`:
+/// in a sandbox, the portal's calls and the move of the host's session count too). A writer
+/// waits for the lock until that deadline (`KeyringTimeouts.callMilliseconds`; a persist may
+/// first wait as long for its turn, `PersistTurn`) and writes nothing once it has passed. Reading and decrypting the file is
 /// linear in its size, which is capped (`FileKeyringFormat.maximumFileSize`, with caps on items
 /// and attributes), and stops at the operation's deadline; the key derivation is bounded by the
 /// iteration count (`FileKeyringFormat.iterationRange`, at most libsecret's). The file is never
