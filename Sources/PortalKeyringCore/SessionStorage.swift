@@ -47,6 +47,9 @@ enum StorageFailure: Error, Equatable {
     case noDefaultCollection
     /// The provider did not answer within the deadline (milliseconds).
     case timedOut(operation: String, milliseconds: UInt32)
+    /// The provider answered, but reading what it handed out (the stored documents) took the
+    /// rest of the operation's deadline: the library's own work, not the provider's.
+    case overran(operation: String, milliseconds: UInt32)
     /// Any other provider error.
     case failed(String)
     /// The new item was removed because another sign-in, stored at the same moment, ranks above
@@ -72,6 +75,8 @@ enum StorageFailure: Error, Equatable {
         case .noDefaultCollection:
             return "no default keyring: the Secret Service has no collection with the alias 'default'"
         case .timedOut(let op, let ms): return "Secret Service did not answer \(op) within \(ms) ms"
+        case .overran(let op, let ms):
+            return "\(op) did not finish within \(ms) ms: reading the stored items took the rest of the deadline (nothing was deleted)"
         case .failed(let m): return "Secret Service error: \(m)"
         case .superseded:
             return "another sign-in was stored at the same moment and replaced this one: the stored session is the other one"

@@ -69,9 +69,10 @@ struct SecretServiceStorage: SessionStorage {
             return try ReadPolicy.restore(
                 authEnvironmentId, items: try readItems(bus, authEnvironmentId),
                 inTime: { () throws(StorageFailure) in
-                    // Decoding is work of this operation too: past the deadline it stops.
+                    // Decoding is work of this operation too: past the deadline it stops, and says
+                    // that the time went to reading, not to a provider that did not answer.
                     if g_cancellable_is_cancelled(call.cancellable) != 0 {
-                        throw .timedOut(operation: "restore", milliseconds: timeouts.callMilliseconds)
+                        throw .overran(operation: "restore", milliseconds: timeouts.callMilliseconds)
                     }
                 },
                 attributes: { () throws(StorageFailure) in try listed(bus, authEnvironmentId) },

@@ -138,7 +138,8 @@ final class ServiceConnection: Sendable {
                 guard fromCache else { return false }
                 defer { staleRetried = true }
                 return !staleRetried
-            case .locked, .refused, .noDefaultCollection, .timedOut, .superseded, .fileKeyring, .misconfigured, .secretPortal:
+            case .locked, .refused, .noDefaultCollection, .timedOut, .overran, .superseded, .fileKeyring, .misconfigured,
+                 .secretPortal:
                 return false
             }
         }
