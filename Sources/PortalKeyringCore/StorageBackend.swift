@@ -67,10 +67,16 @@ enum StorageBackend {
         try SecretPortal.retrieveSecret(until: end)
     })
 
-    /// The bytes of the master secret file at `path`, checked as the variable's rules say.
+    /// The bytes of the master secret file at `path`, checked as the variable's rules say. Opened
+    /// without blocking (a FIFO there would wait for a writer for ever, past every deadline: the
+    /// keyring file's rule, docs/security.md "3. A FIFO at the keyring path") and without
+    /// following a link (another user's link could point anywhere).
     static func readMasterSecret(_ path: String) throws(StorageFailure) -> SecretBytes {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY)
-        guard fd >= 0 else { throw .misconfigured("\(masterSecretVariable): open \(path): \(String(cString: strerror(errno)))") }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
+        guard fd >= 0 else {
+            let why = errno == ELOOP ? "is a symbolic link (not followed: name the file itself)" : String(cString: strerror(errno))
+            throw .misconfigured("\(masterSecretVariable): open \(path): \(why)")
+        }
         defer { close(fd) }
         var status = stat()
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_uid == geteuid(),

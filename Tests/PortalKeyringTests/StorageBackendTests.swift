@@ -103,10 +103,16 @@ import Glibc
                 #expect(error.message.contains(reason), "\(error.message)")
             }
         }
-        // A symbolic link is not followed (another user's link could point anywhere).
+        // A symbolic link is not followed (another user's link could point anywhere), and says so.
         let target = secretFile(directory, bytes)
         symlink(target, directory + "/link")
-        #expect(throws: StorageFailure.self) { try StorageBackend.readMasterSecret(directory + "/link") }
+        #expect(throws: StorageFailure.misconfigured("PORTAL_KEYRING_MASTER_SECRET_FILE: open \(directory)/link: "
+                                                     + "is a symbolic link (not followed: name the file itself)")) {
+            try StorageBackend.readMasterSecret(directory + "/link")
+        }
+        // A FIFO is refused at once: opening one for reading would wait for a writer for ever.
+        #expect(mkfifo(directory + "/fifo", 0o600) == 0)
+        #expect(throws: StorageFailure.self) { try StorageBackend.readMasterSecret(directory + "/fifo") }
     }
 
     /// `portal-session persist` in three loops of five at once, each loop with a runtime
