@@ -66,7 +66,7 @@ extension SecretServiceStorage {
             // the items of a wallet closed after the search with empty secrets, and restore
             // believes one only once a search that needed no unlock finds the item again
             // (`readSecrets`), which a watch that never unlocks cannot do. Judged, it was a
-            // "signed-out" event while the session was stored (issue 39: kwallet watch_test).
+            // "signed-out" event while the session was stored (docs/security.md, "The watch and a secret served empty").
             let plan = ReadPolicy.newest(authEnvironmentId, items: mine.map { item in
                 StoredSessionItem(itemId: item.itemId, generation: item.generation, persistedAt: item.persistedAt,
                                   secret: secrets[item.itemId].flatMap { $0.count == 0 ? nil : $0 })
