@@ -19,8 +19,12 @@
                                                   change's own mutants are never cut; one name per
                                                   line, the reasons on stderr
     mutants.py sync SOURCE TREE                   make TREE a copy of SOURCE's working tree (tracked
-                                                  and untracked-but-not-ignored files, mtimes kept;
-                                                  TREE/.build and TREE/build are left alone)
+                                                  and untracked-but-not-ignored files; a file whose
+                                                  bytes differ is copied with a fresh mtime, so that
+                                                  TREE's incremental build sees it; TREE/.build and
+                                                  TREE/build are left alone)
+    mutants.py restore SOURCE TREE FILE           put SOURCE/FILE back in TREE after a mutant, with
+                                                  a fresh mtime (as sync)
 
 A mutant file (NAME.mutant, anywhere under the catalogue directory) is a header of `key: value`
 lines, then one or more hunks:
@@ -39,6 +43,7 @@ lines, then one or more hunks:
 Lines starting with `#` in the header are comments. Each search text must occur exactly once
 in the file (after the previous hunks were applied); otherwise the mutant is STALE.
 """
+import filecmp
 import os
 import shlex
 import shutil
@@ -284,27 +289,41 @@ def select(directory, tree, slices, budget=None):
     return 0
 
 
+def copy_fresh(source, tree, rel):
+    """Copies SOURCE/REL over TREE/REL unless the two are already the same bytes; a copy gets the
+    current time as its mtime, never the source's. The copy's incremental builds decide by mtime,
+    and the Swift driver rebuilds a module for a changed C header only when the header is newer
+    than its last build: a header put back with its old mtime after a mutant (cjsmn.h without
+    parent links) left Swift code built for the mutant's jsmntok_t beside jsmn.c built for the
+    original, and the next suite corrupted the heap. Returns whether it copied."""
+    src, dst = os.path.join(source, rel), os.path.join(tree, rel)
+    s = os.lstat(src)
+    try:
+        d = os.lstat(dst)
+        if (os.path.islink(src) == os.path.islink(dst) and d.st_mode == s.st_mode
+                and (os.readlink(src) == os.readlink(dst) if os.path.islink(src)
+                     else d.st_size == s.st_size and filecmp.cmp(src, dst, shallow=False))):
+            return False
+    except FileNotFoundError:
+        pass
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    if os.path.lexists(dst):
+        os.remove(dst)
+    if os.path.islink(src):
+        os.symlink(os.readlink(src), dst)
+    else:
+        shutil.copyfile(src, dst)
+        shutil.copymode(src, dst)
+    return True
+
+
 def sync(source, tree):
     listing = subprocess.run(["git", "-C", source, "ls-files", "-z", "-c", "-o", "--exclude-standard"],
                              check=True, capture_output=True).stdout.decode().split("\0")
     wanted = {p for p in listing if p and os.path.lexists(os.path.join(source, p))}
     wanted = {p for p in wanted if not p.startswith((".build/", "build/"))}
     for rel in sorted(wanted):
-        src, dst = os.path.join(source, rel), os.path.join(tree, rel)
-        s = os.lstat(src)
-        try:
-            d = os.lstat(dst)
-            if d.st_size == s.st_size and int(d.st_mtime) == int(s.st_mtime) and d.st_mode == s.st_mode:
-                continue
-        except FileNotFoundError:
-            pass
-        os.makedirs(os.path.dirname(dst), exist_ok=True)
-        if os.path.islink(src):
-            if os.path.lexists(dst):
-                os.remove(dst)
-            os.symlink(os.readlink(src), dst)
-        else:
-            shutil.copy2(src, dst)
+        copy_fresh(source, tree, rel)
     # Files that are gone from the source go from the copy too (build outputs excepted).
     for root, dirs, files in os.walk(tree):
         rel_root = os.path.relpath(root, tree)
@@ -338,6 +357,9 @@ def main(argv):
         return check(argv[2], argv[3])
     if len(argv) == 4 and argv[1] == "sync":
         return sync(argv[2], argv[3])
+    if len(argv) == 5 and argv[1] == "restore":
+        copy_fresh(argv[2], argv[3], argv[4])
+        return 0
     print(__doc__, file=sys.stderr)
     return 2
 

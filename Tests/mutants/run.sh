@@ -245,8 +245,8 @@ run_suite_once() {
     esac
 }
 
-restore_file() { # FILE: the original, with its own mtime
-    cp -p "$repo/$1" "$scratch/$1"
+restore_file() { # FILE: the original, with a fresh mtime (mutants.py copy_fresh says why)
+    python3 "$tool" restore "$repo" "$scratch" "$1"
 }
 
 # ------------------------------------------------------------------------------------ baseline

@@ -10,12 +10,15 @@ throw-away git repository (seconds, no build; run by scripts/check-sources.sh):
 - a budget cuts the slice (in name order), then the mutants of a changed suite, never those of
   the changed code itself;
 - the order to run them in: edited mutants, the changed code's, a changed suite's, the slice;
-- no green commit recorded, or one this clone does not have: everything.
+- no green commit recorded, or one this clone does not have: everything;
+- `sync` and `restore` give a changed file a fresh mtime (never the source's) and leave an
+  unchanged one alone.
 """
 import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -140,6 +143,61 @@ class SelectTests(unittest.TestCase):
         with open(os.path.join(self.tree, "cat/green"), "w", encoding="utf-8") as f:
             f.write("0" * 40 + "\n")
         self.assertEqual(self.selected(), {"a-swift", "b-c"})
+
+
+class CopyTests(unittest.TestCase):
+    """`sync` and `restore` (run.sh's copy of the tree, and each mutated file put back): a file
+    whose bytes changed is newer than any build made before, whatever the source's mtime; an
+    unchanged one is left alone (no rebuild)."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.source = os.path.join(self.dir.name, "source")
+        self.tree = os.path.join(self.dir.name, "tree")
+        subprocess.run(["git", "init", "-q", self.source], check=True)
+        self.put(self.source, "Sources/C/include/c.h", "#define OPTION\n")
+        self.put(self.source, "Sources/A.swift", "old\n")
+        # The sources' mtimes are old: a fresh build in the copy is newer than them.
+        for rel in ("Sources/C/include/c.h", "Sources/A.swift"):
+            os.utime(os.path.join(self.source, rel), (1_000_000_000, 1_000_000_000))
+        self.mutants("sync", self.source, self.tree)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    @staticmethod
+    def put(root, rel, text):
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
+            f.write(text)
+
+    @staticmethod
+    def mutants(*args):
+        subprocess.run([sys.executable, MUTANTS, *args], check=True, capture_output=True)
+
+    def mtime(self, rel):
+        return os.stat(os.path.join(self.tree, rel)).st_mtime
+
+    def test_a_restored_header_is_newer_than_the_mutants_build(self):
+        self.put(self.tree, "Sources/C/include/c.h", "\n")  # the mutant, written 10 s ago
+        written = int(time.time()) - 10
+        os.utime(os.path.join(self.tree, "Sources/C/include/c.h"), (written, written))
+        self.mutants("restore", self.source, self.tree, "Sources/C/include/c.h")
+        with open(os.path.join(self.tree, "Sources/C/include/c.h"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), "#define OPTION\n")
+        self.assertGreater(self.mtime("Sources/C/include/c.h"), written,
+                           "put back with its old mtime: the Swift code built for the mutant stays")
+
+    def test_sync_gives_a_changed_file_a_fresh_mtime_and_leaves_the_rest(self):
+        untouched = self.mtime("Sources/A.swift")
+        self.put(self.tree, "Sources/C/include/c.h", "\n")  # a mutant left by a killed run
+        os.utime(os.path.join(self.tree, "Sources/C/include/c.h"), (2_000_000_000, 2_000_000_000))
+        self.mutants("sync", self.source, self.tree)
+        self.assertGreater(self.mtime("Sources/C/include/c.h"), 1_000_000_000)
+        self.assertNotEqual(self.mtime("Sources/C/include/c.h"), 2_000_000_000)
+        with open(os.path.join(self.tree, "Sources/C/include/c.h"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), "#define OPTION\n")
+        self.assertEqual(self.mtime("Sources/A.swift"), untouched, "an unchanged file was copied again")
 
 
 if __name__ == "__main__":
