@@ -10,7 +10,7 @@
 #      imports neither Foundation nor FoundationEssentials: loaded into other people's processes,
 #      it stays light (issue 27; the portal-session command may use them);
 #   5. no `Lock` guards an empty value (`Lock<Void>`): ThreadSanitizer reports a false race on it
-#      (Sources/PortalKeyringCore/Lock.swift);
+#      (Sources/PortalKeyringCore/Runtime/Lock.swift);
 #   6. what the C library links (Sources/PortalKeyringCore, Sources/PortalKeyringC) uses no Swift
 #      concurrency (async functions, await, Task, actors, async sequences, continuations): one use
 #      links Swift's concurrency runtime and libdispatch into libportal-keyring.so (0.67 MB;
@@ -18,7 +18,10 @@
 #   7. nor key-path expressions (`\.name`, `\Type.name`): one that is built at run time (as
 #      `optional.map(\.name)` is) makes the runtime's key-path code resident in every process at
 #      its first use (about 0.1 MiB, bench/results.md); a closure (`{ $0.name }`) does the same
-#      work without it.
+#      work without it;
+#   8. the core and its tests keep their files in the folders of docs/architecture.md's map: at
+#      most a handful (5) of Swift files at the root of Sources/PortalKeyringCore or
+#      Tests/PortalKeyringTests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 failed=0
@@ -54,6 +57,15 @@ rule "$(code_lines "$concurrency" Sources/PortalKeyringCore Sources/PortalKeyrin
 rule "$(code_lines '\\\.[A-Za-z_]|\\[A-Z][A-Za-z0-9_]*\.[A-Za-z_]' Sources/PortalKeyringCore Sources/PortalKeyringC)" \
     "the C library's modules use key-path expressions (use a closure: { \$0.name })" \
     "the C library's modules use no key-path expressions"
+# Rule 8: files at a root beyond the limit (PORTAL_CHECK_ROOT_LIMIT: a test plants a violation).
+root_limit=${PORTAL_CHECK_ROOT_LIMIT:-5}
+for root in Sources/PortalKeyringCore Tests/PortalKeyringTests; do
+    at_root=$(find "$root" -maxdepth 1 -name '*.swift' | sort)
+    count=$(printf '%s' "$at_root" | grep -c . || true)
+    rule "$( ((count > root_limit)) && printf '%s\n' "$at_root")" \
+        "$count Swift files at the root of $root (at most $root_limit: put each in its folder, docs/architecture.md)" \
+        "$root keeps its files in folders ($count at its root)"
+done
 python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
 python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1
 exit "$failed"

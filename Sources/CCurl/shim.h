@@ -1,5 +1,5 @@
 /* libcurl's declarations only: the library is loaded with dlopen on the first HTTP request
- * (Sources/PortalKeyringCore/Curl.swift), so a host that only restores sessions never loads it. */
+ * (Sources/PortalKeyringCore/HTTP/Curl.swift), so a host that only restores sessions never loads it. */
 #include <curl/curl.h>
 /* curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call: typed wrappers
  * that call the dlsym'd function through its real (variadic) type. */

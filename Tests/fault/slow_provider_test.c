@@ -15,7 +15,7 @@
  * libsecret's for the library (ELF interposition, linked with -rdynamic): the adapter calls
  * secret_item_load_secrets_sync(NULL, ...) right before GetSecrets and secret_item_delete_sync(NULL,
  * ...) right before Item.Delete, only when a test program replaced them
- * (Sources/PortalKeyringCore/SecretService/FaultInjectionSeam.swift).
+ * (Sources/PortalKeyringCore/Storage/SecretService/FaultInjectionSeam.swift).
  *
  * Needs PORTAL_TEST_KEYRINGCTL and PORTAL_TEST_KEYRING_PID (scripts/with-keyring.sh).
  * Output: "ok ..."/"FAIL ..." per check, "time ..." for the measurement; exit 1 on a failure.

@@ -1,5 +1,5 @@
 // RedirectURLFuzz.swift — libFuzzer target for the redirect-URL parser (`RedirectQuery`,
-// Sources/PortalKeyringCore/RedirectQuery.swift), which reads URLs the desktop hands to
+// Sources/PortalKeyringCore/SignIn/RedirectQuery.swift), which reads URLs the desktop hands to
 // `portal-session handle-redirect %u` — input from outside the app.
 //
 // Built by Tests/fuzz/run.sh with the PortalKeyringCore sources as one module. The first input byte

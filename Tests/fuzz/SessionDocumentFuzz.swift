@@ -1,5 +1,5 @@
 // SessionDocumentFuzz.swift — libFuzzer target for the stored-session decoder
-// (`SessionDocument.decode`, Sources/PortalKeyringCore/SessionDocument.swift).
+// (`SessionDocument.decode`, Sources/PortalKeyringCore/Storage/SessionDocument.swift).
 //
 // Built by Tests/fuzz/run.sh together with the PortalKeyringCore sources as one module (so internal
 // API is visible), with `swiftc -sanitize=fuzzer,address -parse-as-library`. Not part of the

@@ -31,7 +31,7 @@ lines, then one or more hunks:
 
     name: exactly-once-guard              (defaults to the file name without .mutant)
     promise: what the code promises, in one line
-    file: Sources/PortalKeyringCore/SessionInvalidation.swift
+    file: Sources/PortalKeyringCore/Session/SessionInvalidation.swift
     suite: swift ExactlyOnceGuardTests    (one or more; see run.sh for the kinds)
     timeout: 120                          (seconds per suite; optional)
     --- search
@@ -181,12 +181,16 @@ def suite_files_of_kind(kind, arg, tree):
         first = name.split("/")[0].split(".")[0]
         folder = os.path.join(tree, "Tests/PortalKeyringTests")
         found = []
-        for entry in sorted(os.listdir(folder)):
-            with open(os.path.join(folder, entry), encoding="utf-8", errors="replace") as f:
-                if first and first in f.read():
-                    found.append("Tests/PortalKeyringTests/" + entry)
-        # The test support files (stores, helpers) are shared by every suite.
-        return (found or ["Tests/PortalKeyringTests/"]) + ["Tests/PortalKeyringTests/InMemoryStorage.swift"]
+        for root, dirs, names in sorted(os.walk(folder)):
+            dirs.sort()
+            if os.path.relpath(root, folder).split(os.sep)[0] == "Support":
+                continue
+            for entry in sorted(names):
+                with open(os.path.join(root, entry), encoding="utf-8", errors="replace") as f:
+                    if first and first in f.read():
+                        found.append(os.path.relpath(os.path.join(root, entry), tree))
+        # The test support files (fakes, stores, helpers) are shared by every suite.
+        return (found or ["Tests/PortalKeyringTests/"]) + ["Tests/PortalKeyringTests/Support/"]
     if kind in ("c", "c-on"):
         program = arg.split(" ")[-1]
         return [f"Tests/c/{program}.c", "Tests/providers/provider_test.h", "Tests/c/run.sh"]

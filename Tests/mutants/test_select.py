@@ -43,7 +43,7 @@ class SelectTests(unittest.TestCase):
         self.git("config", "user.email", "t@example.invalid")
         self.git("config", "user.name", "t")
         for path in ("Sources/A.swift", "Sources/B.swift", "Include/portal_keyring.h", "Tests/c/b_test.c",
-                     "Tests/PortalKeyringTests/ATests.swift", "Tests/PortalKeyringTests/InMemoryStorage.swift",
+                     "Tests/PortalKeyringTests/ATests.swift", "Tests/PortalKeyringTests/Support/InMemoryStorage.swift",
                      "scripts/with-keyring.sh", "README.md"):
             self.write(path, "old\n")
         # a-swift: guarded by a Swift suite only; b-c: by a C program.

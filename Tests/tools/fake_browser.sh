@@ -1,6 +1,6 @@
 #!/bin/sh
 # fake_browser.sh STATE_DIR URL — the web browser of the desktop sign-in tests
-# (Tests/PortalKeyringTests/FakeBrowser.swift, Tests/c/desktop_signin_test.c). The tests register
+# (Tests/PortalKeyringTests/Support/FakeBrowser.swift, Tests/c/desktop_signin_test.c). The tests register
 # it with the XDG desktop files GIO reads (a .desktop file whose Exec is this script with their
 # STATE_DIR, the default for x-scheme-handler/http and https in mimeapps.list), so the library's
 # URL opener launches it with the authorize URL.

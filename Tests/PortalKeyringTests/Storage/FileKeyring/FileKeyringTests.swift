@@ -6,7 +6,7 @@ import CGLib
 import Glibc
 #endif
 
-// The file keyring (Sources/PortalKeyringCore/FileKeyring) against libsecret 0.20.5's own file
+// The file keyring (Sources/PortalKeyringCore/Storage/FileKeyring) against libsecret 0.20.5's own file
 // backend, driven through `secret-tool` (FileKeyringTestSupport.swift) without D-Bus.
 
 /// A blob of `plaintext` (a multiple of 16 bytes, padding included as given) sealed under `key`
