@@ -10,6 +10,8 @@
  */
 #include <portal_keyring.hpp>
 
+#include "../c/check.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -43,37 +45,23 @@ static_assert(!std::is_base_of_v<pk::session_invalidated, pk::session_storage_fa
 
 // ---------------------------------------------------------------------------------------- harness
 
-static std::atomic<int> checks{0}, failures{0};
-
-#define CHECK(cond)                                                                               \
-    do {                                                                                          \
-        checks++;                                                                                 \
-        if (!(cond)) {                                                                            \
-            failures++;                                                                           \
-            std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);         \
-        }                                                                                         \
-    } while (0)
-
-/* Runs `body`, expecting exception E with status `code`. */
-template <typename E, typename F> static void expect_throw(F body, portal_status code, int line) {
-    checks++;
+/* What went wrong when `body` did not throw E with status `code`; "" when it did. */
+template <typename E, typename F> static std::string not_thrown(F body, portal_status code) {
     try {
         body();
     } catch (const E &e) {
-        if (e.code() != code) {
-            failures++;
-            std::fprintf(stderr, "%s:%d: wrong status %d: %s\n", __FILE__, line, static_cast<int>(e.code()), e.what());
-        }
-        return;
+        if (e.code() == code) return "";
+        return "wrong status " + std::to_string(static_cast<int>(e.code())) + ": " + e.what();
     } catch (const std::exception &e) {
-        failures++;
-        std::fprintf(stderr, "%s:%d: unexpected exception: %s\n", __FILE__, line, e.what());
-        return;
+        return std::string("unexpected exception: ") + e.what();
     }
-    failures++;
-    std::fprintf(stderr, "%s:%d: nothing thrown\n", __FILE__, line);
+    return "nothing thrown";
 }
-#define EXPECT_THROW(E, code, ...) expect_throw<E>([&] { __VA_ARGS__; }, code, __LINE__)
+#define EXPECT_THROW(E, code, ...)                                                                    \
+    do {                                                                                              \
+        std::string not_thrown_ = not_thrown<E>([&] { __VA_ARGS__; }, code);                          \
+        CHECK_MSG(not_thrown_.empty(), "expected " #E ": %s", not_thrown_.c_str());                  \
+    } while (0)
 
 template <typename F> static bool wait_for(F predicate, std::chrono::milliseconds timeout = 10s) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -412,19 +400,19 @@ int main() {
         {"eight threads", test_eight_threads},
     };
     for (const auto &test : tests) {
-        int before = failures.load();
+        int before = failures;
         try {
             test.run();
         } catch (const std::exception &e) {
             failures++;
             std::fprintf(stderr, "cpp_wrapper_test: %s: unexpected exception: %s\n", test.name, e.what());
         }
-        std::printf("  %s  %s\n", failures.load() == before ? "ok  " : "FAIL", test.name);
+        std::printf("  %s  %s\n", failures == before ? "ok  " : "FAIL", test.name);
     }
     if (failures) {
-        std::printf("cpp_wrapper_test: %d of %d checks FAILED\n", failures.load(), checks.load());
+        std::printf("cpp_wrapper_test: %d of %d checks FAILED\n", failures, checks);
         return 1;
     }
-    std::printf("cpp_wrapper_test: %d checks passed\n", checks.load());
+    std::printf("cpp_wrapper_test: %d checks passed\n", checks);
     return 0;
 }

@@ -16,6 +16,7 @@
  */
 #define _DEFAULT_SOURCE 1
 #include <portal_keyring.h>
+#include "check.h"
 
 #include <glib.h>
 #include <poll.h>
@@ -26,16 +27,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int checks, failures;
-#define CHECK(cond)                                                                                  \
-    do {                                                                                             \
-        checks++;                                                                                    \
-        if (!(cond)) {                                                                               \
-            failures++;                                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                 \
-        }                                                                                            \
-    } while (0)
 
 /* The largest main-loop gap allowed. Every blocking scenario here would stall the loop for 900 ms
  * or more (prompt and call deadlines, API delays, portal_free's wait); a loaded 2-core machine

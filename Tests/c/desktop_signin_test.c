@@ -18,22 +18,13 @@
  */
 #define _DEFAULT_SOURCE 1
 #include <portal_keyring.h>
+#include "check.h"
 
 #include <gio/gio.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int checks, failures;
-#define CHECK(cond)                                                                                  \
-    do {                                                                                             \
-        checks++;                                                                                    \
-        if (!(cond)) {                                                                               \
-            failures++;                                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                 \
-        }                                                                                            \
-    } while (0)
 
 #define DESKTOP_ID "portal-test-browser-c.desktop"
 #define REDIRECT "portalkeyring://auth/callback"

@@ -22,6 +22,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <portal_keyring.h>
+#include "check.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -32,19 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failed;
-static int checks;
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        checks++;                                                          \
-        if (!(cond)) {                                                     \
-            failed++;                                                      \
-            fprintf(stderr, "fork_test:%d: FAILED: ", __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-        }                                                                  \
-    } while (0)
 
 static double now_ms(void) {
     struct timespec t;
@@ -178,55 +166,55 @@ int main(void) {
 
     /* A sibling process stores the session, so this process has not used the library yet. */
     int rc = store_from_sibling(env);
-    CHECK(rc == 0, "a fresh process stores the session (got %d)", rc);
+    CHECK_MSG(rc == 0, "a fresh process stores the session (got %d)", rc);
 
     /* 1. Fork before any use: the child works. */
     rc = in_child(child_restore, env, 20);
-    CHECK(rc == 0, "a child of a process that never used D-Bus restores the session (got %d)", rc);
+    CHECK_MSG(rc == 0, "a child of a process that never used D-Bus restores the session (got %d)", rc);
 
     /* Now this process uses the library. */
     rc = child_restore(env);
-    CHECK(rc == 0, "the parent restores the session (got %d)", rc);
+    CHECK_MSG(rc == 0, "the parent restores the session (got %d)", rc);
 
     /* 2. Fork after use: restore, persist and clear fail at once, naming fork() (in the sandbox:
      *    work, or fail so). */
     rc = in_child(child_restore, env, 10);
-    CHECK(rc == 2 || (in_sandbox && rc == 0),
+    CHECK_MSG(rc == 2 || (in_sandbox && rc == 0),
           "a child of a process that used D-Bus fails its restore at once, naming fork()%s (got %d%s)",
           in_sandbox ? ", or restores" : "", rc, rc == 124 ? ": HUNG" : "");
     int grandchild = in_child(child_forks_again, env, 20);
-    CHECK(grandchild == rc, "the grandchild does the same as its parent (got %d, the child %d)", grandchild, rc);
+    CHECK_MSG(grandchild == rc, "the grandchild does the same as its parent (got %d, the child %d)", grandchild, rc);
     int writes = in_child(child_writes, env, 10);
-    CHECK(writes == 2 || (in_sandbox && writes == 4), "the child's persist and clear fail at once, naming fork()%s (got %d%s)",
+    CHECK_MSG(writes == 2 || (in_sandbox && writes == 4), "the child's persist and clear fail at once, naming fork()%s (got %d%s)",
           in_sandbox ? ", or both work" : "", writes, writes == 124 ? ": HUNG" : "");
 
     /* 3. The parent still works; nothing was deleted or replaced by children that failed, and a
      *    child's clear that worked is seen. */
     rc = child_restore(env);
     if (writes == 4) {
-        CHECK(rc == 1, "after the child cleared, the parent is signed out (got %d)", rc);
+        CHECK_MSG(rc == 1, "after the child cleared, the parent is signed out (got %d)", rc);
         rc = store_from_sibling(env);
-        CHECK(rc == 0, "a fresh process stores the session again (got %d)", rc);
+        CHECK_MSG(rc == 0, "a fresh process stores the session again (got %d)", rc);
     } else {
-        CHECK(rc == 0, "the parent still restores eu-fork after its children ran (got %d)", rc);
+        CHECK_MSG(rc == 0, "the parent still restores eu-fork after its children ran (got %d)", rc);
     }
 
     /* 4. After a non-blocking call (worker threads exist), the child's non-blocking call completes. */
     rc = async_restore(env);
-    CHECK(rc == PORTAL_OK, "the parent's non-blocking restore completes (got %d: %s)", rc, async_message);
+    CHECK_MSG(rc == PORTAL_OK, "the parent's non-blocking restore completes (got %d: %s)", rc, async_message);
     rc = in_child(child_async_restore, env, 10);
-    CHECK(rc == 2 || (in_sandbox && rc == 0), "a child's non-blocking restore completes at once, naming fork()%s (got %d%s)",
+    CHECK_MSG(rc == 2 || (in_sandbox && rc == 0), "a child's non-blocking restore completes at once, naming fork()%s (got %d%s)",
           in_sandbox ? ", or restores" : "", rc, rc == 124 ? ": HUNG" : "");
     rc = async_restore(env);
-    CHECK(rc == PORTAL_OK, "the parent's non-blocking calls still complete after the fork (got %d)", rc);
+    CHECK_MSG(rc == PORTAL_OK, "the parent's non-blocking calls still complete after the fork (got %d)", rc);
 
     portal_auth *auth = NULL;
     if (portal_auth_new(&auth, env, "forktest://cb", NULL) == PORTAL_OK) {
-        CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clean-up clear: %s", portal_last_error_message());
+        CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clean-up clear: %s", portal_last_error_message());
         portal_auth_free(auth);
     }
-    if (failed) {
-        printf("fork_test: %d of %d checks FAILED\n", failed, checks);
+    if (failures) {
+        printf("fork_test: %d of %d checks FAILED\n", failures, checks);
         return 1;
     }
     printf("fork_test: %d checks passed (child of a fresh process works; child after use %s)\n", checks,

@@ -9,6 +9,7 @@
  */
 #define _DEFAULT_SOURCE 1
 #include <portal_keyring.h>
+#include "check.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -18,17 +19,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static int checks, failures;
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        checks++;                                                                    \
-        if (!(cond)) {                                                               \
-            failures++;                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, \
-                    __LINE__, #cond, portal_last_error_message());                   \
-        }                                                                            \
-    } while (0)
 
 static const char *api_url, *api_host, *self_path;
 

@@ -12,6 +12,7 @@
  */
 #define _DEFAULT_SOURCE 1
 #include <portal_keyring.h>
+#include "check.h"
 
 #include <glib.h>
 #include <stdio.h>
@@ -19,16 +20,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int checks, failures;
-#define CHECK(cond)                                                                                  \
-    do {                                                                                             \
-        checks++;                                                                                    \
-        if (!(cond)) {                                                                               \
-            failures++;                                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                 \
-        }                                                                                            \
-    } while (0)
 
 static const char *api_url;
 static char env_id[128];

@@ -47,6 +47,7 @@
  */
 #define _GNU_SOURCE
 #include <portal_keyring.h>
+#include "check.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -62,17 +63,7 @@
 #define SKIP 16 /* malloc's free-list links overwrite a freed block's first 16 bytes */
 #define MASK 0x3C
 
-static int checks, failures, report_only;
-#define CHECK(cond, ...)                                                                        \
-    do {                                                                                        \
-        checks++;                                                                               \
-        if (!(cond)) {                                                                          \
-            failures++;                                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);            \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fprintf(stderr, " (last error: %s)\n", portal_last_error_message());                \
-        }                                                                                       \
-    } while (0)
+static int report_only;
 
 /* A token this program knows only masked. */
 struct marker {
@@ -222,7 +213,7 @@ static void issue(const struct marker *m, const char *user) {
     char json[MAX_TOKEN + 128];
     snprintf(json, sizeof json, "{\"endUserId\":\"%s\",\"token\":\"%s\"}", user, token);
     drop(token);
-    CHECK(admin("sessions", json, "sessionId", NULL, 0) == 0, "issue a session on the fake Portal API");
+    CHECK_MSG(admin("sessions", json, "sessionId", NULL, 0) == 0, "issue a session on the fake Portal API");
     explicit_bzero(json, sizeof json);
 }
 
@@ -231,7 +222,7 @@ static void revoke_marker(const struct marker *m) {
     char json[MAX_TOKEN + 64];
     snprintf(json, sizeof json, "{\"token\":\"%s\"}", token);
     drop(token);
-    CHECK(admin("revoke", json, "revoked", NULL, 0) == 0, "revoke the token");
+    CHECK_MSG(admin("revoke", json, "revoked", NULL, 0) == 0, "revoke the token");
     explicit_bzero(json, sizeof json);
 }
 
@@ -241,13 +232,13 @@ static void persist_elsewhere(const struct marker *m, const char *env_id, const 
     char command[1024];
     snprintf(command, sizeof command, "'%s' --env '%s' persist --end-user-id '%s' >/dev/null", cli, env_id, user);
     FILE *p = popen(command, "w");
-    CHECK(p != NULL, "popen %s", command);
+    CHECK_MSG(p != NULL, "popen %s", command);
     if (!p) return;
     setvbuf(p, NULL, _IONBF, 0); /* no stdio buffer keeps a copy */
     char *token = marker_copy(m);
     fputs(token, p);
     drop(token);
-    CHECK(pclose(p) == 0, "portal-session persist");
+    CHECK_MSG(pclose(p) == 0, "portal-session persist");
 }
 
 /* The copies a path is known to leave: none. (Sign-in left 1 or 2 until SignIn.swift decoded the
@@ -289,16 +280,16 @@ static void expect_none(const char *path, const struct marker *m) {
            n == 1 ? "y" : "ies", s);
     if (report_only) return;
     long known = known_copies(path);
-    CHECK(n <= known, "%s: %ld copies of the token remain in memory (known and documented: at most %ld)", path, n, known);
-    CHECK(s == 0, "%s: %ld copies of the token's stored form (base64url, as in a session document) remain in memory", path, s);
+    CHECK_MSG(n <= known, "%s: %ld copies of the token remain in memory (known and documented: at most %ld)", path, n, known);
+    CHECK_MSG(s == 0, "%s: %ld copies of the token's stored form (base64url, as in a session document) remain in memory", path, s);
     if (n > known || s > 0) paths_failed++;
 }
 
 static portal_auth *new_auth(const char *label, char *env_id, size_t size) {
     snprintf(env_id, size, "c-memscan-%s-%d", label, (int)getpid());
     portal_auth *auth = NULL;
-    CHECK(portal_auth_new(&auth, env_id, "portalkeyring://auth/callback", api_host) == PORTAL_OK, "portal_auth_new");
-    CHECK(portal_auth_set_magic_link(auth, "login@example.com", "tpl-c") == PORTAL_OK, "portal_auth_set_magic_link");
+    CHECK_MSG(portal_auth_new(&auth, env_id, "portalkeyring://auth/callback", api_host) == PORTAL_OK, "portal_auth_new");
+    CHECK_MSG(portal_auth_set_magic_link(auth, "login@example.com", "tpl-c") == PORTAL_OK, "portal_auth_set_magic_link");
     return auth;
 }
 
@@ -349,7 +340,7 @@ static portal_status finish_async(portal_status started) {
     for (int i = 0; i < 1000 && !async_done; i++) {
         if (poll(&fd, 1, 10) > 0) portal_completion_queue_dispatch(queue, NULL);
     }
-    CHECK(async_done, "the completion never ran");
+    CHECK_MSG(async_done, "the completion never ran");
     async_done = 0;
     return async_status;
 }
@@ -368,10 +359,10 @@ static void path_persist(void) {
     portal_auth *auth = new_auth("persist", env_id, sizeof env_id);
     char *token = marker_copy(&m);
     portal_session *session = NULL;
-    CHECK(portal_auth_persist_session(auth, "memscan-user", token, &session) == PORTAL_OK && session, "persist");
+    CHECK_MSG(portal_auth_persist_session(auth, "memscan-user", token, &session) == PORTAL_OK && session, "persist");
     drop(token);
     portal_session_free(session);
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
     expect_none("persist", &m);
 }
@@ -384,12 +375,12 @@ static void path_persist(void) {
  * where the file keyring is the Secret portal's. */
 static void path_persist_file(void) {
     char dir[] = "/tmp/memscan-file-XXXXXX", keyring[128], secret[128], backend[160];
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    CHECK_MSG(mkdtemp(dir) != NULL, "mkdtemp");
     snprintf(keyring, sizeof keyring, "%s/keyrings/default.keyring", dir);
     snprintf(secret, sizeof secret, "%s/master-secret", dir);
     snprintf(backend, sizeof backend, "file:%s", keyring);
     int fd = open(secret, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    CHECK(fd >= 0 && write(fd, "memscan-test-master-secret-memscan-test-master-secret-memscan-te", 64) == 64, "master secret file");
+    CHECK_MSG(fd >= 0 && write(fd, "memscan-test-master-secret-memscan-test-master-secret-memscan-te", 64) == 64, "master secret file");
     if (fd >= 0) close(fd);
     setenv("PORTAL_KEYRING_BACKEND", backend, 1);
     setenv("PORTAL_KEYRING_MASTER_SECRET_FILE", secret, 1);
@@ -404,19 +395,19 @@ static void path_persist_file(void) {
     for (int round = 0; round < 3; round++) {
         char *token = marker_copy(&m);
         portal_session *session = NULL;
-        CHECK(portal_auth_persist_session(auth, "memscan-user", token, &session) == PORTAL_OK && session,
+        CHECK_MSG(portal_auth_persist_session(auth, "memscan-user", token, &session) == PORTAL_OK && session,
               "persist into a file keyring");
         drop(token);
         portal_session_free(session);
     }
     struct stat info;
-    CHECK(stat(keyring, &info) == 0 && info.st_size > 0, "the file keyring %s was written", keyring);
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    CHECK_MSG(stat(keyring, &info) == 0 && info.st_size > 0, "the file keyring %s was written", keyring);
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
     expect_none("persist-file", &m);
     char command[300];
     snprintf(command, sizeof command, "rm -rf '%s'", dir);
-    CHECK(system(command) == 0, "%s", command);
+    CHECK_MSG(system(command) == 0, "%s", command);
 }
 
 static void path_restore(int async) {
@@ -425,24 +416,24 @@ static void path_restore(int async) {
     char env_id[96];
     portal_auth *auth = new_auth(async ? "restore-async" : "restore", env_id, sizeof env_id);
     persist_elsewhere(&m, env_id, "memscan-user");
-    CHECK(count_copies(&m) == 0, "the token is in memory before this process restored it");
+    CHECK_MSG(count_copies(&m) == 0, "the token is in memory before this process restored it");
     portal_session *session = NULL;
     if (async) {
-        CHECK(finish_async(portal_auth_restore_session_async(auth, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
+        CHECK_MSG(finish_async(portal_auth_restore_session_async(auth, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
               "restore_async");
         session = take_async_session();
-        CHECK(session != NULL, "restore_async delivered the stored session");
+        CHECK_MSG(session != NULL, "restore_async delivered the stored session");
     } else {
-        CHECK(portal_auth_restore_session(auth, &session) == PORTAL_OK && session, "restore");
+        CHECK_MSG(portal_auth_restore_session(auth, &session) == PORTAL_OK && session, "restore");
     }
     /* Control: a held copy is seen by the scan. */
     char *copy = NULL;
-    CHECK(session && portal_session_copy_token(session, &copy) == PORTAL_OK && copy, "copy_token");
+    CHECK_MSG(session && portal_session_copy_token(session, &copy) == PORTAL_OK && copy, "copy_token");
     long held = count_copies(&m);
-    CHECK(held >= 1, "the scan does not see a held copy of the token (%ld): scanner blind", held);
+    CHECK_MSG(held >= 1, "the scan does not see a held copy of the token (%ld): scanner blind", held);
     portal_string_free(copy);
     portal_session_free(session);
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
     expect_none(async ? "restore-async" : "restore", &m);
 }
@@ -451,23 +442,23 @@ static void path_sign_in(int async) {
     char env_id[96];
     portal_auth *auth = new_auth(async ? "signin-async" : "signin", env_id, sizeof env_id);
     char redirect[2048] = "";
-    CHECK(admin("grants", "{\"kind\":\"magic_link\",\"endUserId\":\"eu-memscan\",\"redirectUrl\":\"portalkeyring://auth/callback\"}",
+    CHECK_MSG(admin("grants", "{\"kind\":\"magic_link\",\"endUserId\":\"eu-memscan\",\"redirectUrl\":\"portalkeyring://auth/callback\"}",
                 "redirectUrl", redirect, sizeof redirect) == 0 && redirect[0],
           "mint a magic-link grant");
     /* The sign-in is started first, as an app does: handle_redirect refuses an unsolicited one. */
-    CHECK(portal_auth_send_magic_link(auth, "memscan@example.com") == PORTAL_OK, "send_magic_link");
+    CHECK_MSG(portal_auth_send_magic_link(auth, "memscan@example.com") == PORTAL_OK, "send_magic_link");
     portal_redirect_kind kind = PORTAL_REDIRECT_NOT_HANDLED;
     portal_session *session = NULL;
     if (async) {
         async_kind = PORTAL_REDIRECT_NOT_HANDLED;
-        CHECK(finish_async(portal_auth_handle_redirect_async(auth, redirect, 0, queue, on_sign_in_done, NULL, NULL, NULL)) ==
+        CHECK_MSG(finish_async(portal_auth_handle_redirect_async(auth, redirect, 0, queue, on_sign_in_done, NULL, NULL, NULL)) ==
                   PORTAL_OK,
               "handle_redirect_async");
         kind = async_kind;
         session = take_async_session();
-        CHECK(kind == PORTAL_REDIRECT_AUTHENTICATED && session, "handle_redirect_async authenticated (kind %d)", (int)kind);
+        CHECK_MSG(kind == PORTAL_REDIRECT_AUTHENTICATED && session, "handle_redirect_async authenticated (kind %d)", (int)kind);
     } else {
-        CHECK(portal_auth_handle_redirect(auth, redirect, &kind, &session, NULL, NULL) == PORTAL_OK &&
+        CHECK_MSG(portal_auth_handle_redirect(auth, redirect, &kind, &session, NULL, NULL) == PORTAL_OK &&
                   kind == PORTAL_REDIRECT_AUTHENTICATED && session,
               "handle_redirect");
     }
@@ -475,12 +466,12 @@ static void path_sign_in(int async) {
     char *token = NULL;
     if (session && portal_session_copy_token(session, &token) == PORTAL_OK && token) {
         size_t len = strlen(token);
-        CHECK(len > SKIP + 8 && len < MAX_TOKEN, "the server's CST is %zu bytes", len);
+        CHECK_MSG(len > SKIP + 8 && len < MAX_TOKEN, "the server's CST is %zu bytes", len);
         adopt_marker(&m, token, len); /* wipes token's bytes */
     }
     portal_string_free(token);
     portal_session_free(session);
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
     if (m.len > SKIP + 8) expect_none(async ? "sign-in-async" : "sign-in", &m);
 }
@@ -534,19 +525,19 @@ static void core_dump_case(const char *label, size_t len) {
     portal_auth *auth = new_auth(label, env_id, sizeof env_id);
     persist_elsewhere(&m, env_id, "memscan-user");
     portal_session *session = NULL;
-    CHECK(portal_auth_restore_session(auth, &session) == PORTAL_OK && session, "restore");
+    CHECK_MSG(portal_auth_restore_session(auth, &session) == PORTAL_OK && session, "restore");
     long live = count_copies(&m), dumped = copies_in_core(&m);
     printf("  core-dump   a held session (%zu-byte token): %ld cop%s in memory, %ld in a gcore dump\n", len, live,
            live == 1 ? "y" : "ies", dumped);
-    CHECK(live >= 1, "the held session's token is not in memory (%ld): scanner blind", live);
-    CHECK(dumped == 0, "gcore dumped %ld copies of a held session's %zu-byte token (MADV_DONTDUMP; -1: gcore failed)", dumped, len);
+    CHECK_MSG(live >= 1, "the held session's token is not in memory (%ld): scanner blind", live);
+    CHECK_MSG(dumped == 0, "gcore dumped %ld copies of a held session's %zu-byte token (MADV_DONTDUMP; -1: gcore failed)", dumped, len);
     char *copy = NULL;
-    CHECK(session && portal_session_copy_token(session, &copy) == PORTAL_OK && copy, "copy_token");
+    CHECK_MSG(session && portal_session_copy_token(session, &copy) == PORTAL_OK && copy, "copy_token");
     long control = copies_in_core(&m);
-    CHECK(control >= 1, "control: gcore does not show a caller-owned token copy (%ld): the dump check proves nothing", control);
+    CHECK_MSG(control >= 1, "control: gcore does not show a caller-owned token copy (%ld): the dump check proves nothing", control);
     portal_string_free(copy);
     portal_session_free(session);
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
 }
 
@@ -572,12 +563,12 @@ static void path_request(int invalidate, int async) {
     issue(&m, "eu-memscan");
     persist_elsewhere(&m, env_id, "eu-memscan");
     portal_session *session = NULL;
-    CHECK(portal_auth_restore_session(auth, &session) == PORTAL_OK && session, "restore");
+    CHECK_MSG(portal_auth_restore_session(auth, &session) == PORTAL_OK && session, "restore");
     portal *p = NULL;
-    CHECK(session && portal_new(&p, session, api_host) == PORTAL_OK && p, "portal_new");
+    CHECK_MSG(session && portal_new(&p, session, api_host) == PORTAL_OK && p, "portal_new");
     int fired = 0;
     uint64_t listener = 0;
-    CHECK(p && portal_on_session_invalidated(p, on_invalidated, &fired, NULL, &listener) == PORTAL_OK, "listener");
+    CHECK_MSG(p && portal_on_session_invalidated(p, on_invalidated, &fired, NULL, &listener) == PORTAL_OK, "listener");
     if (invalidate) revoke_marker(&m);
     long status = 0;
     char *body = NULL;
@@ -594,14 +585,14 @@ static void path_request(int invalidate, int async) {
         st = portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, &body, &body_len);
     }
     if (invalidate) {
-        CHECK((st == PORTAL_OK && status == 401) || st == PORTAL_ERR_SESSION_INVALIDATED, "a revoked token gets 401 (status %d, HTTP %ld)", st, status);
+        CHECK_MSG((st == PORTAL_OK && status == 401) || st == PORTAL_ERR_SESSION_INVALIDATED, "a revoked token gets 401 (status %d, HTTP %ld)", st, status);
         if (async)
-            CHECK(finish_async(portal_session_invalidate_async(session, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
+            CHECK_MSG(finish_async(portal_session_invalidate_async(session, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
                   "portal_session_invalidate_async");
         else
-            CHECK(portal_session_invalidate(session) == PORTAL_OK, "portal_session_invalidate");
+            CHECK_MSG(portal_session_invalidate(session) == PORTAL_OK, "portal_session_invalidate");
     } else {
-        CHECK(st == PORTAL_OK && status == 200 && body && body_len > 0, "request (status %d, HTTP %ld)", st, status);
+        CHECK_MSG(st == PORTAL_OK && status == 200 && body && body_len > 0, "request (status %d, HTTP %ld)", st, status);
     }
     portal_string_free(body);
     if (!invalidate && !async && p) path_body_with_nul(p, 0);
@@ -609,9 +600,9 @@ static void path_request(int invalidate, int async) {
     /* Delivery is asynchronous (a library thread): wait for it, at most 10 s. */
     for (int i = 0; invalidate && fired == 0 && i < 1000; i++) usleep(10000);
     portal_free(p);
-    if (invalidate) CHECK(fired == 1, "the listener fired once (%d)", fired);
+    if (invalidate) CHECK_MSG(fired == 1, "the listener fired once (%d)", fired);
     portal_session_free(session);
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
     expect_none(label, &m);
 }
@@ -625,18 +616,18 @@ static void path_invalidate_async(void) {
     portal_auth *auth = new_auth("invalidate-async", env_id, sizeof env_id);
     persist_elsewhere(&m, env_id, "memscan-user");
     portal_session *session = NULL;
-    CHECK(portal_auth_restore_session(auth, &session) == PORTAL_OK && session, "restore");
+    CHECK_MSG(portal_auth_restore_session(auth, &session) == PORTAL_OK && session, "restore");
     long held = count_copies(&m);
-    CHECK(held >= 1, "the restored session's token is not in memory (%ld): scanner blind", held);
-    CHECK(session && finish_async(portal_session_invalidate_async(session, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
+    CHECK_MSG(held >= 1, "the restored session's token is not in memory (%ld): scanner blind", held);
+    CHECK_MSG(session && finish_async(portal_session_invalidate_async(session, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
           "portal_session_invalidate_async");
     long after = count_copies(&m);
-    CHECK(after == 0, "%ld copies of the token remain while the invalidated session's handle is held", after);
+    CHECK_MSG(after == 0, "%ld copies of the token remain while the invalidated session's handle is held", after);
     char *copy = NULL;
-    CHECK(session && portal_session_copy_token(session, &copy) == PORTAL_ERR_SESSION_INVALIDATED && !copy,
+    CHECK_MSG(session && portal_session_copy_token(session, &copy) == PORTAL_ERR_SESSION_INVALIDATED && !copy,
           "the invalidated session hands out no token");
     portal_session *again = NULL;
-    CHECK(portal_auth_restore_session(auth, &again) == PORTAL_OK && !again, "the stored item was deleted");
+    CHECK_MSG(portal_auth_restore_session(auth, &again) == PORTAL_OK && !again, "the stored item was deleted");
     portal_session_free(again);
     portal_session_free(session);
     portal_auth_free(auth);
@@ -658,7 +649,7 @@ static void path_body_with_nul(portal *p, int async) {
     unlink(port_file);
     snprintf(command, sizeof command, "python3 '%s/one_shot_server.py' '%s'", dir, port_file);
     FILE *server = popen(command, "w");
-    CHECK(server != NULL, "start %s", command);
+    CHECK_MSG(server != NULL, "start %s", command);
     if (!server) return;
     setvbuf(server, NULL, _IONBF, 0);
     char *token = marker_copy(&m);
@@ -675,7 +666,7 @@ static void path_body_with_nul(portal *p, int async) {
         if (!port[0]) usleep(10000);
     }
     unlink(port_file);
-    CHECK(port[0] != '\0', "the one-shot server did not start");
+    CHECK_MSG(port[0] != '\0', "the one-shot server did not start");
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%s/body", port);
     long status = 0;
@@ -683,15 +674,15 @@ static void path_body_with_nul(portal *p, int async) {
     size_t body_len = 0;
     if (async) {
         status = 200;
-        CHECK(port[0] && finish_async(portal_request_async(p, "GET", url, NULL, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
+        CHECK_MSG(port[0] && finish_async(portal_request_async(p, "GET", url, NULL, queue, on_done, NULL, NULL, NULL)) == PORTAL_OK,
               "request_async to the one-shot server");
         body = async_body;
         body_len = async_body_len;
         async_body = NULL;
     } else {
-        CHECK(port[0] && portal_request(p, "GET", url, NULL, &status, &body, &body_len) == PORTAL_OK, "request");
+        CHECK_MSG(port[0] && portal_request(p, "GET", url, NULL, &status, &body, &body_len) == PORTAL_OK, "request");
     }
-    CHECK(status == 200 && body && body_len == 3 + m.len && memcmp(body, "ok", 3) == 0,
+    CHECK_MSG(status == 200 && body && body_len == 3 + m.len && memcmp(body, "ok", 3) == 0,
           "request to the one-shot server (HTTP %ld, %zu bytes)", status, body_len);
     portal_string_free(body);
     pclose(server);
@@ -706,11 +697,11 @@ static void path_persist_async(void) {
     char *token = marker_copy(&m);
     portal_status st = portal_auth_persist_session_async(auth, "memscan-user", token, queue, on_done, NULL, NULL, NULL);
     drop(token);
-    CHECK(finish_async(st) == PORTAL_OK, "persist_async");
+    CHECK_MSG(finish_async(st) == PORTAL_OK, "persist_async");
     portal_session *session = take_async_session();
-    CHECK(session != NULL, "persist_async delivered the session");
+    CHECK_MSG(session != NULL, "persist_async delivered the session");
     portal_session_free(session);
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
     expect_none("persist-async", &m);
 }
@@ -725,24 +716,24 @@ static void path_report(void) {
     portal_auth *auth = new_auth("report", env_id, sizeof env_id);
     char *token = marker_copy(&session_token);
     portal_session *session = NULL;
-    CHECK(portal_auth_persist_session(auth, "memscan-user", token, &session) == PORTAL_OK && session, "persist");
+    CHECK_MSG(portal_auth_persist_session(auth, "memscan-user", token, &session) == PORTAL_OK && session, "persist");
     drop(token);
     portal *p = NULL;
-    CHECK(session && portal_new(&p, session, "127.0.0.1:1") == PORTAL_OK && p, "portal_new");
+    CHECK_MSG(session && portal_new(&p, session, "127.0.0.1:1") == PORTAL_OK && p, "portal_new");
     bool invalidated = true;
     char *copy = marker_copy(&rejected);
-    CHECK(p && portal_report_unauthorized(p, copy, &invalidated) == PORTAL_OK && !invalidated, "report_unauthorized");
+    CHECK_MSG(p && portal_report_unauthorized(p, copy, &invalidated) == PORTAL_OK && !invalidated, "report_unauthorized");
     drop(copy);
     expect_none("report", &rejected);
     make_marker(&rejected, "report-rejected-async-");
     copy = marker_copy(&rejected);
     portal_status st = portal_report_unauthorized_async(p, copy, queue, on_done, NULL, NULL, NULL);
     drop(copy);
-    CHECK(finish_async(st) == PORTAL_OK, "report_unauthorized_async");
+    CHECK_MSG(finish_async(st) == PORTAL_OK, "report_unauthorized_async");
     expect_none("report-async", &rejected);
     portal_free(p);
     portal_session_free(session);
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
 }
 
@@ -751,7 +742,7 @@ static void path_api_key(void) {
     make_marker(&m, "api-key-");
     char *key = marker_copy(&m);
     portal *p = NULL;
-    CHECK(portal_new_with_api_key(&p, key, "127.0.0.1:1") == PORTAL_OK && p, "portal_new_with_api_key");
+    CHECK_MSG(portal_new_with_api_key(&p, key, "127.0.0.1:1") == PORTAL_OK && p, "portal_new_with_api_key");
     drop(key);
     portal_free(p);
     expect_none("api-key", &m);
@@ -767,14 +758,14 @@ static void path_totp_jwt(void) {
     portal_auth *auth = new_auth("totp-jwt", env_id, sizeof env_id);
     char *jwt = marker_copy(&m);
     portal_session *session = NULL;
-    CHECK(portal_auth_verify_totp(auth, "123456", jwt, &session) != PORTAL_OK && !session, "verify_totp fails");
+    CHECK_MSG(portal_auth_verify_totp(auth, "123456", jwt, &session) != PORTAL_OK && !session, "verify_totp fails");
     drop(jwt);
     expect_none("totp-jwt", &m);
     make_marker(&m, TOTP_JWT_PREFIX "totp-jwt-async-");
     jwt = marker_copy(&m);
     portal_status st = portal_auth_verify_totp_async(auth, "123456", jwt, queue, on_sign_in_done, NULL, NULL, NULL);
     drop(jwt);
-    CHECK(finish_async(st) != PORTAL_OK, "verify_totp_async fails");
+    CHECK_MSG(finish_async(st) != PORTAL_OK, "verify_totp_async fails");
     portal_auth_free(auth);
     expect_none("totp-jwt-async", &m);
 }
@@ -791,7 +782,7 @@ int main(void) {
     report_only = getenv("PORTAL_MEMSCAN_REPORT") && strcmp(getenv("PORTAL_MEMSCAN_REPORT"), "1") == 0;
     srandom((unsigned)time(NULL) ^ (unsigned)getpid());
     path_persist_file(); /* first: it sets environment variables, before any library thread runs */
-    CHECK(portal_completion_queue_new_pollable(&queue) == PORTAL_OK, "pollable queue");
+    CHECK_MSG(portal_completion_queue_new_pollable(&queue) == PORTAL_OK, "pollable queue");
     path_persist();
     path_restore(0);
     path_restore(1);

@@ -17,24 +17,13 @@
  */
 #define _GNU_SOURCE
 #include <portal_keyring.h>
+#include "check.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failed, checks;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        checks++;                                                          \
-        if (!(cond)) {                                                     \
-            failed++;                                                      \
-            fprintf(stderr, "persist_order_test:%d: FAILED: ", __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-        }                                                                  \
-    } while (0)
 
 static volatile int inject; /* 0 nothing, 1 lock the collection, 2 persist a newer sign-in elsewhere */
 static char env[64];
@@ -55,20 +44,20 @@ int secret_item_set_secret_sync(void *item, void *value, void *cancellable, void
     if (what == 1 && sh("'%s' lock 2>/dev/null", getenv("PORTAL_TEST_KEYRINGCTL")) != 0) {
         /* KeePassXC 2.7.4 cannot be locked over D-Bus while an earlier prompt's unlock dialog is
          * open (headless): restart it locked. The library retries on the new instance. */
-        CHECK(getenv("PORTAL_TEST_KEYRING_RESTART") && sh("'%s' --locked >/dev/null", getenv("PORTAL_TEST_KEYRING_RESTART")) == 0,
+        CHECK_MSG(getenv("PORTAL_TEST_KEYRING_RESTART") && sh("'%s' --locked >/dev/null", getenv("PORTAL_TEST_KEYRING_RESTART")) == 0,
               "keyringctl lock, or keyring-restart.sh --locked");
     }
     if (what == 2) {
         /* A persist that does not take its turn (this one holds it): another private directory,
          * as an older version of the library or another sandbox has (PersistTurn). */
         char command[1024], runtime[] = "/tmp/persist-order-XXXXXX";
-        CHECK(mkdtemp(runtime) != NULL, "mkdtemp");
+        CHECK_MSG(mkdtemp(runtime) != NULL, "mkdtemp");
         snprintf(command, sizeof command,
                  "printf token-newer | XDG_RUNTIME_DIR='%s' '%s' --env '%s' --redirect-url order://cb persist --end-user-id eu-newer >/dev/null",
                  runtime, getenv("PORTAL_SESSION_BIN"), env);
-        CHECK(system(command) == 0, "another process persists a newer sign-in");
+        CHECK_MSG(system(command) == 0, "another process persists a newer sign-in");
         snprintf(command, sizeof command, "rm -rf '%s'", runtime);
-        CHECK(system(command) == 0, "rm the other private directory");
+        CHECK_MSG(system(command) == 0, "rm the other private directory");
     }
     return 1;
 }
@@ -92,7 +81,7 @@ int main(void) {
     portal_auth *auth = NULL;
     portal_status st;
     const char *user = "";
-    CHECK(portal_auth_new(&auth, env, "order://cb", NULL) == PORTAL_OK, "portal_auth_new");
+    CHECK_MSG(portal_auth_new(&auth, env, "order://cb", NULL) == PORTAL_OK, "portal_auth_new");
     portal_auth_set_keyring_timeouts(auth, 5000, 2000);
 
     /* 1. CreateItem fails while the older item is deletable. Not where the provider unlocks
@@ -101,15 +90,15 @@ int main(void) {
     int unlocks_silently = strcmp(provider, "gnome-keyring-passwordless") == 0 || strcmp(provider, "kwallet") == 0;
     if (unlocks_silently) printf("persist_order_test: case 1 skipped on %s: it unlocks without a prompt\n", provider);
     else {
-    CHECK(portal_auth_persist_session(auth, "eu-old", "token-old", NULL) == PORTAL_OK, "persist eu-old: %s",
+    CHECK_MSG(portal_auth_persist_session(auth, "eu-old", "token-old", NULL) == PORTAL_OK, "persist eu-old: %s",
           portal_last_error_message());
     inject = 1;
     st = portal_auth_persist_session(auth, "eu-new", "token-new", NULL);
-    CHECK(st == PORTAL_ERR_SESSION_STORAGE, "persist into a collection locked before CreateItem fails (got %s: %s)",
+    CHECK_MSG(st == PORTAL_ERR_SESSION_STORAGE, "persist into a collection locked before CreateItem fails (got %s: %s)",
           portal_status_str(st), portal_last_error_message());
-    CHECK(sh("'%s' unlock", getenv("PORTAL_TEST_KEYRINGCTL")) == 0, "keyringctl unlock");
+    CHECK_MSG(sh("'%s' unlock", getenv("PORTAL_TEST_KEYRINGCTL")) == 0, "keyringctl unlock");
     user = restored_user(auth, &st);
-    CHECK(st == PORTAL_OK && strcmp(user, "eu-old") == 0,
+    CHECK_MSG(st == PORTAL_OK && strcmp(user, "eu-old") == 0,
           "the older session survives a failed persist (restored %s, %s)", user, portal_status_str(st));
     }
 
@@ -117,19 +106,19 @@ int main(void) {
      *    persist says so instead of reporting a success that restore would not show. */
     inject = 2;
     st = portal_auth_persist_session(auth, "eu-mine", "token-mine", NULL);
-    CHECK(st == PORTAL_ERR_SESSION_STORAGE && strstr(portal_last_error_message(), "replaced this one"),
+    CHECK_MSG(st == PORTAL_ERR_SESSION_STORAGE && strstr(portal_last_error_message(), "replaced this one"),
           "persist eu-mine, overtaken by a newer sign-in, fails (%s: %s)", portal_status_str(st), portal_last_error_message());
     user = restored_user(auth, &st);
-    CHECK(st == PORTAL_OK && strcmp(user, "eu-newer") == 0,
+    CHECK_MSG(st == PORTAL_OK && strcmp(user, "eu-newer") == 0,
           "the newer sign-in stored by another process survives and wins (restored %s)", user);
     /* ... and this persist removed its own item: one item is left, so invalidating the newer
      * sign-in cannot bring eu-mine back (a trial saw two persists at once leave two items). */
-    CHECK(sh2("test \"$('%s' count --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s)\" = 1",
+    CHECK_MSG(sh2("test \"$('%s' count --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s)\" = 1",
              getenv("PORTAL_TEST_KEYRINGCTL"), env) == 0, "one item left after two persists at the same time");
-    CHECK(sh2("'%s' delete-all --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s >/dev/null",
+    CHECK_MSG(sh2("'%s' delete-all --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s >/dev/null",
              getenv("PORTAL_TEST_KEYRINGCTL"), env) == 0, "remove the newer sign-in (as an invalidation would)");
     user = restored_user(auth, &st);
-    CHECK(st == PORTAL_OK && strcmp(user, "(none)") == 0, "signed out after the newer sign-in is gone (restored %s)", user);
+    CHECK_MSG(st == PORTAL_OK && strcmp(user, "(none)") == 0, "signed out after the newer sign-in is gone (restored %s)", user);
     /* 3. An item dated far in the future (a clock that was ahead, another app's plant) neither
      *    survives a new sign-in nor outranks it (docs/security.md, "Ordering sign-ins"). */
     {
@@ -139,24 +128,24 @@ int main(void) {
                  "\"$(printf %%s '%s' | basenc --base64url | tr -d '=')\" | '%s' store --schema io.portalhq.PortalKeyring.Session "
                  "auth_environment_id='%s' session_generation=0f persisted_at=18446744073709551615 >/dev/null",
                  env, getenv("PORTAL_TEST_KEYRINGCTL"), env);
-        CHECK(system(plant) == 0, "keyringctl store of a future-dated item");
+        CHECK_MSG(system(plant) == 0, "keyringctl store of a future-dated item");
     }
     user = restored_user(auth, &st);
-    CHECK(st == PORTAL_OK && strcmp(user, "planted") == 0, "the planted item is what restore sees first (restored %s)", user);
-    CHECK(portal_auth_persist_session(auth, "eu-after-future", "token-after-future", NULL) == PORTAL_OK, "persist after it");
+    CHECK_MSG(st == PORTAL_OK && strcmp(user, "planted") == 0, "the planted item is what restore sees first (restored %s)", user);
+    CHECK_MSG(portal_auth_persist_session(auth, "eu-after-future", "token-after-future", NULL) == PORTAL_OK, "persist after it");
     user = restored_user(auth, &st);
-    CHECK(st == PORTAL_OK && strcmp(user, "eu-after-future") == 0, "the new sign-in wins over the future-dated item (restored %s)", user);
-    CHECK(sh2("test \"$('%s' count --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s)\" = 1",
+    CHECK_MSG(st == PORTAL_OK && strcmp(user, "eu-after-future") == 0, "the new sign-in wins over the future-dated item (restored %s)", user);
+    CHECK_MSG(sh2("test \"$('%s' count --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s)\" = 1",
              getenv("PORTAL_TEST_KEYRINGCTL"), env) == 0, "the future-dated item is gone");
     /* The next persist removes every older one. */
-    CHECK(portal_auth_persist_session(auth, "eu-last", "token-last", NULL) == PORTAL_OK, "persist eu-last");
+    CHECK_MSG(portal_auth_persist_session(auth, "eu-last", "token-last", NULL) == PORTAL_OK, "persist eu-last");
     user = restored_user(auth, &st);
-    CHECK(st == PORTAL_OK && strcmp(user, "eu-last") == 0, "restored %s after the last persist", user);
+    CHECK_MSG(st == PORTAL_OK && strcmp(user, "eu-last") == 0, "restored %s after the last persist", user);
 
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
-    if (failed) {
-        printf("persist_order_test: %d of %d checks FAILED\n", failed, checks);
+    if (failures) {
+        printf("persist_order_test: %d of %d checks FAILED\n", failures, checks);
         return 1;
     }
     printf("persist_order_test: %d checks passed (create before removal; a newer sign-in survives)\n", checks);

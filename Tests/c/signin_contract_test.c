@@ -14,22 +14,12 @@
  */
 #define _DEFAULT_SOURCE 1
 #include <portal_keyring.h>
+#include "check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int checks, failures;
-#define CHECK(cond)                                                                                  \
-    do {                                                                                             \
-        checks++;                                                                                    \
-        if (!(cond)) {                                                                               \
-            failures++;                                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-                    portal_last_error_message());                                                    \
-        }                                                                                            \
-    } while (0)
 
 static const char *api_url;
 

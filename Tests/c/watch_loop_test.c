@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE 1
 #include <portal_keyring.h>
+#include "check.h"
 
 #include <glib.h>
 #include <signal.h>
@@ -34,16 +35,6 @@
 
 /* Longer than any scheduling delay, shorter than the 5 s a blocking call would take. */
 #define BLOCKED_MS 1000
-
-static int checks, failures;
-#define CHECK(cond)                                                                                  \
-    do {                                                                                             \
-        checks++;                                                                                    \
-        if (!(cond)) {                                                                               \
-            failures++;                                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                 \
-        }                                                                                            \
-    } while (0)
 
 static gint64 last_tick, max_gap;
 static GThread *main_thread;

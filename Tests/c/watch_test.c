@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE 1
 #include <portal_keyring.h>
+#include "check.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -42,16 +43,6 @@
 #include <unistd.h>
 
 extern char **environ;
-
-static int checks, failures;
-#define CHECK(cond)                                                                                  \
-    do {                                                                                             \
-        checks++;                                                                                    \
-        if (!(cond)) {                                                                               \
-            failures++;                                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                 \
-        }                                                                                            \
-    } while (0)
 
 /* A step's summary line, marked when a check failed since the previous one. */
 static int failures_noted;

@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include <portal_keyring.h>
+#include "check.h"
 
 #include <setjmp.h>
 #include <signal.h>
@@ -40,18 +41,6 @@
 #define COPIES 64
 #define BOUND 4
 #define MASK 0x5A
-
-static int checks, failures;
-#define CHECK(cond, ...)                                                                        \
-    do {                                                                                        \
-        checks++;                                                                               \
-        if (!(cond)) {                                                                          \
-            failures++;                                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);            \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fprintf(stderr, " (last error: %s)\n", portal_last_error_message());                \
-        }                                                                                       \
-    } while (0)
 
 static unsigned char masked[TOKEN_LEN];
 
@@ -131,9 +120,9 @@ static void report(const char *what, long base, long held, long after) {
     printf("  %-44s baseline %ld, holding %d: %ld, released: %ld\n", what, base, COPIES, held, after);
     /* The control allows BOUND misses: a held copy may reuse a freed, unwiped block that the
      * baseline already counted. */
-    CHECK(held >= base + COPIES - BOUND, "%s: the scan found %ld copies while %d were held (baseline %ld): scanner blind? (or unwiped blocks of an earlier failure being reused)",
+    CHECK_MSG(held >= base + COPIES - BOUND, "%s: the scan found %ld copies while %d were held (baseline %ld): scanner blind? (or unwiped blocks of an earlier failure being reused)",
           what, held, COPIES, base);
-    CHECK(after <= base + BOUND, "%s: %ld copies of the token remain after release (baseline %ld, bound +%d): not wiped",
+    CHECK_MSG(after <= base + BOUND, "%s: %ld copies of the token remain after release (baseline %ld, bound +%d): not wiped",
           what, after, base, BOUND);
 }
 
@@ -142,7 +131,7 @@ static void test_string_free(portal_session *session) {
     char *copies[COPIES] = {0};
     long base = count_copies();
     for (int i = 0; i < COPIES; i++)
-        CHECK(portal_session_copy_token(session, &copies[i]) == PORTAL_OK && copies[i], "copy_token #%d", i);
+        CHECK_MSG(portal_session_copy_token(session, &copies[i]) == PORTAL_OK && copies[i], "copy_token #%d", i);
     long held = count_copies();
     for (int i = 0; i < COPIES; i++) portal_string_free(copies[i]);
     long after = count_copies();
@@ -154,7 +143,7 @@ static void test_session_free(portal_auth *auth) {
     portal_session *sessions[COPIES] = {0};
     long base = count_copies();
     for (int i = 0; i < COPIES; i++)
-        CHECK(portal_auth_restore_session(auth, &sessions[i]) == PORTAL_OK && sessions[i], "restore #%d", i);
+        CHECK_MSG(portal_auth_restore_session(auth, &sessions[i]) == PORTAL_OK && sessions[i], "restore #%d", i);
     long held = count_copies();
     for (int i = 0; i < COPIES; i++) portal_session_free(sessions[i]);
     long after = count_copies();
@@ -167,7 +156,7 @@ static void test_portal_free(void) {
     long base = count_copies();
     for (int i = 0; i < COPIES; i++) {
         char *key = marker_copy();
-        CHECK(portal_new_with_api_key(&portals[i], key, "127.0.0.1:9") == PORTAL_OK && portals[i], "portal #%d", i);
+        CHECK_MSG(portal_new_with_api_key(&portals[i], key, "127.0.0.1:9") == PORTAL_OK && portals[i], "portal #%d", i);
         drop(key);
     }
     long held = count_copies();
@@ -182,15 +171,15 @@ int main(void) {
         return 2;
     }
     make_marker();
-    CHECK(count_copies() == 0, "the marker is in memory before the library saw it");
+    CHECK_MSG(count_copies() == 0, "the marker is in memory before the library saw it");
 
     char env_id[96];
     snprintf(env_id, sizeof env_id, "c-wipe-%d", (int)getpid());
     portal_auth *auth = NULL;
-    CHECK(portal_auth_new(&auth, env_id, "app://cb", "127.0.0.1:9") == PORTAL_OK, "portal_auth_new");
+    CHECK_MSG(portal_auth_new(&auth, env_id, "app://cb", "127.0.0.1:9") == PORTAL_OK, "portal_auth_new");
     char *token = marker_copy();
     portal_session *session = NULL;
-    CHECK(portal_auth_persist_session(auth, "wipe-user", token, &session) == PORTAL_OK && session, "persist");
+    CHECK_MSG(portal_auth_persist_session(auth, "wipe-user", token, &session) == PORTAL_OK && session, "persist");
     drop(token);
 
     if (session) test_string_free(session);
@@ -198,7 +187,7 @@ int main(void) {
     portal_session_free(session);
     test_portal_free();
 
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
     printf("wipe_test: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;

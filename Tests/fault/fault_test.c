@@ -26,6 +26,8 @@
 #define _GNU_SOURCE
 #include "portal_keyring.h"
 
+#include "../c/check.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -41,31 +43,9 @@
 #define SCHEMA "io.portalhq.PortalKeyring.Session"
 #define REDIRECT "fault-test://redirect"
 
-static int failures;
-static const char *condition = "";
-
-static void ok(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("ok    [%s] ", condition);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    fflush(stdout);
-}
-
-static void fail(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL  [%s] ", condition);
-    vprintf(fmt, ap);
-    printf("  (last error: %s)\n", portal_last_error_message());
-    va_end(ap);
-    fflush(stdout);
-    failures++;
-}
-
-#define CHECK(cond, ...) ((cond) ? ok(__VA_ARGS__) : fail(__VA_ARGS__))
+/* A line for what passed or failed without one condition to check. */
+#define ok(...) CHECK_MSG(1, __VA_ARGS__)
+#define fail(...) CHECK_MSG(0, __VA_ARGS__)
 
 static double now_ms(void) {
     struct timespec ts;
@@ -159,7 +139,7 @@ static portal_status expect_restore(portal_auth *auth, const char *user, const c
         return st;
     }
     if (!user) {
-        CHECK(s == NULL, "%s: signed out", what);
+        CHECK_MSG(s == NULL, "%s: signed out", what);
     } else if (!s) {
         fail("%s: signed out, expected user %s", what, user);
     } else {
@@ -167,7 +147,7 @@ static portal_status expect_restore(portal_auth *auth, const char *user, const c
         portal_status cst = portal_session_copy_token(s, &copy);
         int same = cst == PORTAL_OK && strcmp(portal_session_get_end_user_id(s), user) == 0 &&
                    strlen(copy) == token_len && memcmp(copy, token, token_len) == 0;
-        CHECK(same, "%s: restored user %s with a byte-exact token (%zu bytes)", what, user, token_len);
+        CHECK_MSG(same, "%s: restored user %s with a byte-exact token (%zu bytes)", what, user, token_len);
         portal_string_free(copy);
     }
     portal_session_free(s);
@@ -192,23 +172,23 @@ int secret_item_load_secrets_sync(void *items, void *cancellable, void **error) 
 }
 
 static void test_absent_secret(void) {
-    condition = "5 absent secret";
+    check_context = "5 absent secret";
     const char *env = "fault-absent";
     portal_auth *auth = new_auth(env);
-    CHECK(portal_auth_persist_session(auth, "user-a", "token-a", NULL) == PORTAL_OK, "persist a session");
+    CHECK_MSG(portal_auth_persist_session(auth, "user-a", "token-a", NULL) == PORTAL_OK, "persist a session");
 
     inject = 1;
     portal_session *s = (portal_session *)&s;
     double t0 = now_ms();
     portal_status st = portal_auth_restore_session(auth, &s);
     double t1 = now_ms();
-    CHECK(st == PORTAL_ERR_SESSION_STORAGE, "collection locked between search and GetSecrets: storage failure (%d)", (int)st);
-    CHECK(s == (portal_session *)&s, "no output written on failure");
-    CHECK(strstr(portal_last_error_message(), "locked") != NULL, "message says locked: \"%s\"", portal_last_error_message());
-    printf("time  [%s] restore with the item locked before GetSecrets: %.1f ms, status %d, \"%s\"\n", condition,
+    CHECK_MSG(st == PORTAL_ERR_SESSION_STORAGE, "collection locked between search and GetSecrets: storage failure (%d)", (int)st);
+    CHECK_MSG(s == (portal_session *)&s, "no output written on failure");
+    CHECK_MSG(strstr(portal_last_error_message(), "locked") != NULL, "message says locked: \"%s\"", portal_last_error_message());
+    printf("time  [%s] restore with the item locked before GetSecrets: %.1f ms, status %d, \"%s\"\n", check_context,
            t1 - t0, (int)st, portal_last_error_message());
-    CHECK(keyring_unlock() == 0, "unlock with keyringctl");
-    CHECK(count_items(SCHEMA, env) == 1, "nothing was deleted");
+    CHECK_MSG(keyring_unlock() == 0, "unlock with keyringctl");
+    CHECK_MSG(count_items(SCHEMA, env) == 1, "nothing was deleted");
     expect_restore(auth, "user-a", "token-a", 7, "after unlocking");
 
     inject = 2;
@@ -216,8 +196,8 @@ static void test_absent_secret(void) {
     t0 = now_ms();
     st = portal_auth_restore_session(auth, &s);
     t1 = now_ms();
-    CHECK(st == PORTAL_OK && s == NULL, "item deleted between search and GetSecrets: signed out, not an error (%d)", (int)st);
-    printf("time  [%s] restore with the item deleted before GetSecrets: %.1f ms, status %d\n", condition, t1 - t0, (int)st);
+    CHECK_MSG(st == PORTAL_OK && s == NULL, "item deleted between search and GetSecrets: signed out, not an error (%d)", (int)st);
+    printf("time  [%s] restore with the item deleted before GetSecrets: %.1f ms, status %d\n", check_context, t1 - t0, (int)st);
     portal_auth_free(auth);
 }
 
@@ -230,42 +210,42 @@ static void count_call(void *data) {
 }
 
 static void test_locked_app(void) {
-    condition = "6 locked restore";
+    check_context = "6 locked restore";
     const char *env = "fault-locked-app";
     portal_auth *auth = new_auth(env);
     portal_session *session = NULL;
-    CHECK(portal_auth_persist_session(auth, "user-6", "token-6", &session) == PORTAL_OK, "persist a session");
+    CHECK_MSG(portal_auth_persist_session(auth, "user-6", "token-6", &session) == PORTAL_OK, "persist a session");
     portal *p = NULL;
     /* A closed loopback port: the validation request fails with a network error (never invalidates). */
-    CHECK(portal_new(&p, session, "127.0.0.1:9") == PORTAL_OK, "portal_new with a listener");
+    CHECK_MSG(portal_new(&p, session, "127.0.0.1:9") == PORTAL_OK, "portal_new with a listener");
     uint64_t handle = 0;
-    CHECK(portal_on_session_invalidated(p, count_call, NULL, NULL, &handle) == PORTAL_OK, "listener registered");
-    CHECK(keyring_lock() == 0, "keyringctl lock");
+    CHECK_MSG(portal_on_session_invalidated(p, count_call, NULL, NULL, &handle) == PORTAL_OK, "listener registered");
+    CHECK_MSG(keyring_lock() == 0, "keyringctl lock");
 
     portal_session *again = NULL;
     double t0 = now_ms();
     portal_status st = portal_auth_restore_session(auth, &again);
     double t1 = now_ms();
-    CHECK(st == PORTAL_ERR_SESSION_STORAGE, "restore while locked: PORTAL_ERR_SESSION_STORAGE (%d)", (int)st);
-    printf("time  [%s] restore while locked: %.1f ms, status %d, \"%s\"\n", condition, t1 - t0, (int)st,
+    CHECK_MSG(st == PORTAL_ERR_SESSION_STORAGE, "restore while locked: PORTAL_ERR_SESSION_STORAGE (%d)", (int)st);
+    printf("time  [%s] restore while locked: %.1f ms, status %d, \"%s\"\n", check_context, t1 - t0, (int)st,
            portal_last_error_message());
     /* The app's usual handling (README): report it, keep the current session, retry later. It
      * also keeps making requests; a network error never invalidates. */
     long http = 0;
     st = portal_request(p, "GET", "/api/v3/clients/me", NULL, &http, NULL, NULL);
-    CHECK(st == PORTAL_ERR_NETWORK, "a request meanwhile fails with a network error (%d), not an invalidation", (int)st);
+    CHECK_MSG(st == PORTAL_ERR_NETWORK, "a request meanwhile fails with a network error (%d), not an invalidation", (int)st);
     char *token = NULL;
-    CHECK(portal_session_copy_token(session, &token) == PORTAL_OK && strcmp(token, "token-6") == 0,
+    CHECK_MSG(portal_session_copy_token(session, &token) == PORTAL_OK && strcmp(token, "token-6") == 0,
           "the in-memory session is still valid");
     portal_string_free(token);
     st = portal_auth_restore_session(auth, &again);
-    CHECK(st == PORTAL_ERR_SESSION_STORAGE, "a retry while still locked fails the same way");
+    CHECK_MSG(st == PORTAL_ERR_SESSION_STORAGE, "a retry while still locked fails the same way");
     usleep(500 * 1000);
-    CHECK(__atomic_load_n(&listener_calls, __ATOMIC_SEQ_CST) == 0, "no invalidation listener fired");
-    CHECK(keyring_unlock() == 0, "keyringctl unlock");
-    CHECK(count_items(SCHEMA, env) == 1, "nothing was deleted");
+    CHECK_MSG(__atomic_load_n(&listener_calls, __ATOMIC_SEQ_CST) == 0, "no invalidation listener fired");
+    CHECK_MSG(keyring_unlock() == 0, "keyringctl unlock");
+    CHECK_MSG(count_items(SCHEMA, env) == 1, "nothing was deleted");
     expect_restore(auth, "user-6", "token-6", 7, "after unlocking, the same session");
-    CHECK(__atomic_load_n(&listener_calls, __ATOMIC_SEQ_CST) == 0, "still no listener call");
+    CHECK_MSG(__atomic_load_n(&listener_calls, __ATOMIC_SEQ_CST) == 0, "still no listener call");
     portal_free(p);
     portal_session_free(session);
     portal_auth_free(auth);
@@ -274,7 +254,7 @@ static void test_locked_app(void) {
 /* ------------------------------------------------------------------- 9: look-alikes */
 
 static void test_lookalike(void) {
-    condition = "9 look-alike items";
+    check_context = "9 look-alike items";
     const char *env = "fault-lookalike";
     const char *doc = "{\"clientSessionToken\":\"FOREIGN-TOKEN\",\"endUserId\":\"intruder\",\"v\":1}";
     static const char *const schemas[] = {
@@ -286,25 +266,25 @@ static void test_lookalike(void) {
      * store replaces any item whose attributes include {auth_environment_id} (gnome-keyring's
      * CreateItem replace semantics), which would eat one of the others. */
     int rc = sh_io(doc, strlen(doc), NULL, 0, "secret-tool store --label=lookalike auth_environment_id '%s'", env);
-    CHECK(rc == 0, "secret-tool stored an item without xdg:schema");
+    CHECK_MSG(rc == 0, "secret-tool stored an item without xdg:schema");
     for (size_t i = 0; i < n; i++) store_raw(schemas[i], env, doc, strlen(doc));
     /* Our schema, other auth environments that look like ours. */
     store_raw(SCHEMA, "fault-lookalike ", doc, strlen(doc));
     store_raw(SCHEMA, "fault-lookalik", doc, strlen(doc));
     store_raw(SCHEMA, "FAULT-LOOKALIKE", doc, strlen(doc));
     long before = count_items(NULL, env);
-    CHECK(before == (long)n + 1, "%ld look-alike items with auth_environment_id=%s", before, env);
+    CHECK_MSG(before == (long)n + 1, "%ld look-alike items with auth_environment_id=%s", before, env);
 
     portal_auth *auth = new_auth(env);
     expect_restore(auth, NULL, NULL, 0, "restore ignores every look-alike");
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear succeeds");
-    CHECK(count_items(NULL, env) == before, "clear deleted no look-alike");
-    CHECK(portal_auth_persist_session(auth, "user-9", "token-9", NULL) == PORTAL_OK, "persist ours");
-    CHECK(count_items(NULL, env) == before + 1, "persist removed no look-alike");
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear succeeds");
+    CHECK_MSG(count_items(NULL, env) == before, "clear deleted no look-alike");
+    CHECK_MSG(portal_auth_persist_session(auth, "user-9", "token-9", NULL) == PORTAL_OK, "persist ours");
+    CHECK_MSG(count_items(NULL, env) == before + 1, "persist removed no look-alike");
     expect_restore(auth, "user-9", "token-9", 7, "restore returns ours only");
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear ours");
-    CHECK(count_items(SCHEMA, env) == 0 && count_items(NULL, env) == before, "only ours was deleted");
-    CHECK(count_items(SCHEMA, "fault-lookalike ") == 1 && count_items(SCHEMA, "fault-lookalik") == 1 &&
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear ours");
+    CHECK_MSG(count_items(SCHEMA, env) == 0 && count_items(NULL, env) == before, "only ours was deleted");
+    CHECK_MSG(count_items(SCHEMA, "fault-lookalike ") == 1 && count_items(SCHEMA, "fault-lookalik") == 1 &&
               count_items(SCHEMA, "FAULT-LOOKALIKE") == 1,
           "items of look-alike auth environments are untouched");
     portal_auth_free(auth);
@@ -313,7 +293,7 @@ static void test_lookalike(void) {
 /* --------------------------------------------------------------------- 10: tokens */
 
 static void test_tokens(void) {
-    condition = "10 token bytes";
+    check_context = "10 token bytes";
     const char *env = "fault-tokens";
     portal_auth *auth = new_auth(env);
     struct { const char *name; const char *bytes; } exact[] = {
@@ -322,7 +302,7 @@ static void test_tokens(void) {
     };
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
         portal_status st = portal_auth_persist_session(auth, "user-10", exact[i].bytes, NULL);
-        CHECK(st == PORTAL_OK, "%s: persisted", exact[i].name);
+        CHECK_MSG(st == PORTAL_OK, "%s: persisted", exact[i].name);
         expect_restore(auth, "user-10", exact[i].bytes, strlen(exact[i].bytes), exact[i].name);
     }
     /* Whitespace or control characters: refused at persist (issue 15), the stored token intact. */
@@ -333,7 +313,7 @@ static void test_tokens(void) {
     };
     for (size_t i = 0; i < sizeof spaced / sizeof spaced[0]; i++) {
         portal_status st = portal_auth_persist_session(auth, "user-10", spaced[i].bytes, NULL);
-        CHECK(st == PORTAL_ERR_INVALID_ARGUMENT && strstr(portal_last_error_message(), "client_session_token"),
+        CHECK_MSG(st == PORTAL_ERR_INVALID_ARGUMENT && strstr(portal_last_error_message(), "client_session_token"),
               "%s: PORTAL_ERR_INVALID_ARGUMENT naming client_session_token (\"%s\")", spaced[i].name,
               portal_last_error_message());
         expect_restore(auth, "user-10", exact[1].bytes, strlen(exact[1].bytes), "the stored token is intact");
@@ -345,18 +325,18 @@ static void test_tokens(void) {
     };
     for (size_t i = 0; i < sizeof earlier / sizeof earlier[0]; i++) {
         portal_auth_clear_persisted_session(auth);
-        CHECK(store_raw(SCHEMA, env, earlier[i].doc, strlen(earlier[i].doc)) == 0, "store an earlier version's item");
+        CHECK_MSG(store_raw(SCHEMA, env, earlier[i].doc, strlen(earlier[i].doc)) == 0, "store an earlier version's item");
         expect_restore(auth, "user-10", earlier[i].bytes, strlen(earlier[i].bytes), "an earlier version's token");
     }
     char *big = malloc(65537 + 1);
     for (size_t i = 0; i < 65537; i++) big[i] = (char)('!' + i % 90);
     big[65536] = '\0';
-    CHECK(portal_auth_persist_session(auth, "user-10", big, NULL) == PORTAL_OK, "64 KiB (65536 bytes): persisted");
+    CHECK_MSG(portal_auth_persist_session(auth, "user-10", big, NULL) == PORTAL_OK, "64 KiB (65536 bytes): persisted");
     expect_restore(auth, "user-10", big, 65536, "64 KiB");
     big[65536] = 'x';
     big[65537] = '\0';
     portal_status st = portal_auth_persist_session(auth, "user-10", big, NULL);
-    CHECK(st == PORTAL_ERR_INVALID_ARGUMENT && strstr(portal_last_error_message(), "client_session_token"),
+    CHECK_MSG(st == PORTAL_ERR_INVALID_ARGUMENT && strstr(portal_last_error_message(), "client_session_token"),
           "65537 bytes: PORTAL_ERR_INVALID_ARGUMENT naming client_session_token (\"%s\")", portal_last_error_message());
     big[65536] = '\0';
     expect_restore(auth, "user-10", big, 65536, "after the rejected 65537-byte token, the 64 KiB one is intact");
@@ -368,12 +348,12 @@ static void test_tokens(void) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         st = portal_auth_persist_session(auth, "user-10", bad[i].bytes, NULL);
-        CHECK(st == PORTAL_ERR_INVALID_ARGUMENT && strstr(portal_last_error_message(), "UTF-8"),
+        CHECK_MSG(st == PORTAL_ERR_INVALID_ARGUMENT && strstr(portal_last_error_message(), "UTF-8"),
               "%s: rejected as not valid UTF-8 (\"%s\")", bad[i].name, portal_last_error_message());
     }
     expect_restore(auth, "user-10", big, 65536, "rejected tokens changed nothing stored");
     /* A C string ends at its first NUL: what the library receives is "a", stored whole. */
-    CHECK(portal_auth_persist_session(auth, "user-10", "a\0b", NULL) == PORTAL_OK, "\"a\\0b\" is the C string \"a\"");
+    CHECK_MSG(portal_auth_persist_session(auth, "user-10", "a\0b", NULL) == PORTAL_OK, "\"a\\0b\" is the C string \"a\"");
     expect_restore(auth, "user-10", "a", 1, "stored as \"a\"");
     free(big);
 
@@ -382,7 +362,7 @@ static void test_tokens(void) {
     const char *nul_doc = "{\"clientSessionToken\":\"a\\u0000b\",\"endUserId\":\"u\",\"v\":1}";
     store_raw(SCHEMA, env, nul_doc, strlen(nul_doc));
     expect_restore(auth, NULL, NULL, 0, "a stored token with \\u0000 is unusable: signed out");
-    CHECK(count_items(SCHEMA, env) == 0, "... and the unusable item was deleted");
+    CHECK_MSG(count_items(SCHEMA, env) == 0, "... and the unusable item was deleted");
     const char *bad_utf8 = "{\"clientSessionToken\":\"\xff\",\"endUserId\":\"u\",\"v\":1}";
     store_raw(SCHEMA, env, bad_utf8, strlen(bad_utf8));
     expect_restore(auth, NULL, NULL, 0, "a stored document with invalid UTF-8 is unusable: signed out");
@@ -447,14 +427,14 @@ static void *thread_main(void *arg) {
 
 static void report_churn(const char *what, int calls) {
     printf("time  [%s] %s: %d calls; sessions %ld, signed out %ld, storage failures %ld, other errors %ld, mixes %ld\n",
-           condition, what, calls, sessions_seen, signed_out_seen, storage_errors, other_errors, mixes);
-    CHECK(mixes == 0, "%s: never a mix of two sessions", what);
-    CHECK(other_errors == 0, "%s: no unexpected status", what);
-    CHECK(storage_errors == 0, "%s: no storage failure under contention", what);
+           check_context, what, calls, sessions_seen, signed_out_seen, storage_errors, other_errors, mixes);
+    CHECK_MSG(mixes == 0, "%s: never a mix of two sessions", what);
+    CHECK_MSG(other_errors == 0, "%s: no unexpected status", what);
+    CHECK_MSG(storage_errors == 0, "%s: no storage failure under contention", what);
 }
 
 static void test_threads(int n) {
-    condition = "11 threads";
+    check_context = "11 threads";
     rounds = n;
     pthread_t threads[THREADS];
     pthread_barrier_init(&barrier, NULL, THREADS);
@@ -462,14 +442,14 @@ static void test_threads(int n) {
     for (long i = 0; i < THREADS; i++) pthread_create(&threads[i], NULL, thread_main, (void *)i);
     for (int i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
     double t1 = now_ms();
-    printf("time  [%s] %d threads x %d rounds (persist, restore, clear): %.0f ms\n", condition, THREADS, n, t1 - t0);
+    printf("time  [%s] %d threads x %d rounds (persist, restore, clear): %.0f ms\n", check_context, THREADS, n, t1 - t0);
     report_churn("16 threads", THREADS * n * 3);
 }
 
 /* -------------------------------------------------------------------- 12: memory */
 
 static void test_memory(const char *env, int first, int second) {
-    condition = "12 memory";
+    check_context = "12 memory";
     char marker[80];
     FILE *r = fopen("/dev/urandom", "rb");
     unsigned char raw[16];
@@ -553,7 +533,7 @@ static int destroyed;
 static void destroy_cb(void *d) { (void)d; destroyed++; }
 
 static void test_bad_input(void) {
-    condition = "13 bad input";
+    check_context = "13 bad input";
     mib = malloc((1u << 20) + 1);
     memset(mib, 'a', 1u << 20);
     mib[1u << 20] = '\0';
@@ -570,7 +550,7 @@ static void test_bad_input(void) {
         for (size_t i = 0; i < 8; i++) EXPECT_INVALID(portal_auth_new(&a, "env", REDIRECT, bad_[i]), "api_host");
     }
     EXPECT_INVALID(portal_auth_new(NULL, "env", REDIRECT, NULL), "out");
-    CHECK(a == NULL, "portal_auth_new wrote no output on failure");
+    CHECK_MSG(a == NULL, "portal_auth_new wrote no output on failure");
     EXPECT_INVALID(portal_auth_set_keyring_timeouts(NULL, 1000, 1000), "auth");
     EXPECT_INVALID(portal_auth_set_keyring_timeouts(auth, 0, 1000), "call_timeout_ms");
     EXPECT_INVALID(portal_auth_set_keyring_timeouts(auth, 600001, 1000), "call_timeout_ms");
@@ -583,9 +563,9 @@ static void test_bad_input(void) {
     EXPECT_INVALID(portal_auth_persist_session(NULL, "u", "t", NULL), "auth");
     BAD_STRINGS(portal_auth_persist_session(auth, S, "token", NULL), "end_user_id");
     BAD_STRINGS(portal_auth_persist_session(auth, "user", S, NULL), "client_session_token");
-    CHECK(portal_session_get_end_user_id(NULL) == NULL && strstr(portal_last_error_message(), "session"),
+    CHECK_MSG(portal_session_get_end_user_id(NULL) == NULL && strstr(portal_last_error_message(), "session"),
           "portal_session_get_end_user_id(NULL) = NULL with a message");
-    CHECK(portal_session_get_auth_environment_id(NULL) == NULL && strstr(portal_last_error_message(), "session"),
+    CHECK_MSG(portal_session_get_auth_environment_id(NULL) == NULL && strstr(portal_last_error_message(), "session"),
           "portal_session_get_auth_environment_id(NULL) = NULL with a message");
     char *tok = NULL;
     EXPECT_INVALID(portal_session_copy_token(NULL, &tok), "session");
@@ -602,7 +582,7 @@ static void test_bad_input(void) {
     uint64_t h = 0;
     destroyed = 0;
     EXPECT_INVALID(portal_on_session_invalidated(NULL, noop_cb, NULL, destroy_cb, &h), "portal");
-    CHECK(destroyed == 1, "destroy_notify ran once on a failed registration");
+    CHECK_MSG(destroyed == 1, "destroy_notify ran once on a failed registration");
     EXPECT_INVALID(portal_listener_cancel(NULL, 1), "portal");
     EXPECT_INVALID(portal_report_unauthorized(NULL, "t", NULL), "portal");
     EXPECT_INVALID(portal_clear_session(NULL), "portal");
@@ -623,7 +603,7 @@ static void test_bad_input(void) {
             destroyed = 0;
             EXPECT_INVALID(portal_on_session_invalidated(p, NULL, NULL, destroy_cb, &h), "callback");
             EXPECT_INVALID(portal_on_session_invalidated(p, noop_cb, NULL, destroy_cb, NULL), "out");
-            CHECK(destroyed == 2, "destroy_notify ran once per failed registration (%d)", destroyed);
+            CHECK_MSG(destroyed == 2, "destroy_notify ran once per failed registration (%d)", destroyed);
             BAD_STRINGS(portal_report_unauthorized(p, S, NULL), "rejected_token");
             BAD_STRINGS(portal_request(p, S, "/api/v3/clients/me", NULL, &status, NULL, NULL), "method");
             EXPECT_INVALID(portal_request(p, "TRACE", "/x", NULL, &status, NULL, NULL), "method");
@@ -645,7 +625,7 @@ static void test_bad_input(void) {
     portal_session_free(NULL);
     portal_free(NULL);
     portal_string_free(NULL);
-    CHECK(strcmp(portal_status_str((portal_status)12345), "unknown status") == 0 &&
+    CHECK_MSG(strcmp(portal_status_str((portal_status)12345), "unknown status") == 0 &&
               strcmp(portal_status_str((portal_status)-1), "unknown status") == 0,
           "portal_status_str of unknown codes");
     ok("%d bad-argument calls checked (NULL, \"\", invalid UTF-8, 1 MiB, blank), *_free(NULL) are no-ops",
@@ -716,7 +696,7 @@ static void re_free_cb(void *d) {
 }
 
 static void test_reentry(void) {
-    condition = "14 reentrant callbacks";
+    check_context = "14 reentrant callbacks";
     re_auth = new_auth("fault-reentry");
     portal_session *session = NULL;
     if (portal_auth_persist_session(re_auth, "user-14", "token-14", &session) != PORTAL_OK ||
@@ -731,7 +711,7 @@ static void test_reentry(void) {
     bool invalidated = false;
     double t0 = now_ms();
     portal_status st = portal_report_unauthorized(re_portal, "token-14", &invalidated);
-    CHECK(st == PORTAL_OK && invalidated, "the 401 report invalidated the session");
+    CHECK_MSG(st == PORTAL_OK && invalidated, "the 401 report invalidated the session");
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 15;
@@ -742,12 +722,12 @@ static void test_reentry(void) {
     int done = re_done, destroyed_n = re_destroyed;
     pthread_mutex_unlock(&re_lock);
     double t1 = now_ms();
-    CHECK(done == 3, "all three reentrant callbacks returned (%d), no deadlock", done);
-    CHECK(destroyed_n >= 4, "every destroy_notify ran (%d)", destroyed_n);
-    printf("time  [%s] deliveries with reentrant calls finished in %.0f ms\n", condition, t1 - t0);
-    CHECK(re_l3_called <= 1, "the cancelled listener ran at most once (%d)", re_l3_called);
+    CHECK_MSG(done == 3, "all three reentrant callbacks returned (%d), no deadlock", done);
+    CHECK_MSG(destroyed_n >= 4, "every destroy_notify ran (%d)", destroyed_n);
+    printf("time  [%s] deliveries with reentrant calls finished in %.0f ms\n", check_context, t1 - t0);
+    CHECK_MSG(re_l3_called <= 1, "the cancelled listener ran at most once (%d)", re_l3_called);
     char *tok = NULL;
-    CHECK(portal_session_copy_token(session, &tok) == PORTAL_ERR_SESSION_INVALIDATED, "the session is invalidated");
+    CHECK_MSG(portal_session_copy_token(session, &tok) == PORTAL_ERR_SESSION_INVALIDATED, "the session is invalidated");
     portal_session_free(session);
     portal_auth_free(re_auth);
 }
@@ -756,6 +736,7 @@ static void test_reentry(void) {
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    check_verbose = 1;
     if (argc < 2) {
         fprintf(stderr, "usage: fault_test CONDITION [ARGS]\n");
         return 2;
@@ -777,7 +758,7 @@ int main(int argc, char **argv) {
         watchdog(600);
         test_threads(atoi(argv[2]));
     } else if (strcmp(what, "churn") == 0 && argc == 5) {
-        condition = "11 processes";
+        check_context = "11 processes";
         watchdog(600);
         churn(argv[2], atoi(argv[4]), atoi(argv[3]));
         printf("CHURN sessions=%ld signed_out=%ld storage=%ld other=%ld mixes=%ld\n", sessions_seen, signed_out_seen,

@@ -22,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include "portal_keyring.h"
+#include "../c/check.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -36,19 +37,6 @@
 #define CALL_MS 1000
 #define SLOW_MS 600
 #define MARGIN_MS 300
-
-static int failures;
-
-/* Evaluates `cond` once. */
-#define CHECK(cond, ...)                                                                                              \
-    do {                                                                                                              \
-        int passed_ = (cond);                                                                                         \
-        printf(passed_ ? "ok    [15 slow provider] " : "FAIL  [15 slow provider] ");                                  \
-        printf(__VA_ARGS__);                                                                                          \
-        printf("\n");                                                                                                 \
-        fflush(stdout);                                                                                               \
-        if (!passed_) failures++;                                                                                     \
-    } while (0)
 
 static double now_ms(void) {
     struct timespec ts;
@@ -126,6 +114,8 @@ int secret_item_delete_sync(void *item, void *cancellable, void **error) {
 
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    check_verbose = 1;
+    check_context = "15 slow provider";
     alarm(60);
     const char *pid = getenv("PORTAL_TEST_KEYRING_PID");
     if (!pid || atoi(pid) <= 0) {
@@ -140,12 +130,12 @@ int main(void) {
         fprintf(stderr, "slow_provider_test: portal_auth_new: %s\n", portal_last_error_message());
         return 2;
     }
-    CHECK(portal_auth_set_keyring_timeouts(auth, CALL_MS, CALL_MS) == PORTAL_OK, "call deadline %d ms", CALL_MS);
-    CHECK(portal_auth_persist_session(auth, "user-a", "token-a", NULL) == PORTAL_OK, "persist a usable session");
+    CHECK_MSG(portal_auth_set_keyring_timeouts(auth, CALL_MS, CALL_MS) == PORTAL_OK, "call deadline %d ms", CALL_MS);
+    CHECK_MSG(portal_auth_persist_session(auth, "user-a", "token-a", NULL) == PORTAL_OK, "persist a usable session");
     /* Ranked above the usable session (its persisted_at is later), so the restore deletes it. */
-    CHECK(store_garbage(env, "session_generation=ff persisted_at=99999999999999999") == 0,
+    CHECK_MSG(store_garbage(env, "session_generation=ff persisted_at=99999999999999999") == 0,
           "store an unusable item ranked above it");
-    CHECK(store_garbage(other, "") == 0, "store an unusable item of another auth environment");
+    CHECK_MSG(store_garbage(other, "") == 0, "store an unusable item of another auth environment");
 
     armed = 1;
     portal_session *s = (portal_session *)&s;
@@ -160,22 +150,22 @@ int main(void) {
     printf("time  [15 slow provider] restore with GetSecrets and Delete each answered after %d ms: %.1f ms, status %d, "
            "\"%s\"\n",
            SLOW_MS, t1 - t0, (int)st, msg);
-    CHECK(continuer_count == 2, "the provider was slow for GetSecrets and for the Delete (%d stops)", continuer_count);
-    CHECK(st == PORTAL_ERR_SESSION_STORAGE, "the restore fails with a storage failure (status %d)", (int)st);
-    CHECK(s == (portal_session *)&s, "no output written on failure");
-    CHECK(strstr(msg, "within 1000 ms") != NULL, "the message names the one deadline: \"%s\"", msg);
-    CHECK(t1 - t0 < CALL_MS + MARGIN_MS, "the restore ends within its one deadline (%.0f ms < %d ms)", t1 - t0,
+    CHECK_MSG(continuer_count == 2, "the provider was slow for GetSecrets and for the Delete (%d stops)", continuer_count);
+    CHECK_MSG(st == PORTAL_ERR_SESSION_STORAGE, "the restore fails with a storage failure (status %d)", (int)st);
+    CHECK_MSG(s == (portal_session *)&s, "no output written on failure");
+    CHECK_MSG(strstr(msg, "within 1000 ms") != NULL, "the message names the one deadline: \"%s\"", msg);
+    CHECK_MSG(t1 - t0 < CALL_MS + MARGIN_MS, "the restore ends within its one deadline (%.0f ms < %d ms)", t1 - t0,
           CALL_MS + MARGIN_MS);
 
     long others = count_items(other);
-    CHECK(others == 1, "the other auth environment's item is untouched (%ld)", others);
+    CHECK_MSG(others == 1, "the other auth environment's item is untouched (%ld)", others);
     s = NULL;
     st = portal_auth_restore_session(auth, &s);
-    CHECK(st == PORTAL_OK && s && strcmp(portal_session_get_end_user_id(s), "user-a") == 0,
+    CHECK_MSG(st == PORTAL_OK && s && strcmp(portal_session_get_end_user_id(s), "user-a") == 0,
           "the usable session is still stored and restores (status %d)", (int)st);
     portal_session_free(s);
     long left = count_items(env);
-    CHECK(left == 1, "only the usable item is left (%ld)", left);
+    CHECK_MSG(left == 1, "only the usable item is left (%ld)", left);
     portal_auth_free(auth);
     return failures ? 1 : 0;
 }

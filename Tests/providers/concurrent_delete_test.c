@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <portal_keyring.h>
+#include "../c/check.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -30,20 +31,6 @@
 #include <unistd.h>
 
 #define THREADS 8
-static int failed, checks;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        pthread_mutex_lock(&lock);                                                \
-        checks++;                                                                 \
-        if (!(cond)) {                                                            \
-            failed++;                                                             \
-            fprintf(stderr, "concurrent_delete_test:%d: FAILED: ", __LINE__);     \
-            fprintf(stderr, __VA_ARGS__);                                         \
-            fputc('\n', stderr);                                                  \
-        }                                                                         \
-        pthread_mutex_unlock(&lock);                                              \
-    } while (0)
 
 static portal_auth *auth;
 static pthread_barrier_t barrier;
@@ -52,7 +39,7 @@ static void *clear(void *unused) {
     (void)unused;
     pthread_barrier_wait(&barrier);
     portal_status st = portal_auth_clear_persisted_session(auth);
-    CHECK(st == PORTAL_OK, "concurrent clear: %s: %s", portal_status_str(st), portal_last_error_message());
+    CHECK_MSG(st == PORTAL_OK, "concurrent clear: %s: %s", portal_status_str(st), portal_last_error_message());
     return NULL;
 }
 
@@ -110,7 +97,7 @@ int main(int argc, char **argv) {
         }
         int status = 0;
         waitpid(persister, &status, 0);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "round %d: persist", round);
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "round %d: persist", round);
         usleep(200000); /* the children's warm-up restores are done */
         char go[THREADS] = {0};
         if (write(gate[1], go, THREADS) != THREADS) return 2;
@@ -120,13 +107,13 @@ int main(int argc, char **argv) {
             if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) children_failed++;
         }
     }
-    CHECK(children_failed == 0, "%d concurrent clears in child processes failed", children_failed);
-    CHECK(kill((pid_t)pid, 0) == 0, "the provider (pid %ld) survived the processes' clears", pid);
-    CHECK(portal_auth_new(&auth, env, "concurrent://cb", NULL) == PORTAL_OK, "portal_auth_new");
+    CHECK_MSG(children_failed == 0, "%d concurrent clears in child processes failed", children_failed);
+    CHECK_MSG(kill((pid_t)pid, 0) == 0, "the provider (pid %ld) survived the processes' clears", pid);
+    CHECK_MSG(portal_auth_new(&auth, env, "concurrent://cb", NULL) == PORTAL_OK, "portal_auth_new");
     portal_auth_set_keyring_timeouts(auth, 10000, 5000);
 
     for (int round = 0; round < rounds && kill((pid_t)pid, 0) == 0; round++) {
-        CHECK(portal_auth_persist_session(auth, "eu", "token", NULL) == PORTAL_OK, "persist: %s",
+        CHECK_MSG(portal_auth_persist_session(auth, "eu", "token", NULL) == PORTAL_OK, "persist: %s",
               portal_last_error_message());
         pthread_t threads[THREADS];
         pthread_barrier_init(&barrier, NULL, THREADS);
@@ -135,16 +122,16 @@ int main(int argc, char **argv) {
         pthread_barrier_destroy(&barrier);
         portal_session *session = NULL;
         portal_status st = portal_auth_restore_session(auth, &session);
-        CHECK(st == PORTAL_OK && !session, "round %d: after the clears: %s, %s", round, portal_status_str(st),
+        CHECK_MSG(st == PORTAL_OK && !session, "round %d: after the clears: %s, %s", round, portal_status_str(st),
               session ? "a session" : "signed out");
         portal_session_free(session);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    CHECK(kill((pid_t)pid, 0) == 0 && provider_pid() == pid, "the provider (pid %ld) is still running", pid);
+    CHECK_MSG(kill((pid_t)pid, 0) == 0 && provider_pid() == pid, "the provider (pid %ld) is still running", pid);
     printf("  %d rounds of %d concurrent clears by processes, then by threads: %.0f ms per round; provider pid %ld %s\n", rounds, THREADS,
            ((t1.tv_sec - t0.tv_sec) * 1000.0 + (t1.tv_nsec - t0.tv_nsec) / 1e6) / rounds, pid,
            kill((pid_t)pid, 0) == 0 ? "alive" : "GONE (crashed)");
     portal_auth_free(auth);
-    printf("concurrent_delete_test: %d of %d checks passed\n", checks - failed, checks);
-    return failed ? 1 : 0;
+    printf("concurrent_delete_test: %d of %d checks passed\n", checks - failures, checks);
+    return failures ? 1 : 0;
 }

@@ -1,36 +1,19 @@
 /*
- * provider_test.h — what the C programs of Tests/providers/ share: the CHECK macro and its
- * counters, a monotonic clock in milliseconds, and a keyringctl runner. Define TEST_NAME (the
- * program's name, a string literal) before including it.
+ * provider_test.h — what the C programs of Tests/providers/ share: the checks (Tests/c/check.h),
+ * a monotonic clock in milliseconds, and a keyringctl runner.
  */
 #ifndef PORTAL_PROVIDER_TEST_H
 #define PORTAL_PROVIDER_TEST_H
 
 #include <portal_keyring.h>
 
+#include "../c/check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifndef TEST_NAME
-#error "define TEST_NAME before including provider_test.h"
-#endif
-
-static int failed, checks;
-
-/* Counts a check; when `cond` is false prints "TEST_NAME:LINE: FAILED: <message>" on stderr. */
-#define CHECK(cond, ...)                                             \
-    do {                                                             \
-        checks++;                                                    \
-        if (!(cond)) {                                               \
-            failed++;                                                \
-            fprintf(stderr, TEST_NAME ":%d: FAILED: ", __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                            \
-            fputc('\n', stderr);                                     \
-        }                                                            \
-    } while (0)
 
 /* CLOCK_MONOTONIC in milliseconds. */
 static inline double now_ms(void) {

@@ -17,7 +17,6 @@
  * every check passed.
  */
 #define _GNU_SOURCE
-#define TEST_NAME "refused_test"
 #include "provider_test.h"
 
 static volatile int inject, dismissed;
@@ -33,7 +32,7 @@ void *secret_prompt_perform_sync(void *self, const char *path, void *cancellable
                  "timeout 10 gdbus call --session --dest org.freedesktop.secrets --object-path '%s' "
                  "--method org.freedesktop.Secret.Prompt.Dismiss >/dev/null",
                  path);
-        CHECK(system(line) == 0, "Prompt.Dismiss of %s", path);
+        CHECK_MSG(system(line) == 0, "Prompt.Dismiss of %s", path);
         dismissed = 1;
     }
     return NULL;
@@ -70,41 +69,41 @@ int main(void) {
     char env[64];
     snprintf(env, sizeof env, "refused-%ld", (long)getpid());
     portal_auth *auth = NULL;
-    CHECK(portal_auth_new(&auth, env, "refused://cb", NULL) == PORTAL_OK, "portal_auth_new");
+    CHECK_MSG(portal_auth_new(&auth, env, "refused://cb", NULL) == PORTAL_OK, "portal_auth_new");
     portal_auth_set_keyring_timeouts(auth, 5000, 3000);
-    CHECK(portal_auth_persist_session(auth, "eu-old", "token-old", NULL) == PORTAL_OK, "persist: %s",
+    CHECK_MSG(portal_auth_persist_session(auth, "eu-old", "token-old", NULL) == PORTAL_OK, "persist: %s",
           portal_last_error_message());
 
     inject = 1, dismissed = 0;
     double start = now_ms();
     portal_status st = portal_auth_clear_persisted_session(auth);
     double ms = now_ms() - start;
-    CHECK(dismissed, "the delete prompt was reached and dismissed");
-    CHECK(st == PORTAL_ERR_SESSION_STORAGE && strstr(portal_last_error_message(), "keyring refused") &&
+    CHECK_MSG(dismissed, "the delete prompt was reached and dismissed");
+    CHECK_MSG(st == PORTAL_ERR_SESSION_STORAGE && strstr(portal_last_error_message(), "keyring refused") &&
               strstr(portal_last_error_message(), "delete") && strstr(portal_last_error_message(), "dismissed"),
           "a dismissed delete prompt: %s: %s", portal_status_str(st), portal_last_error_message());
     printf("  clear, delete prompt dismissed: %s, %.0f ms: %s\n", portal_status_str(st), ms, portal_last_error_message());
-    CHECK(stored(env) == 1, "the session is still stored (%d)", stored(env));
+    CHECK_MSG(stored(env) == 1, "the session is still stored (%d)", stored(env));
     const char *user = restored_user(auth);
-    CHECK(strcmp(user, "eu-old") == 0, "restore after the refused clear: %s", user);
+    CHECK_MSG(strcmp(user, "eu-old") == 0, "restore after the refused clear: %s", user);
 
     inject = 1, dismissed = 0;
     start = now_ms();
     st = portal_auth_persist_session(auth, "eu-new", "token-new", NULL);
     ms = now_ms() - start;
-    CHECK(dismissed, "the create prompt was reached and dismissed");
-    CHECK(st == PORTAL_ERR_SESSION_STORAGE && strstr(portal_last_error_message(), "keyring refused") &&
+    CHECK_MSG(dismissed, "the create prompt was reached and dismissed");
+    CHECK_MSG(st == PORTAL_ERR_SESSION_STORAGE && strstr(portal_last_error_message(), "keyring refused") &&
               strstr(portal_last_error_message(), "store") && strstr(portal_last_error_message(), "dismissed"),
           "a dismissed create prompt: %s: %s", portal_status_str(st), portal_last_error_message());
     printf("  persist, create prompt dismissed: %s, %.0f ms: %s\n", portal_status_str(st), ms, portal_last_error_message());
     inject = 0;
     user = restored_user(auth);
-    CHECK(strcmp(user, "eu-old") == 0, "the older session is still the one restored: %s", user);
-    CHECK(stored(env) == 1, "one item stored (%d)", stored(env));
+    CHECK_MSG(strcmp(user, "eu-old") == 0, "the older session is still the one restored: %s", user);
+    CHECK_MSG(stored(env) == 1, "one item stored (%d)", stored(env));
 
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear: %s", portal_last_error_message());
-    CHECK(stored(env) == 0, "cleared (%d left)", stored(env));
+    CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear: %s", portal_last_error_message());
+    CHECK_MSG(stored(env) == 0, "cleared (%d left)", stored(env));
     portal_auth_free(auth);
-    printf("refused_test: %d of %d checks passed\n", checks - failed, checks);
-    return failed ? 1 : 0;
+    printf("refused_test: %d of %d checks passed\n", checks - failures, checks);
+    return failures ? 1 : 0;
 }

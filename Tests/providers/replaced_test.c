@@ -22,7 +22,6 @@
  * PORTAL_TEST_KEYRINGCTL. Exit 0 when every check passed.
  */
 #define _GNU_SOURCE
-#define TEST_NAME "replaced_test"
 #include "provider_test.h"
 
 static const char *portal_session_bin;
@@ -34,7 +33,7 @@ static void persist_elsewhere(int n) {
     char line[1024];
     snprintf(line, sizeof line, "printf 'token-new-%d' | '%s' --env '%s' persist --end-user-id eu-new-%d >/dev/null",
              n, portal_session_bin, env, n);
-    CHECK(system(line) == 0, "portal-session persist eu-new-%d", n);
+    CHECK_MSG(system(line) == 0, "portal-session persist eu-new-%d", n);
 }
 
 /* The seam (FaultInjectionSeam.beforeGetSecrets): the session is replaced right here. */
@@ -78,29 +77,29 @@ int main(int argc, char **argv) {
              "test \"$('%s' count --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s)\" -ge 1",
              getenv("PORTAL_TEST_KEYRINGCTL"), env);
     portal_auth *auth = NULL;
-    CHECK(portal_auth_new(&auth, env, "replaced://cb", NULL) == PORTAL_OK, "portal_auth_new");
+    CHECK_MSG(portal_auth_new(&auth, env, "replaced://cb", NULL) == PORTAL_OK, "portal_auth_new");
     portal_auth_set_keyring_timeouts(auth, 20000, 2000);
-    CHECK(portal_auth_persist_session(auth, "eu-old", "token-old", NULL) == PORTAL_OK, "persist: %s",
+    CHECK_MSG(portal_auth_persist_session(auth, "eu-old", "token-old", NULL) == PORTAL_OK, "persist: %s",
           portal_last_error_message());
 
     char user[128], want[64];
     portal_status st = restore_replaced(auth, 1, user, sizeof user);
     snprintf(want, sizeof want, "eu-new-%d", replaced);
-    CHECK(st == PORTAL_OK && strcmp(user, want) == 0, "replaced once: restored '%s' (%s), wanted %s", user,
+    CHECK_MSG(st == PORTAL_OK && strcmp(user, want) == 0, "replaced once: restored '%s' (%s), wanted %s", user,
           portal_status_str(st), want);
 
     st = restore_replaced(auth, 3, user, sizeof user);
     snprintf(want, sizeof want, "eu-new-%d", replaced);
-    CHECK(st == PORTAL_OK && strcmp(user, want) == 0, "replaced before 3 reads: restored '%s' (%s), wanted %s", user,
+    CHECK_MSG(st == PORTAL_OK && strcmp(user, want) == 0, "replaced before 3 reads: restored '%s' (%s), wanted %s", user,
           portal_status_str(st), want);
 
     st = restore_replaced(auth, 1000, user, sizeof user);
-    CHECK(st != PORTAL_OK || user[0], "replaced before every read: never signed out");
-    CHECK(st == PORTAL_OK || st == PORTAL_ERR_SESSION_STORAGE, "replaced before every read: %s", portal_status_str(st));
-    CHECK(system(count) == 0, "a session is still stored");
+    CHECK_MSG(st != PORTAL_OK || user[0], "replaced before every read: never signed out");
+    CHECK_MSG(st == PORTAL_OK || st == PORTAL_ERR_SESSION_STORAGE, "replaced before every read: %s", portal_status_str(st));
+    CHECK_MSG(system(count) == 0, "a session is still stored");
 
     portal_auth_clear_persisted_session(auth);
     portal_auth_free(auth);
-    printf("replaced_test: %d of %d checks passed\n", checks - failed, checks);
-    return failed ? 1 : 0;
+    printf("replaced_test: %d of %d checks passed\n", checks - failures, checks);
+    return failures ? 1 : 0;
 }

@@ -23,7 +23,6 @@
  * check is then only that the answer is never "signed out" / "cleared".
  */
 #define _GNU_SOURCE
-#define TEST_NAME "unlock_race_test"
 #include "provider_test.h"
 
 static volatile int inject, injected;
@@ -35,7 +34,7 @@ int secret_collection_load_items_sync(void *collection, void *cancellable, void 
     if (inject) {
         inject = 0;
         injected = 1;
-        CHECK(keyringctl("unlock") == 0, "keyringctl unlock inside the restore");
+        CHECK_MSG(keyringctl("unlock") == 0, "keyringctl unlock inside the restore");
     }
     return 1;
 }
@@ -46,7 +45,7 @@ static void lock(void) {
     if (keyringctl("lock 2>/dev/null") != 0) {
         char line[1024];
         snprintf(line, sizeof line, "'%s' --locked >/dev/null", getenv("PORTAL_TEST_KEYRING_RESTART"));
-        CHECK(system(line) == 0, "keyring-restart.sh --locked");
+        CHECK_MSG(system(line) == 0, "keyring-restart.sh --locked");
     }
 }
 
@@ -62,11 +61,11 @@ int main(int argc, char **argv) {
     char env[64];
     snprintf(env, sizeof env, "race-%ld", (long)getpid());
     portal_auth *auth = NULL;
-    CHECK(portal_auth_new(&auth, env, "race://cb", NULL) == PORTAL_OK, "portal_auth_new");
+    CHECK_MSG(portal_auth_new(&auth, env, "race://cb", NULL) == PORTAL_OK, "portal_auth_new");
     portal_auth_set_keyring_timeouts(auth, 5000, 2000);
-    CHECK(keyringctl("unlock") == 0, "keyringctl unlock");
+    CHECK_MSG(keyringctl("unlock") == 0, "keyringctl unlock");
     /* Stored by this process: KeePassXC with ConfirmAccessItem trusts the creating client. */
-    CHECK(portal_auth_persist_session(auth, "eu-race", "token-race", NULL) == PORTAL_OK, "persist: %s",
+    CHECK_MSG(portal_auth_persist_session(auth, "eu-race", "token-race", NULL) == PORTAL_OK, "persist: %s",
           portal_last_error_message());
 
     for (int cycle = 1; cycle <= cycles; cycle++) {
@@ -78,11 +77,11 @@ int main(int argc, char **argv) {
         double restore_ms = now_ms() - start;
         const char *user = session ? portal_session_get_end_user_id(session) : st == PORTAL_OK ? "(signed out)" : "(no session)";
         if (confirm) {
-            CHECK(!(st == PORTAL_OK && !session), "cycle %d: restore answered signed out while the session is stored",
+            CHECK_MSG(!(st == PORTAL_OK && !session), "cycle %d: restore answered signed out while the session is stored",
                   cycle);
         } else {
-            CHECK(injected, "cycle %d: the unlock was not injected (the restore never read Locked)", cycle);
-            CHECK(st == PORTAL_OK && session && strcmp(user, "eu-race") == 0,
+            CHECK_MSG(injected, "cycle %d: the unlock was not injected (the restore never read Locked)", cycle);
+            CHECK_MSG(st == PORTAL_OK && session && strcmp(user, "eu-race") == 0,
                   "cycle %d: restore with an unlock between search and Locked read: %s %s (%s)", cycle,
                   portal_status_str(st), user, portal_last_error_message());
         }
@@ -109,20 +108,20 @@ int main(int argc, char **argv) {
             pclose(p);
         }
         if (confirm) {
-            CHECK(!(st == PORTAL_OK && left != 0), "cycle %d: clear said cleared but %d items are left", cycle, left);
+            CHECK_MSG(!(st == PORTAL_OK && left != 0), "cycle %d: clear said cleared but %d items are left", cycle, left);
         } else {
-            CHECK(st == PORTAL_OK && left == 0, "cycle %d: clear with an unlock between search and Locked read: %s, %d left (%s)",
+            CHECK_MSG(st == PORTAL_OK && left == 0, "cycle %d: clear with an unlock between search and Locked read: %s, %d left (%s)",
                   cycle, portal_status_str(st), left, portal_last_error_message());
         }
         printf("  [%s] cycle %d: unlocked during clear: %s, %d items left, %.0f ms\n", provider, cycle,
                portal_status_str(st), left, clear_ms);
         if (confirm) keyringctl("unlock 2>/dev/null");
         if (left == 0)
-            CHECK(portal_auth_persist_session(auth, "eu-race", "token-race", NULL) == PORTAL_OK, "persist again: %s",
+            CHECK_MSG(portal_auth_persist_session(auth, "eu-race", "token-race", NULL) == PORTAL_OK, "persist again: %s",
                   portal_last_error_message());
     }
     portal_auth_clear_persisted_session(auth);
     portal_auth_free(auth);
-    printf("unlock_race_test [%s]: %d of %d checks passed\n", provider, checks - failed, checks);
-    return failed ? 1 : 0;
+    printf("unlock_race_test [%s]: %d of %d checks passed\n", provider, checks - failures, checks);
+    return failures ? 1 : 0;
 }

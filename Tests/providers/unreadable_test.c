@@ -23,7 +23,6 @@
  * Needs PORTAL_TEST_KEYRINGCTL. Exit 0 when every check passed.
  */
 #define _GNU_SOURCE
-#define TEST_NAME "unreadable_test"
 #include "provider_test.h"
 
 #include <poll.h>
@@ -36,7 +35,7 @@ int secret_item_load_secrets_sync(void *items, void *cancellable, void **error) 
     (void)items, (void)cancellable, (void)error;
     if (inject) {
         reads++;
-        CHECK(keyringctl("lock") == 0, "keyringctl lock before GetSecrets");
+        CHECK_MSG(keyringctl("lock") == 0, "keyringctl lock before GetSecrets");
         if (inject == 2) inject = 0; /* the watch: once */
     }
     return 1;
@@ -69,8 +68,8 @@ static void pump(portal_completion_queue *queue, double ms) {
 static void watch_check(portal_auth *auth, const char *env) {
     portal_completion_queue *queue = NULL;
     portal_watch *watch = NULL;
-    CHECK(portal_completion_queue_new_pollable(&queue) == PORTAL_OK, "completion queue");
-    CHECK(portal_auth_watch(auth, queue, on_event, NULL, NULL, &watch) == PORTAL_OK, "watch: %s",
+    CHECK_MSG(portal_completion_queue_new_pollable(&queue) == PORTAL_OK, "completion queue");
+    CHECK_MSG(portal_auth_watch(auth, queue, on_event, NULL, NULL, &watch) == PORTAL_OK, "watch: %s",
           portal_last_error_message());
     if (!watch) {
         portal_completion_queue_free(queue);
@@ -82,14 +81,14 @@ static void watch_check(portal_auth *auth, const char *env) {
     char store[1024];
     snprintf(store, sizeof store, "printf x | '%s' store --schema org.example.Unrelated --label unrelated app=%s-other",
              getenv("PORTAL_TEST_KEYRINGCTL"), env);
-    CHECK(system(store) == 0, "keyringctl store (a signal for the watch)");
+    CHECK_MSG(system(store) == 0, "keyringctl store (a signal for the watch)");
     pump(queue, 3000);
-    CHECK(reads > before, "the watch reached GetSecrets (%d reads)", reads - before);
+    CHECK_MSG(reads > before, "the watch reached GetSecrets (%d reads)", reads - before);
     inject = 0;
-    CHECK(keyringctl("unlock") == 0, "keyringctl unlock");
+    CHECK_MSG(keyringctl("unlock") == 0, "keyringctl unlock");
     pump(queue, 3000);
-    CHECK(signed_out == 0, "the watch reported SIGNED_OUT %d times while the session was stored", signed_out);
-    CHECK(events == 0 || (last_kind == PORTAL_WATCH_SIGNED_IN && strcmp(last_user, "eu-kept") == 0),
+    CHECK_MSG(signed_out == 0, "the watch reported SIGNED_OUT %d times while the session was stored", signed_out);
+    CHECK_MSG(events == 0 || (last_kind == PORTAL_WATCH_SIGNED_IN && strcmp(last_user, "eu-kept") == 0),
           "after the unlock the watch's last event is signed-in eu-kept (%d events, last kind %d %s)", events,
           (int)last_kind, last_user);
     printf("  the watch across a wallet closed before GetSecrets: %d events, %d signed-out\n", events, signed_out);
@@ -109,9 +108,9 @@ int main(void) {
              "test \"$('%s' count --schema io.portalhq.PortalKeyring.Session auth_environment_id=%s)\" = 1",
              getenv("PORTAL_TEST_KEYRINGCTL"), env);
     portal_auth *auth = NULL;
-    CHECK(portal_auth_new(&auth, env, "unreadable://cb", NULL) == PORTAL_OK, "portal_auth_new");
+    CHECK_MSG(portal_auth_new(&auth, env, "unreadable://cb", NULL) == PORTAL_OK, "portal_auth_new");
     portal_auth_set_keyring_timeouts(auth, 5000, 2000);
-    CHECK(portal_auth_persist_session(auth, "eu-kept", "token-kept", NULL) == PORTAL_OK, "persist: %s",
+    CHECK_MSG(portal_auth_persist_session(auth, "eu-kept", "token-kept", NULL) == PORTAL_OK, "persist: %s",
           portal_last_error_message());
 
     inject = 1;
@@ -120,25 +119,25 @@ int main(void) {
     portal_status st = portal_auth_restore_session(auth, &session);
     double ms = now_ms() - start;
     inject = 0;
-    CHECK(st == PORTAL_ERR_SESSION_STORAGE && !session,
+    CHECK_MSG(st == PORTAL_ERR_SESSION_STORAGE && !session,
           "a session GetSecrets never returns is a storage failure, not signed out (got %s, session %s: %s)",
           portal_status_str(st), session ? "returned" : "none", portal_last_error_message());
-    CHECK(strstr(portal_last_error_message(), "keyring locked") != NULL, "the message says keyring locked: %s",
+    CHECK_MSG(strstr(portal_last_error_message(), "keyring locked") != NULL, "the message says keyring locked: %s",
           portal_last_error_message());
-    CHECK(reads == 5, "GetSecrets attempts: %d, wanted 5", reads);
+    CHECK_MSG(reads == 5, "GetSecrets attempts: %d, wanted 5", reads);
     printf("  unreadable on every attempt: %s after %d reads, %.0f ms: %s\n", portal_status_str(st), reads, ms,
            portal_last_error_message());
     portal_session_free(session);
     session = NULL;
-    CHECK(keyringctl("unlock") == 0, "keyringctl unlock");
-    CHECK(system(count) == 0, "the item is still stored");
+    CHECK_MSG(keyringctl("unlock") == 0, "keyringctl unlock");
+    CHECK_MSG(system(count) == 0, "the item is still stored");
     st = portal_auth_restore_session(auth, &session);
-    CHECK(st == PORTAL_OK && session && strcmp(portal_session_get_end_user_id(session), "eu-kept") == 0,
+    CHECK_MSG(st == PORTAL_OK && session && strcmp(portal_session_get_end_user_id(session), "eu-kept") == 0,
           "restored afterwards (%s)", portal_status_str(st));
     portal_session_free(session);
     watch_check(auth, env);
     portal_auth_clear_persisted_session(auth);
     portal_auth_free(auth);
-    printf("unreadable_test: %d of %d checks passed\n", checks - failed, checks);
-    return failed ? 1 : 0;
+    printf("unreadable_test: %d of %d checks passed\n", checks - failures, checks);
+    return failures ? 1 : 0;
 }
