@@ -22,7 +22,7 @@ public func portal_keyring_version_number() -> UInt32 {
 }
 
 /// Must equal PORTAL_KEYRING_VERSION_STRING (a C string macro is not a StaticString in Swift);
-/// Tests/c/abi_test.c and Tests/install/run.sh compare them.
+/// Tests/c/abi_test/basics.c and Tests/install/run.sh compare them.
 @c @implementation
 public func portal_keyring_version() -> UnsafePointer<CChar>! {
     staticCString("0.1.0")

@@ -5,24 +5,17 @@
 #
 # Must run inside scripts/with-keyring.sh (a private dbus-daemon + gnome-keyring-daemon): it
 # stores, locks and deletes keyring items. Steps:
-#   1. build keyringctl, the header test (as C99 and as C++11), abi_test, examples/c/* and the
-#      README's "C in 20 lines" snippet (run on the fresh keyring: it must say signed out)
-#      into BUILD_DIR (default build/c), linked with -Wl,-rpath to the library directory
-#      ($PORTAL_KEYRING_LIBDIR, default .build/debug);
+#   1. build keyringctl, the header test (as C99 and as C++11), the test programs of the table
+#      `programs` below (Tests/c/build.sh), examples/c/* and the README's "C in 20 lines" snippet
+#      (run on the fresh keyring: it must say signed out) into BUILD_DIR (default build/c),
+#      linked with -Wl,-rpath to the library directory ($PORTAL_KEYRING_LIBDIR, default
+#      .build/debug);
 #   2. check that `nm -D --defined-only` of the library exports every portal_* function the
-#      header declares, and no other portal_* symbol;
-#   3. run the header tests, abi_test (which reports every failed check, then exits 1;
-#      PORTAL_ABI_TEST_STOP_AT_FIRST=1 stops at the first), invalidation_test, async_test (the
-#      non-blocking calls on a real GMainLoop and a poll() loop; gnome-keyring only),
-#      async_signin_test (the non-blocking sign-in calls against the fake Portal API),
-#      signin_contract_test (magic-link configuration, account abstraction, disabled providers
-#      and status codes against the strict fake Portal API), desktop_signin_test (the desktop
-#      sign-in: GIO launches Tests/tools/fake_browser.sh, registered for http(s) URLs),
-#      listener_lifetime_test (the listener-lifetime rule), watch_test (portal_auth_watch across
-#      processes, issue 16: it restarts the provider), the GLib
-#      example app (examples/c/glib_app.c), wipe_test (a memory scan for a marker token after
-#      portal_string_free / session / portal release) and memscan_test (no copy of the token left
-#      after each API path, handles freed);
+#      header declares, and no other portal_* symbol, and that the header test names and
+#      abi_test calls each of them;
+#   3. run the header tests, then each test program of the table (abi_test reports every failed
+#      check, then exits 1; PORTAL_ABI_TEST_STOP_AT_FIRST=1 stops at the first), the GLib
+#      example app (examples/c/glib_app.c) and the README's snippet;
 #   4. run the examples end to end as separate processes (persist_session, then
 #      restore_on_launch, with first-launch flag files under fresh XDG_STATE_HOMEs).
 # Every step runs even after a failure; exits 1 if any check failed.
@@ -57,6 +50,36 @@ libdir=${PORTAL_KEYRING_LIBDIR:-$repo/.build/debug}
 libdir=$(cd "$libdir" && pwd)
 lib=$libdir/libportal-keyring.so
 header=$repo/Include/portal_keyring.h
+
+# The test programs of Tests/c, built by Tests/c/build.sh and run in this order. Columns: the
+# program; what it needs ("api": the loopback Portal API of scripts/with-portal-api.sh, a failure
+# without it; "gnome-keyring": that provider, skipped on others); its time limit in seconds; the
+# variables of test_env it gets; what it checks. Its last line is its "ok" line, its other lines
+# follow; a non-zero exit is a failure (its output is in BUILD_DIR/NAME.log).
+kctl=$build/keyringctl
+provider=${PORTAL_TEST_PROVIDER:-gnome-keyring}
+restart=${PORTAL_TEST_KEYRING_RESTART:-$repo/scripts/keyring-restart.sh}
+cli=$libdir/portal-session
+[[ -x $cli ]] || cli=$repo/.build/debug/portal-session
+declare -A test_env=([PORTAL_TEST_KEYRINGCTL]=$kctl [PORTAL_TEST_KEYRING_RESTART]=$restart
+    [PORTAL_SESSION_BIN]=${PORTAL_SESSION_BIN:-$cli} [PORTAL_TEST_CLI]=$cli
+    [PORTAL_TEST_FAKE_BROWSER]=$repo/Tests/tools/fake_browser.sh)
+programs=(
+    "abi_test               | -                 | 300 | PORTAL_TEST_KEYRINGCTL | every header function: arguments, answers, what is stored, keyring states, the portal calls, sign-in"
+    "persist_order_test     | -                 | 120 | PORTAL_TEST_KEYRINGCTL PORTAL_SESSION_BIN | create before removal; a newer sign-in survives"
+    "fork_test              | -                 | 120 | - | a fork() child works, or fails at once; never hangs"
+    "invalidation_test      | api               | 300 | - | listeners, replay, cancel, destroy_notify, two processes"
+    # async_test locks the keyring behind keyringctl's stuck prompter and SIGSTOPs the daemon.
+    "async_test             | api gnome-keyring | 300 | PORTAL_TEST_KEYRINGCTL | non-blocking calls on a GMainLoop and a poll() loop; 10 ms timer, gaps <= 50 ms"
+    "async_signin_test      | api               | 300 | - | non-blocking sign-in calls against the fake Portal API; 10 ms timer, gaps <= 50 ms"
+    "signin_contract_test   | api               | 120 | - | the backend's magic-link, OAuth URL and status contract through the C ABI"
+    "desktop_signin_test    | api               | 180 | PORTAL_TEST_FAKE_BROWSER PORTAL_TEST_CLI | sign_in_with_google/_apple: GIO opens a test browser; in-process and handler-process redirects"
+    "listener_lifetime_test | api               | 120 | - | a live handle delivers; portal_free(_async) closes: no delete nobody is told about"
+    "watch_loop_test        | -                 | 120 | PORTAL_SESSION_BIN | a GLib loop never waits for a watch to start or stop, also with a hung provider"
+    "watch_test             | api               | 300 | PORTAL_TEST_KEYRINGCTL PORTAL_TEST_KEYRING_RESTART | portal_auth_watch across processes: events once, in order; filtering; lock; restart; burst; idle"
+    "wipe_test              | -                 | 120 | - | token memory wiped on release: memory scan for a marker token"
+    "memscan_test           | api               | 300 | PORTAL_SESSION_BIN | no token copy in memory after persist, restore, sign-in, request, invalidate"
+)
 
 passed=0
 failed=0
@@ -98,34 +121,13 @@ if command -v clang >/dev/null && command -v clang++ >/dev/null; then
     compile "header_test (clang++, C++11)" clang++ -std=c++11 -Wall -Wextra -pedantic -Werror \
         -I"$repo/Include" -x c++ -fsyntax-only "$repo/Tests/c/header_test.c"
 fi
-compile abi_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/abi_test.c" \
-    -o "$build/abi_test" -pthread "${link[@]}"
-compile invalidation_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/invalidation_test.c" \
-    -o "$build/invalidation_test" -pthread "${link[@]}"
-compile persist_order_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/persist_order_test.c" \
-    -o "$build/persist_order_test" -rdynamic "${link[@]}"
-compile fork_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/fork_test.c" \
-    -o "$build/fork_test" "${link[@]}"
-compile memscan_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/memscan_test.c" \
-    -o "$build/memscan_test" -pthread "${link[@]}"
-compile async_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/async_test.c" \
-    -o "$build/async_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
-compile async_signin_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/async_signin_test.c" \
-    -o "$build/async_signin_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
-compile signin_contract_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/signin_contract_test.c" \
-    -o "$build/signin_contract_test" "${link[@]}"
-compile desktop_signin_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/desktop_signin_test.c" \
-    -o "$build/desktop_signin_test" $(pkg-config --cflags --libs gio-2.0) "${link[@]}"
-compile listener_lifetime_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/listener_lifetime_test.c" \
-    -o "$build/listener_lifetime_test" -pthread $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
-compile watch_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/watch_test.c" \
-    -o "$build/watch_test" "${link[@]}"
-compile watch_loop_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/watch_loop_test.c" \
-    -o "$build/watch_loop_test" $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
+for row in "${programs[@]}"; do
+    IFS="|" read -r name _ <<<"$row"
+    name=${name// /}
+    compile "$name" "$here/build.sh" "$name" --out "$build" --lib "$libdir"
+done
 compile "examples/c/glib_app" gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$repo/Include" \
     "$repo/examples/c/glib_app.c" -o "$build/glib_app" $(pkg-config --cflags --libs glib-2.0) "${link[@]}"
-compile wipe_test gcc -std=c11 -g -O1 "${warn[@]}" -I"$repo/Include" "$repo/Tests/c/wipe_test.c" \
-    -o "$build/wipe_test" -pthread "${link[@]}"
 for example in restore_on_launch persist_session; do
     compile "examples/c/$example" gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$repo/Include" \
         "$repo/examples/c/$example.c" -o "$build/$example" "${link[@]}"
@@ -142,7 +144,6 @@ if ((!built)); then
     printf '\nrun.sh: %d passed, %d FAILED (build failed; nothing was run)\n' "$passed" "$failed"
     exit 1
 fi
-kctl=$build/keyringctl
 
 # ------------------------------------------------------------------------------- exports
 
@@ -167,19 +168,19 @@ if [[ -n $extra ]]; then
 else
     pass "no undeclared portal_* symbol is exported"
 fi
-# Every header function is referenced by the header test and called by abi_test.
+# Every header function is referenced by the header test and called by abi_test (its files).
 uncovered=0
 for fn in $declared; do
     if ! grep -qE "ENTRY\($fn\)" "$repo/Tests/c/header_test.c"; then
         fail "Tests/c/header_test.c does not reference $fn"
         uncovered=1
     fi
-    if ! grep -qE "\b$fn\(" "$repo/Tests/c/abi_test.c"; then
-        fail "Tests/c/abi_test.c does not call $fn"
+    if ! grep -qE "\b$fn\(" "$repo/Tests/c/abi_test/"*.c; then
+        fail "Tests/c/abi_test/ does not call $fn"
         uncovered=1
     fi
 done
-((uncovered)) || pass "header_test.c references and abi_test.c calls all $ndeclared functions"
+((uncovered)) || pass "header_test.c references and abi_test calls all $ndeclared functions"
 others=$(nm -D --defined-only "$lib" | awk '{ print $3 }' | grep -vE '^portal_' |
     grep -vE '^(_init|_fini|_edata|_end|__bss_start)$' | grep -c . || true)
 if ((others > 0)); then
@@ -197,8 +198,6 @@ for variant in c cxx; do
     fi
 done
 
-provider=${PORTAL_TEST_PROVIDER:-gnome-keyring}
-restart=${PORTAL_TEST_KEYRING_RESTART:-$repo/scripts/keyring-restart.sh}
 if [[ ${PORTAL_TEST_KEYRING_MODE:-} == locked ]]; then
     section "keyring locked since login ($provider)"
     locked_env="c-locked-$$"
@@ -215,114 +214,36 @@ if [[ ${PORTAL_TEST_KEYRING_MODE:-} == locked ]]; then
     if "$build/keyringctl" unlock; then pass "keyringctl unlock"; else fail "keyringctl unlock"; fi
 fi
 
-section "abi_test"
-abi_log=$build/abi_test.log
-PORTAL_TEST_KEYRINGCTL=$kctl timeout 300 "$build/abi_test" 2>&1 | tee "$abi_log" | sed 's/^/  | /'
-abi_rc=${PIPESTATUS[0]}
-summary=$(grep -E '^abi_test: (all )?[0-9]+ checks passed' "$abi_log" || true)
-if ((abi_rc == 0)) && [[ -n $summary ]]; then
-    pass "$summary"
-else
-    fail "abi_test exited $abi_rc${summary:+: $summary} (full output: $abi_log)"
-fi
-grep -E 'after [0-9.]+ ms' "$abi_log" | sed 's/^ */  time  /' || true
-
-section "persist_order_test (create before removal; a newer sign-in survives)"
-if out=$(PORTAL_TEST_KEYRINGCTL=$kctl PORTAL_SESSION_BIN=${PORTAL_SESSION_BIN:-$repo/.build/debug/portal-session} \
-    timeout 120 "$build/persist_order_test" 2>&1); then
-    pass "$out"
-else
-    fail "persist_order_test: $out"
-fi
-
-section "fork_test (a fork() child works, or fails at once; never hangs)"
-if out=$(timeout 120 "$build/fork_test" 2>&1); then
-    pass "$out"
-else
-    fail "fork_test: $out"
-fi
-
-section "invalidation_test (listeners, replay, cancel, destroy_notify, two processes)"
-if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
-    fail "invalidation_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
-elif out=$(timeout 300 "$build/invalidation_test" 2>&1); then
-    pass "$out"
-else
-    fail "invalidation_test: $out"
-fi
-
-section "async_test (non-blocking calls on a GMainLoop and a poll() loop; 10 ms timer, gaps <= 50 ms)"
-if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
-    fail "async_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
-elif [[ $provider != gnome-keyring ]]; then
-    # It locks the keyring behind keyringctl's stuck prompter and SIGSTOPs the daemon: gnome-keyring only.
-    printf '  skip  async_test: needs the gnome-keyring provider (stuck prompter, SIGSTOP), not %s\n' "$provider"
-elif out=$(PORTAL_TEST_KEYRINGCTL=$kctl timeout 300 "$build/async_test" 2>&1); then
-    pass "$(tail -n 1 <<<"$out")"
-    sed 's/^/  | /' <<<"$out" | grep -v 'async_test:'
-else
-    fail "async_test: $out"
-fi
-
-section "async_signin_test (non-blocking sign-in calls against the fake Portal API; 10 ms timer, gaps <= 50 ms)"
-if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
-    fail "async_signin_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
-elif out=$(timeout 300 "$build/async_signin_test" 2>&1); then
-    pass "$(tail -n 1 <<<"$out")"
-    sed 's/^/  | /' <<<"$out" | grep -v 'async_signin_test:'
-else
-    fail "async_signin_test: $out"
-fi
-
-section "signin_contract_test (the backend's magic-link, OAuth URL and status contract through the C ABI)"
-if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
-    fail "signin_contract_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
-elif out=$(timeout 120 "$build/signin_contract_test" 2>&1); then
-    pass "$(tail -n 1 <<<"$out")"
-else
-    fail "signin_contract_test: $out"
-fi
-
-section "desktop_signin_test (sign_in_with_google/_apple: GIO opens a test browser; in-process and handler-process redirects)"
-cli=$libdir/portal-session
-[[ -x $cli ]] || cli=$repo/.build/debug/portal-session
-if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
-    fail "desktop_signin_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
-elif out=$(PORTAL_TEST_FAKE_BROWSER=$repo/Tests/tools/fake_browser.sh PORTAL_TEST_CLI=$cli \
-        timeout 180 "$build/desktop_signin_test" 2>&1); then
-    pass "$(tail -n 1 <<<"$out")"
-    sed 's/^/  | /' <<<"$out" | grep -v 'desktop_signin_test:'
-else
-    fail "desktop_signin_test: $out"
-fi
-
-section "listener_lifetime_test (a live handle delivers; portal_free(_async) closes: no delete nobody is told about)"
-if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
-    fail "listener_lifetime_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
-elif out=$(timeout 120 "$build/listener_lifetime_test" 2>&1); then
-    pass "$(tail -n 1 <<<"$out")"
-    sed 's/^/  | /' <<<"$out" | grep -v 'listener_lifetime_test:'
-else
-    fail "listener_lifetime_test: $out"
-fi
-
-section "watch_loop_test (a GLib loop never waits for a watch to start or stop, also with a hung provider)"
-if out=$(PORTAL_SESSION_BIN=${PORTAL_SESSION_BIN:-$libdir/portal-session} timeout 120 "$build/watch_loop_test" 2>&1); then
-    pass "watch_loop_test: portal_auth_watch_async and portal_watch_free return at once; STARTED, FAILED, events on the loop"
-    sed 's/^/  | /' <<<"$out" | grep -v 'watch_loop_test:'
-else
-    fail "watch_loop_test: $out"
-fi
-
-section "watch_test (portal_auth_watch across processes: events once, in order; filtering; lock; restart; burst; idle)"
-if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
-    fail "watch_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
-elif out=$(PORTAL_TEST_KEYRINGCTL=$kctl PORTAL_TEST_KEYRING_RESTART=$restart timeout 300 "$build/watch_test" 2>&1); then
-    pass "$(tail -n 1 <<<"$out")"
-    sed 's/^/  | /' <<<"$out" | grep -v 'watch_test:'
-else
-    fail "watch_test: $out"
-fi
+for row in "${programs[@]}"; do
+    IFS="|" read -r name needs seconds vars what <<<"$row"
+    read -r name <<<"$name"
+    read -r seconds <<<"$seconds"
+    read -r -a needs <<<"$needs"
+    read -r -a vars <<<"$vars"
+    section "$name (${what# })"
+    if [[ " ${needs[*]} " == *" api "* && -z ${PORTAL_TEST_API_URL:-} ]]; then
+        fail "$name needs the loopback Portal API: run inside scripts/with-portal-api.sh"
+        continue
+    fi
+    if [[ " ${needs[*]} " == *" gnome-keyring "* && $provider != gnome-keyring ]]; then
+        printf '  skip  %s: needs the gnome-keyring provider, not %s\n' "$name" "$provider"
+        continue
+    fi
+    environment=()
+    for var in "${vars[@]}"; do
+        [[ $var == - ]] || environment+=("$var=${test_env[$var]}")
+    done
+    log=$build/$name.log
+    env "${environment[@]}" timeout "$seconds" "$build/$name" >"$log" 2>&1
+    rc=$?
+    if ((rc == 0)); then
+        pass "$(tail -n 1 "$log")"
+        sed '$d; s/^/  | /' "$log" | grep -v "$name:"
+    else
+        sed 's/^/  | /' "$log"
+        fail "$name exited $rc$( ((rc == 124)) && echo " (timed out after $seconds s)") (output: $log)"
+    fi
+done
 
 section "examples/c/glib_app (GLib main loop: restore on launch, validate, invalidation on the main thread)"
 if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
@@ -338,24 +259,6 @@ if out=$(timeout 60 "$build/readme_app" 2>&1) && [[ $out == "signed out — show
     pass "README C snippet: $out"
 else
     fail "README C snippet printed: $out"
-fi
-
-section "wipe_test (token memory wiped on release: memory scan for a marker token)"
-if out=$(timeout 120 "$build/wipe_test" 2>&1); then
-    pass "$(tail -n 1 <<<"$out")"
-    sed 's/^/  | /' <<<"$out" | grep -v 'wipe_test:'
-else
-    fail "wipe_test: $out"
-fi
-
-section "memscan_test (no token copy in memory after persist, restore, sign-in, request, invalidate)"
-if [[ -z ${PORTAL_TEST_API_URL:-} ]]; then
-    fail "memscan_test needs the loopback Portal API: run inside scripts/with-portal-api.sh"
-elif out=$(PORTAL_SESSION_BIN=${PORTAL_SESSION_BIN:-$repo/.build/debug/portal-session} timeout 300 "$build/memscan_test" 2>&1); then
-    pass "$(tail -n 1 <<<"$out")"
-    sed 's/^/  | /' <<<"$out" | grep -v 'memscan_test:'
-else
-    fail "memscan_test: $out"
 fi
 
 # ------------------------------------------------------------------------------- examples

@@ -102,6 +102,13 @@ class SelectTests(unittest.TestCase):
         self.write("Tests/c/b_test.c", "more\n")
         self.assertEqual(self.selected(), {"b-c"})
 
+    def test_a_c_programs_folder_and_the_c_test_header_select_its_mutants(self):
+        self.write("Tests/c/b_test/part.c", "new\n")
+        self.assertEqual(self.selected(), {"b-c"}, "a file of the program of several files (Tests/c/build.sh)")
+        os.remove(os.path.join(self.tree, "Tests/c/b_test/part.c"))
+        self.write("Tests/c/check.h", "new\n")
+        self.assertEqual(self.selected(), {"b-c"}, "the checks of every C test program")
+
     def test_the_harness_selects_every_mutant(self):
         self.write("scripts/with-keyring.sh", "more\n")
         self.assertEqual(self.selected(), {"a-swift", "b-c"})
