@@ -6,8 +6,8 @@
 # PROGRAM is a name of Tests/c (abi_test: every .c file of the folder Tests/c/abi_test/, or else
 # Tests/c/abi_test.c) or the path of a .c file (Tests/fault/fault_test.c). Builds DIR/NAME (DIR:
 # default build/c) with the flags that every test program shares: C11, warnings as errors,
-# Include/, threads, its symbols exported (-rdynamic: the library finds a program's fault
-# injection seams with dlsym), GIO and GLib (the main-loop tests), and the library in DIR of
+# Include/, threads, libdl, its symbols exported (-rdynamic: the library finds a program's fault
+# injection seams with dlsym), GIO and GLib (the main-loop tests), and the library of DIR of
 # --lib ($PORTAL_KEYRING_LIBDIR, default .build/debug), found at run time through an rpath.
 # Prints nothing on success; the compiler's messages and a non-zero exit otherwise (2: bad usage).
 set -uo pipefail
@@ -52,4 +52,4 @@ mkdir -p "$out" || exit 2
 
 read -r -a gio <<<"$(pkg-config --cflags --libs gio-2.0)" || exit 2
 exec gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "${sources[@]}" -o "$out/$name" \
-    -pthread -rdynamic "${gio[@]}" -L"$libdir" -lportal-keyring -Wl,-rpath,"$libdir"
+    -pthread -rdynamic -ldl "${gio[@]}" -L"$libdir" -lportal-keyring -Wl,-rpath,"$libdir"

@@ -562,14 +562,11 @@ case ${PIPESTATUS[0]} in
 *) fail "swift build" ;;
 esac
 lib=$repo/.build/debug
-link=(-L"$lib" -lportal-keyring -Wl,-rpath,"$lib")
 check "build keyringctl" gcc -O1 -Wall -Wextra -Werror -o "$build/keyringctl" "$repo/Tests/tools/keyringctl.c" \
     $(pkg-config --cflags --libs libsecret-1)
-check "build fault_op" gcc -std=c11 -O1 -g -Wall -Wextra -Werror -I"$repo/Include" "$here/fault_op.c" -o "$build/fault_op" "${link[@]}"
-check "build fault_test" gcc -std=c11 -O1 -g -Wall -Wextra -Werror -I"$repo/Include" "$here/fault_test.c" \
-    -o "$build/fault_test" -rdynamic -ldl -pthread "${link[@]}"
-check "build slow_provider_test" gcc -std=c11 -O1 -g -Wall -Wextra -Werror -I"$repo/Include" "$here/slow_provider_test.c" \
-    -o "$build/slow_provider_test" -rdynamic -pthread "${link[@]}"
+for program in fault_op fault_test slow_provider_test; do
+    check "build $program" "$repo/Tests/c/build.sh" "$here/$program.c" --out "$build" --lib "$lib"
+done
 
 # Runs conditions inside a fresh keyring; adds their counts.
 inside() { # [--no-unlock] CONDITION...

@@ -48,15 +48,10 @@ ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
 bad() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
 
 echo "== build into $build (library: $libdir)"
-read -r -a glib <<<"$(pkg-config --cflags --libs glib-2.0)"
-declare -A extra=([invalidation_test]=-pthread [memscan_test]=-pthread [wipe_test]=-pthread
-    [async_signin_test]="-pthread ${glib[*]}" [listener_lifetime_test]="-pthread ${glib[*]}")
 programs=(invalidation_test listener_lifetime_test async_signin_test signin_contract_test memscan_test wipe_test fork_test
     abi_test watch_test)
 for name in "${programs[@]}"; do
-    read -r -a flags <<<"${extra[$name]:-}"
-    if gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/c/$name.c" -o "$build/$name" \
-        "${flags[@]}" -L"$libdir" -lportal-keyring -Wl,-rpath,"$libdir"; then
+    if "$repo/Tests/c/build.sh" "$name" --out "$build" --lib "$libdir"; then
         ok "build $name"
     else
         bad "build $name"

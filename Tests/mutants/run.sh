@@ -38,7 +38,7 @@
 #                    scripts/with-portal-api.sh (must run at least one test)
 #   script PATH      a test script of the tree (Tests/cli/hardening.sh) inside the same two
 #                    harnesses, PORTAL_SESSION_BIN set to the scratch copy's portal-session
-#   c PROGRAM        Tests/c/PROGRAM.c compiled against the library and run inside the same
+#   c PROGRAM        Tests/c/PROGRAM built by Tests/c/build.sh and run inside the same
 #   swift-on P FILTER  the same under scripts/with-keyring.sh --provider P
 #   c-on P PROGRAM   `c PROGRAM` under scripts/with-keyring.sh --provider P
 #   provider P       Tests/providers/run.sh inside scripts/with-keyring.sh --provider P
@@ -178,9 +178,8 @@ run_suite_once() {
         return $rc
         ;;
     c)
-        gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$scratch/Include" "$scratch/Tests/c/$arg.c" \
-            -o "$cbuild/$arg" -pthread -rdynamic $(pkg-config --cflags --libs glib-2.0) -L"$scratch/.build/debug" -lportal-keyring \
-            -Wl,-rpath,"$scratch/.build/debug" >"$log" 2>&1 || { echo "run.sh: cannot compile $arg" >>"$log"; return 3; }
+        Tests/c/build.sh "$arg" --out "$cbuild" --lib "$scratch/.build/debug" >"$log" 2>&1 ||
+            { echo "run.sh: cannot compile $arg" >>"$log"; return 3; }
         timeout --kill-after=10 "$limit" \
             scripts/with-keyring.sh scripts/with-portal-api.sh "$cbuild/$arg" >>"$log" 2>&1
         return $?
@@ -212,11 +211,10 @@ run_suite_once() {
         return $?
         ;;
     c-on)
-        # c-on PROVIDER PROGRAM: Tests/c/PROGRAM.c, as `c`, under one provider of the matrix.
+        # c-on PROVIDER PROGRAM: Tests/c/PROGRAM, as `c`, under one provider of the matrix.
         local provider=${arg%% *} program=${arg#* }
-        gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$scratch/Include" "$scratch/Tests/c/$program.c" \
-            -o "$cbuild/$program" -pthread -rdynamic $(pkg-config --cflags --libs glib-2.0) -L"$scratch/.build/debug" -lportal-keyring \
-            -Wl,-rpath,"$scratch/.build/debug" >"$log" 2>&1 || { echo "run.sh: cannot compile $program" >>"$log"; return 3; }
+        Tests/c/build.sh "$program" --out "$cbuild" --lib "$scratch/.build/debug" >"$log" 2>&1 ||
+            { echo "run.sh: cannot compile $program" >>"$log"; return 3; }
         timeout --kill-after=10 "$limit" scripts/with-keyring.sh --provider "$provider" scripts/with-portal-api.sh \
             "$cbuild/$program" >>"$log" 2>&1
         return $?

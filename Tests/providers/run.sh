@@ -148,8 +148,7 @@ if [[ $provider == keepassxc* ]]; then
     cycles=3
     [[ $provider == keepassxc-confirm ]] && cycles=1
     libdir=${PORTAL_KEYRING_LIBDIR:-$(dirname "$ps_bin")}
-    if gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/providers/unlock_race_test.c" \
-        -o "$tmp/unlock_race_test" -rdynamic -L"$libdir" -Wl,-rpath,"$libdir" -lportal-keyring 2>"$tmp/cc.err"; then
+    if "$repo/Tests/c/build.sh" "$repo/Tests/providers/unlock_race_test.c" --out "$tmp" --lib "$libdir" 2>"$tmp/cc.err"; then
         if PORTAL_TEST_KEYRINGCTL=$kctl timeout 300 "$tmp/unlock_race_test" "${PORTAL_TEST_UNLOCK_RACE_CYCLES:-$cycles}" \
             >"$tmp/race.out" 2>&1; then
             ok "$(tail -n 1 "$tmp/race.out")"
@@ -166,8 +165,7 @@ if [[ $provider == keepassxc* ]]; then
     # A create or delete prompt dismissed (refused_test.c dismisses it right before the library
     # runs it): "keyring refused", nothing lost.
     echo "== [$provider] a dismissed create or delete prompt"
-    if gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/providers/refused_test.c" \
-        -o "$tmp/refused_test" -rdynamic -L"$libdir" -Wl,-rpath,"$libdir" -lportal-keyring 2>"$tmp/cc.err"; then
+    if "$repo/Tests/c/build.sh" "$repo/Tests/providers/refused_test.c" --out "$tmp" --lib "$libdir" 2>"$tmp/cc.err"; then
         if PORTAL_TEST_KEYRINGCTL=$kctl timeout 120 "$tmp/refused_test" >"$tmp/refused.out" 2>&1; then
             ok "$(tail -n 1 "$tmp/refused.out")"
         else
@@ -183,8 +181,7 @@ if [[ $provider == keepassxc ]]; then
     # Two delete prompts for one item, run one after the other, crash KeePassXC 2.7.4 (SIGSEGV):
     # 8 processes and then 8 threads clear the same session at once, 10 rounds each.
     echo "== [$provider] concurrent clears of one session by processes and threads"
-    if gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/providers/concurrent_delete_test.c" \
-        -o "$tmp/concurrent_delete_test" -rdynamic -pthread -L"$libdir" -Wl,-rpath,"$libdir" -lportal-keyring 2>"$tmp/cc.err"; then
+    if "$repo/Tests/c/build.sh" "$repo/Tests/providers/concurrent_delete_test.c" --out "$tmp" --lib "$libdir" 2>"$tmp/cc.err"; then
         if timeout 180 "$tmp/concurrent_delete_test" 10 >"$tmp/concurrent.out" 2>&1; then
             ok "$(tail -n 1 "$tmp/concurrent.out"); $(sed -n 's/^  //p' "$tmp/concurrent.out")"
         else
@@ -237,8 +234,7 @@ if [[ $provider == gnome-keyring-passwordless || $provider == kwallet ]]; then
     # unlocks without asking anyone).
     echo "== [$provider] a stored session the provider never hands out"
     libdir=${PORTAL_KEYRING_LIBDIR:-$(dirname "$ps_bin")}
-    if gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/providers/unreadable_test.c" \
-        -o "$tmp/unreadable_test" -rdynamic -L"$libdir" -Wl,-rpath,"$libdir" -lportal-keyring 2>"$tmp/cc.err"; then
+    if "$repo/Tests/c/build.sh" "$repo/Tests/providers/unreadable_test.c" --out "$tmp" --lib "$libdir" 2>"$tmp/cc.err"; then
         if PORTAL_TEST_KEYRINGCTL=$kctl timeout 120 "$tmp/unreadable_test" >"$tmp/unreadable.out" 2>&1; then
             ok "$(tail -n 1 "$tmp/unreadable.out"); $(sed -n 's/^  //p' "$tmp/unreadable.out")"
         else
@@ -258,8 +254,7 @@ if [[ $provider == flatpak ]]; then
     # No GetSecrets to race: a restore reads the whole file once, and a writer replaces the file
     # (rename); Tests/flatpak/run.sh's two processes persisting in a loop are that race.
     skip "replaced_test: the file keyring has no read between search and secret to inject into"
-elif gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/providers/replaced_test.c" \
-    -o "$tmp/replaced_test" -rdynamic -L"$libdir" -Wl,-rpath,"$libdir" -lportal-keyring 2>"$tmp/cc.err"; then
+elif "$repo/Tests/c/build.sh" "$repo/Tests/providers/replaced_test.c" --out "$tmp" --lib "$libdir" 2>"$tmp/cc.err"; then
     if PORTAL_TEST_KEYRINGCTL=$kctl timeout 240 "$tmp/replaced_test" "$ps_bin" >"$tmp/replaced.out" 2>&1; then
         ok "$(tail -n 1 "$tmp/replaced.out"); $(sed -n 's/^  //p' "$tmp/replaced.out" | tr '\n' ';')"
     else
