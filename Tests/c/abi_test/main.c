@@ -27,7 +27,8 @@
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    check_stop_at_first = getenv("PORTAL_ABI_TEST_STOP_AT_FIRST") && strcmp(getenv("PORTAL_ABI_TEST_STOP_AT_FIRST"), "1") == 0;
+    const char *stop = getenv("PORTAL_ABI_TEST_STOP_AT_FIRST");
+    check_stop_at_first = stop && strcmp(stop, "1") == 0;
     if (argc == 3 && strcmp(argv[1], "--no-bus-child") == 0) return no_bus_child(atoi(argv[2]));
     if (argc != 1) {
         fprintf(stderr, "usage: abi_test   (inside scripts/with-keyring.sh, with PORTAL_TEST_KEYRINGCTL set)\n");
