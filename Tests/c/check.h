@@ -42,7 +42,7 @@ __attribute__((weak)) int checks, failures;
 __attribute__((weak)) const char *check_context;
 __attribute__((weak)) int check_stop_at_first, check_verbose;
 
-/* Counts a check made and reports it when it failed or check_verbose is set. */
+/* Reports a check that failed, or any check when check_verbose is set, and counts a failure. */
 static inline void check_report_(int passed, const char *file, int line, const char *cond, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 static inline void check_report_(int passed, const char *file, int line, const char *cond, const char *fmt, ...) {
