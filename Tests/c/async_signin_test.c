@@ -16,6 +16,7 @@
 #define _DEFAULT_SOURCE 1
 #include <portal_keyring.h>
 #include "check.h"
+#include "main_loop.h"
 
 #include <glib.h>
 #include <pthread.h>
@@ -24,39 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The largest main-loop gap allowed. Every blocking scenario here would stall the loop for 900 ms
- * or more (prompt and call deadlines, API delays, portal_free's wait); a loaded 2-core machine
- * shows scheduler gaps up to about 100 ms (92.7 ms seen with other builds running), so 200 ms
- * tells the two apart without failing on load. */
-#define MAX_GAP_MS 200
-
 static const char *api_url;
 static char env_id[128];
-static gint64 last_tick, max_gap;
-
-static gboolean tick(gpointer data) {
-    (void)data;
-    gint64 now = g_get_monotonic_time();
-    if (last_tick && now - last_tick > max_gap) max_gap = now - last_tick;
-    last_tick = now;
-    return G_SOURCE_CONTINUE;
-}
-
-static int run_until(int *flag, int want, int timeout_ms) {
-    gint64 end = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-    while (*flag < want && g_get_monotonic_time() < end) g_main_context_iteration(NULL, TRUE);
-    return *flag >= want;
-}
-
-static void gap_reset(void) {
-    max_gap = 0;
-    last_tick = g_get_monotonic_time();
-}
-
-static void gap_report(const char *what) {
-    printf("%s: largest main-loop timer gap %.1f ms\n", what, max_gap / 1000.0);
-    CHECK(max_gap <= MAX_GAP_MS * 1000);
-}
 
 /* One sign-in completion, with what it delivered (taken from the result). */
 typedef struct {

@@ -17,6 +17,7 @@
 #define _DEFAULT_SOURCE 1
 #include <portal_keyring.h>
 #include "check.h"
+#include "main_loop.h"
 
 #include <glib.h>
 #include <poll.h>
@@ -28,50 +29,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The largest main-loop gap allowed. Every blocking scenario here would stall the loop for 900 ms
- * or more (prompt and call deadlines, API delays, portal_free's wait); a loaded 2-core machine
- * shows scheduler gaps up to about 100 ms (92.7 ms seen with other builds running), so 200 ms
- * tells the two apart without failing on load. */
-#define MAX_GAP_MS 200
-
 static pthread_t main_thread;
 static const char *kctl, *api_url;
 static char env_id[128];
 
-/* ------------------------------------------------------------------ the loop and its timer */
-
-static gint64 last_tick, max_gap;
-
-static gboolean tick(gpointer data) {
-    (void)data;
-    gint64 now = g_get_monotonic_time();
-    if (last_tick && now - last_tick > max_gap) max_gap = now - last_tick;
-    last_tick = now;
-    return G_SOURCE_CONTINUE;
-}
-
-/* Runs the default context until *flag >= want or timeout_ms passed; true when reached. */
-static int run_until(int *flag, int want, int timeout_ms) {
-    gint64 end = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-    while (*flag < want && g_get_monotonic_time() < end) g_main_context_iteration(NULL, TRUE);
-    return *flag >= want;
-}
-
-static void run_for(int ms) {
-    int never = 0;
-    run_until(&never, 1, ms);
-}
-
-static void gap_reset(void) {
-    max_gap = 0;
-    last_tick = g_get_monotonic_time();
-}
-
-static void gap_report(const char *what) {
-    printf("%s: largest main-loop timer gap %.1f ms\n", what, max_gap / 1000.0);
-    if (max_gap > MAX_GAP_MS * 1000) fprintf(stderr, "%s: the main loop stalled for %.1f ms\n", what, max_gap / 1000.0);
-    CHECK(max_gap <= MAX_GAP_MS * 1000);
-}
 
 /* ------------------------------------------------------------------ one completion */
 

@@ -24,6 +24,7 @@
 #define _GNU_SOURCE 1
 #include <portal_keyring.h>
 #include "check.h"
+#include "main_loop.h"
 
 #include <glib.h>
 #include <signal.h>
@@ -36,16 +37,7 @@
 /* Longer than any scheduling delay, shorter than the 5 s a blocking call would take. */
 #define BLOCKED_MS 1000
 
-static gint64 last_tick, max_gap;
 static GThread *main_thread;
-
-static gboolean tick(gpointer data) {
-    (void)data;
-    gint64 now = g_get_monotonic_time();
-    if (last_tick && now - last_tick > max_gap) max_gap = now - last_tick;
-    last_tick = now;
-    return G_SOURCE_CONTINUE;
-}
 
 typedef struct {
     int started, failed, signed_in, other, destroyed, destroyed_off_main;

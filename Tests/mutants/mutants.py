@@ -194,8 +194,8 @@ def suite_files_of_kind(kind, arg, tree):
     if kind in ("c", "c-on"):
         program = arg.split(" ")[-1]
         # Tests/c/PROGRAM.c, or the folder of a program of several files (Tests/c/build.sh).
-        return [f"Tests/c/{program}.c", f"Tests/c/{program}/", "Tests/c/check.h", "Tests/c/build.sh",
-                "Tests/providers/provider_test.h", "Tests/c/run.sh"]
+        return [f"Tests/c/{program}.c", f"Tests/c/{program}/", "Tests/c/check.h", "Tests/c/main_loop.h",
+                "Tests/c/build.sh", "Tests/providers/provider_test.h", "Tests/c/run.sh"]
     if kind == "provider":
         return ["Tests/providers/"]
     if kind == "pytest":
