@@ -454,7 +454,7 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
     /// user who binds [::1]:PORT got the request and its bearer. `localhost` now means 127.0.0.1
     /// only: a squatter on [::1]:PORT (nothing on 127.0.0.1:PORT) receives nothing, and the
     /// request fails; the literal `[::1]:PORT` still reaches an IPv6 server. Kills:
-    /// security/localhost-any-family.
+    /// http/localhost-any-family.
     @Test func localhostNeverReachesTheIPv6Loopback() throws {
         let squatter = try #require(RecordingListener(address: "::1"), "cannot listen on [::1] (no IPv6 loopback)")
         defer { squatter.stop() }
