@@ -7,7 +7,7 @@ import FoundationEssentials
 import Glibc
 #endif
 
-// Issue 14 item 3: login CSRF ("redirect hijacking"). Against the loopback Portal API and the
+// Login CSRF ("redirect hijacking"). Against the loopback Portal API and the
 // real keyring; markers under the harness's private XDG_RUNTIME_DIR, or a scratch directory.
 
 private let validations = "/api/v3/auth/magic-links/validations"

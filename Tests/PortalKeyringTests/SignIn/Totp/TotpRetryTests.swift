@@ -55,7 +55,7 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
     }
 }
 
-/// A TOTP sign-in is not lost once Portal accepted the code (issue 14 item 3): the exchange is
+/// A TOTP sign-in is not lost once Portal accepted the code: the exchange is
 /// remembered, so a retry of the same verify persists without a second exchange (the server
 /// spent the code and the user JWT). Real keyring, loopback Portal API.
 @Suite(.serialized) struct TotpRetryTests {

@@ -5,7 +5,7 @@ import CGLib
 import Dispatch
 import Synchronization
 
-// The transfer session's primitives (issue 11: the library's own `dh-ietf1024-sha256-aes128-cbc-pkcs7`
+// The transfer session's primitives (the library's own `dh-ietf1024-sha256-aes128-cbc-pkcs7`
 // session instead of libsecret's on a subclassed proxy). Interoperability with real providers is
 // proven by Tests/providers/run.sh on every provider of the matrix (every persist and restore
 // crosses the bus encrypted; the bus capture never holds the token); these tests pin the parts a
