@@ -8,7 +8,7 @@
 #      (Tests/mutants/test_select.py, on a throw-away git repository);
 #   4. the library (Sources/PortalKeyringCore, Sources/PortalKeyring, Sources/PortalKeyringC)
 #      imports neither Foundation nor FoundationEssentials: loaded into other people's processes,
-#      it stays light (issue 27; the portal-session command may use them);
+#      it stays light (the portal-session command may use them);
 #   5. no `Lock` guards an empty value (`Lock<Void>`): ThreadSanitizer reports a false race on it
 #      (Sources/PortalKeyringCore/Runtime/Lock.swift);
 #   6. what the C library links (Sources/PortalKeyringCore, Sources/PortalKeyringC) uses no Swift

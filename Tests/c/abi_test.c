@@ -321,7 +321,7 @@ static void check_restore(portal_auth *auth, const char *env_id, const char *use
 /* A token of exactly n bytes of valid UTF-8 mixing ASCII, JSON-special characters, control
  * characters and multi-byte characters. Caller frees. */
 static char *make_token(size_t n) {
-    /* No whitespace or control characters: persist refuses them (issue 15). */
+    /* No whitespace or control characters: persist refuses them. */
     static const char *const units[] = {"a", "Z", "0", "-", "_", ".", "~", "\"", "\\", "/", "\\n",
                                         "\\t", "{", "}", "\xc3\xa9", "\xe6\xbc\xa2", "\xf0\x9f\x94\x91"};
     char *t = malloc(n + 1);
@@ -445,7 +445,7 @@ static void test_async_arguments(void) {
     CHECK_STATUS(portal_auth_sign_in_with_google_async(auth, 900001, q, sign_in_done, NULL, async_destroy, NULL),
                  PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(strstr(portal_last_error_message(), "timeout_ms") != NULL);
-    /* portal_auth_watch: NULL auth, callback and watch_out, and a freed queue (issue 16). */
+    /* portal_auth_watch: NULL auth, callback and watch_out, and a freed queue. */
     portal_watch *watch = NULL;
     CHECK_STATUS(portal_auth_watch(NULL, q, watch_event, NULL, async_destroy, &watch), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_watch(auth, q, NULL, NULL, async_destroy, &watch), PORTAL_ERR_INVALID_ARGUMENT);
@@ -638,7 +638,7 @@ static void test_auth_new_arguments(void) {
     check_auth_new_rejects(id, "", "", "redirect_url", "empty before a bad host");
     /* Redirect URLs are absolute scheme://… URLs, or private-use scheme:/path ones (RFC 8252
      * §7.1), without whitespace or controls, not javascript:/vbscript:/data:, <= 8192 bytes; the
-     * message says what is expected (issue 15). */
+     * message says what is expected. */
     const char *bad_urls[] = {"not a url", "noscheme", "myapp:no-slash", "://x", ":/x", "1app://x", "my app://x",
                               "myapp://a b", "myapp://a\tb", "myapp://a\x7f", "myapp://a\xc2\x85" "b",
                               "myapp:/a b", "javascript:alert(1)", "javascript:/alert(1)", "DATA:/x"};
@@ -912,7 +912,7 @@ static void test_round_trip(void) {
     check_restore(auth, id, "user-no-out", "token-no-out");
 
     /* Whitespace or a control character anywhere: refused at persist, naming the argument, and
-     * the stored session is untouched (issue 15: a pasted token with a trailing newline). */
+     * the stored session is untouched (a pasted token with a trailing newline). */
     const char *spaced[] = {"tok en", " tok", "tok ", "tok\n", "tok\r\n", "\ttok", "a\x01" "b", "tok\x7f",
                             "tok\xc2\x85", "tok\xc2\xa0", "tok\xe2\x80\xa8", "line one\nline two\n"};
     for (size_t i = 0; i < sizeof spaced / sizeof spaced[0]; i++) {
@@ -1946,7 +1946,7 @@ static void test_sign_in_arguments(void) {
                  PORTAL_ERR_AUTHENTICATION_FAILED);
     CHECK(strstr(portal_last_error_message(), "access_denied") != NULL);
     {
-        /* Issue 14: an attacker's error parameter reaches the last-error message without control
+        /* An attacker's error parameter reaches the last-error message without control
          * characters (ESC, BEL, CR, C1 CSI) and cut to 100 characters; URLs over 8192 bytes are
          * refused before parsing, and 8192 bytes of slashes are handled at once. */
         static char url[8300];
@@ -2002,7 +2002,7 @@ static void test_sign_in_arguments(void) {
         CHECK_ERROR_MENTIONS("url");
     }
     /* send_magic_link above recorded the pending sign-in before its request failed, so the grant
-     * goes to the (unreachable) API. Issue 14 item 3: without a pending sign-in it does not, and
+     * goes to the (unreachable) API. Login CSRF: without a pending sign-in it does not, and
      * PORTAL_REDIRECT_ALLOW_UNSOLICITED is the opt-out; unknown flag bits are refused. */
     CHECK_STATUS(portal_auth_handle_redirect(auth, "myapp://auth/callback?token=x&authMethod=EMAIL_MAGIC_LINK", &kind,
                                              NULL, NULL, NULL), PORTAL_ERR_NETWORK);
@@ -2034,7 +2034,7 @@ static void test_sign_in_arguments(void) {
 }
 
 static void test_double_free(void) {
-    begin("freed handles and strings: a second free is ignored, a freed handle is an invalid argument (issue 14)");
+    begin("freed handles and strings: a second free is ignored, a freed handle is an invalid argument");
     portal_auth *auth = NULL;
     CHECK_OK(portal_auth_new(&auth, "double-free", "myapp://auth/callback", "127.0.0.1:1"));
     portal_session *session = NULL;

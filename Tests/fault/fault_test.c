@@ -325,7 +325,7 @@ static void test_tokens(void) {
         CHECK(st == PORTAL_OK, "%s: persisted", exact[i].name);
         expect_restore(auth, "user-10", exact[i].bytes, strlen(exact[i].bytes), exact[i].name);
     }
-    /* Whitespace or control characters: refused at persist (issue 15), the stored token intact. */
+    /* Whitespace or control characters: refused at persist, the stored token intact. */
     struct { const char *name; const char *bytes; } spaced[] = {
         {"newlines and CR", "line1\nline2\r\nline3\n"}, {"a tab", "\ttab"},
         {"control characters", "\x01\x02\x1f\x7f-ctl"}, {"leading/trailing spaces", "  padded token  "},

@@ -8,7 +8,12 @@
                                                   not found exactly once), with the reason on stderr
     mutants.py check CATALOGUE_DIR TREE           every mutant still applies to TREE (each hunk's search
                                                   text found exactly once, in order; no build, seconds):
-                                                  prints each STALE one with the reason, exit 1 if any
+                                                  prints each STALE one with the reason, exit 1 if any;
+                                                  also fails when CATALOGUE_DIR/README.md states
+                                                  another count than the catalogue's (see count)
+    mutants.py count CATALOGUE_DIR [--write]      how many mutants the catalogue holds; --write puts
+                                                  that number into README.md's one sentence that
+                                                  states it ("The catalogue holds N mutants")
     mutants.py select CATALOGUE_DIR TREE SLICES [BUDGET]
                                                   the mutants CI runs (`run.sh --changed`): every mutant
                                                   whose patched file, guarding suites' files or own
@@ -54,6 +59,7 @@ new place so that `file:` can be updated).
 """
 import filecmp
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -218,6 +224,32 @@ def apply(mutant, tree):
     return 0
 
 
+# The README states the catalogue's size once, in this sentence; `count --write` keeps it true
+# and `check` fails when it is not.
+COUNT_SENTENCE = re.compile(r"The catalogue holds (\d+) mutants")
+
+
+def readme_count(directory, mutants, write=False):
+    """None when CATALOGUE_DIR/README.md states the catalogue's count (or has no README), else
+    the reason it does not. With WRITE, the sentence is corrected instead."""
+    readme = os.path.join(directory, "README.md")
+    if not os.path.exists(readme):
+        return None
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    stated = COUNT_SENTENCE.findall(text)
+    if len(stated) != 1:
+        return f"{readme}: states the count {len(stated)} times, expected once (\"The catalogue holds N mutants\")"
+    if int(stated[0]) == len(mutants):
+        return None
+    if write:
+        with open(readme, "w", encoding="utf-8") as f:
+            f.write(COUNT_SENTENCE.sub(f"The catalogue holds {len(mutants)} mutants", text))
+        return None
+    return (f"{readme}: says {stated[0]} mutants, the catalogue holds {len(mutants)} "
+            f"(mutants.py count {directory} --write)")
+
+
 def check(directory, tree):
     stale = 0
     mutants = catalogue(directory)
@@ -230,7 +262,10 @@ def check(directory, tree):
             print(f"moved {mutant['name']}: its code is now in {located(mutant, tree)[0]} "
                   f"(followed by its 'within:' anchor; update 'file:')")
     print(f"mutants: {len(mutants) - stale} of {len(mutants)} apply" + (f", {stale} STALE" if stale else ""))
-    return 1 if stale else 0
+    wrong = readme_count(directory, mutants)
+    if wrong:
+        print(wrong)
+    return 1 if stale or wrong else 0
 
 
 # Files every suite depends on: a change to one of them can change any suite's verdict.
@@ -419,6 +454,15 @@ def main(argv):
     if len(argv) >= 3 and argv[1] == "list":
         for m in catalogue(argv[2]):
             print(f"{m['name']}\t{m['file']}\t{m['promise']}\t{' | '.join(m['suite'])}")
+        return 0
+    if len(argv) in (3, 4) and argv[1] == "count" and argv[3:] in ([], ["--write"]):
+        mutants = catalogue(argv[2])
+        if argv[3:]:
+            wrong = readme_count(argv[2], mutants, write=True)
+            if wrong:
+                print(wrong, file=sys.stderr)
+                return 1
+        print(len(mutants))
         return 0
     if len(argv) in (4, 5) and argv[1] == "show":
         m = find(argv[2], argv[3])

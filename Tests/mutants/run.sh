@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests/mutants/run.sh — mutation testing from the catalogue in Tests/mutants/ (issue #18): each
+# Tests/mutants/run.sh — mutation testing from the catalogue in Tests/mutants/: each
 # mutant breaks one promise; the suites named in its file must notice.
 #
 #   Tests/mutants/run.sh                   every mutant

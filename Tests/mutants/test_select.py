@@ -13,7 +13,9 @@ throw-away git repository (seconds, no build; run by scripts/check-sources.sh):
 - no green commit recorded, or one this clone does not have: everything;
 - `sync` and `restore` give a changed file a fresh mtime (never the source's) and leave an
   unchanged one alone;
-- a `within:` anchor confines a hunk to its enclosing declaration and follows it to another file.
+- a `within:` anchor confines a hunk to its enclosing declaration and follows it to another file;
+- `check` fails when the catalogue's README states another count than the catalogue's, or states
+  it more than once; `count --write` corrects it; the real README states the real count.
 """
 import os
 import subprocess
@@ -244,6 +246,58 @@ class AnchorTests(unittest.TestCase):
         check = self.run_tool("check", os.path.join(self.tree, "cat"), self.tree)
         self.assertEqual(check.returncode, 1)
         self.assertIn("STALE in-b", check.stdout)
+
+
+class CountTests(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.catalogue = self.dir.name
+        for name in ("a", "b"):
+            with open(os.path.join(self.catalogue, name + ".mutant"), "w", encoding="utf-8") as f:
+                f.write(MUTANT.format(file="f.txt", suite="swift A"))
+        with open(os.path.join(self.catalogue, "f.txt"), "w", encoding="utf-8") as f:
+            f.write("old\n")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def readme(self, text=None):
+        path = os.path.join(self.catalogue, "README.md")
+        if text is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    def check(self):
+        return subprocess.run([sys.executable, MUTANTS, "check", self.catalogue, self.catalogue],
+                              capture_output=True, text=True)
+
+    def test_a_wrong_count_fails_check_and_count_write_corrects_it(self):
+        self.readme("# C\n\nThe catalogue holds 3 mutants (here).\n")
+        result = self.check()
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("says 3 mutants, the catalogue holds 2", result.stdout)
+        counted = subprocess.run([sys.executable, MUTANTS, "count", self.catalogue, "--write"],
+                                 capture_output=True, text=True, check=True)
+        self.assertEqual(counted.stdout.strip(), "2")
+        self.assertEqual(self.readme(), "# C\n\nThe catalogue holds 2 mutants (here).\n")
+        self.assertEqual(self.check().returncode, 0)
+
+    def test_a_count_stated_twice_or_never_fails_check(self):
+        self.readme("The catalogue holds 2 mutants. The catalogue holds 2 mutants.\n")
+        self.assertEqual(self.check().returncode, 1)
+        self.readme("No count here.\n")
+        self.assertEqual(self.check().returncode, 1)
+
+    def test_the_real_readme_states_the_real_count(self):
+        counted = subprocess.run([sys.executable, MUTANTS, "count", HERE], capture_output=True, text=True, check=True)
+        self.assertIn(f"The catalogue holds {counted.stdout.strip()} mutants", self.readme_of(HERE))
+
+    @staticmethod
+    def readme_of(directory):
+        with open(os.path.join(directory, "README.md"), encoding="utf-8") as f:
+            return f.read()
 
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@ def _restore_in_child(env_id: str, queue: Any) -> None:
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_multiprocessing_child_works_or_fails_at_once(pk: Any, auth: Any, env_id: str, method: str) -> None:
-    """Issue 11: a child after fork() never hangs. `fork` after this process used D-Bus fails at
+    """A child after fork() never hangs. `fork` after this process used D-Bus fails at
     once naming fork(); `spawn` works."""
     import multiprocessing
     auth.persist_session("user-mp", "token-mp").close()

@@ -1,4 +1,4 @@
-"""The session watch of the portal_keyring package (issue 16) against the real keyring: changes
+"""The session watch of the portal_keyring package against the real keyring: changes
 made by another process arrive in order, other auth environments give nothing, on the loop's
 thread (async form) or the watch's own thread (callback form); cancelling stops the watch."""
 

@@ -146,7 +146,7 @@ import Glibc
         #expect(throws: PortalAuthError.authMethodUnavailable(method: "APPLE")) { try a.loginWithApple() }
     }
 
-    /// Issue 39, case 1: a client-auth answer is read up to `PortalAuth.maxAnswerBytes` (256 KiB)
+    /// A client-auth answer is read up to `PortalAuth.maxAnswerBytes` (256 KiB)
     /// and no further: a longer 2xx answer is a network failure that says so, never parsed (a
     /// 0.96 MB body took ~11 s to parse); a longer error answer is read by its status alone. An
     /// answer just under the cap is read whole.

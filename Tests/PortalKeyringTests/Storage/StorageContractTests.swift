@@ -116,7 +116,7 @@ final class FileStore: PlantingStorage, @unchecked Sendable {
         #expect(try storage.observe(authEnvironmentId: "env-2") == .signedOut)
     }
 
-    /// Issue 39, case 1: a restore parses an unusable item planted below the real sign-in once
+    /// A planted item costs no more than its length: a restore parses an unusable item planted below the real sign-in once
     /// (`JSONText.bytesRead` counts the bytes handed to the reader), and one over the cap never.
     @Test(arguments: Backend.allCases)
     func aPlantedItemIsParsedOnceAndAnOversizedOneNever(_ backend: Backend) throws {
