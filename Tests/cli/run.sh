@@ -453,13 +453,13 @@ expect 0 "restore the desktop sign-in from another process" -- "$ps_bin" --env "
 grep -q "^MimeType=x-scheme-handler/portal-example;" "$desktop" && ok "the desktop file registers x-scheme-handler/portal-example" || bad "MimeType missing"
 "$ps_bin" --env "$desktop_env" clear >/dev/null
 
-echo "== the README's portal-session lines, as written"
-# The README's block of portal-session lines runs line by line, with only its placeholders filled
+echo "== docs/cli.md's portal-session lines, as written"
+# docs/cli.md's block of portal-session lines runs line by line, with only its placeholders filled
 # in: the auth environment id (…), the grant in the redirect URL (…) and $CST. The fake API's
 # host comes from PORTAL_API_HOST, as a user would set it for a non-default API.
-readme_lines=$(awk '/^```sh/ {f = 1; b = ""; next} /^```/ {if (f && b ~ /portal-session send-magic-link/) printf "%s", b; f = 0; next} f {b = b $0 "\n"}' "$repo/README.md")
+readme_lines=$(awk '/^```sh/ {f = 1; b = ""; next} /^```/ {if (f && b ~ /portal-session send-magic-link/) printf "%s", b; f = 0; next} f {b = b $0 "\n"}' "$repo/docs/cli.md")
 if [[ -z $readme_lines ]]; then
-    bad "the README has no block of portal-session lines"
+    bad "docs/cli.md has no block of portal-session lines"
 else
     readme_env="cli-readme-$$"
     readme_url=$(field "$(admin POST grants '{"kind":"magic_link","endUserId":"eu-readme","redirectUrl":"myapp://auth/callback"}')" redirectUrl)
@@ -472,12 +472,12 @@ else
         command=${line//PORTAL_AUTH_ENVIRONMENT_ID=…/PORTAL_AUTH_ENVIRONMENT_ID=$readme_env}
         command=${command//"'myapp://auth/callback?token=…&authMethod=EMAIL_MAGIC_LINK'"/"'$readme_url'"}
         command=${command//portal-session/$ps_bin}
-        if [[ $command == *…* ]]; then bad "README line $line_no has a placeholder this test does not fill: $line"; continue; fi
+        if [[ $command == *…* ]]; then bad "docs/cli.md line $line_no has a placeholder this test does not fill: $line"; continue; fi
         got=0
-        # One line each: a README line's "# comment" must not swallow the lines after it.
+        # One line each: a line's "# comment" must not swallow the lines after it.
         out=$(export PORTAL_API_HOST="$PORTAL_TEST_API_HOST" CST; eval "$readme_prefix$command" 2>/tmp/cli-err.$$) || got=$?
         [[ $command == export* ]] && readme_prefix="$readme_prefix$command"$'\n'
-        if [[ $got == 0 ]]; then ok "README: $line (exit 0)"; else bad "README: $line: exit $got; $(cat /tmp/cli-err.$$)"; fi
+        if [[ $got == 0 ]]; then ok "docs/cli.md: $line (exit 0)"; else bad "docs/cli.md: $line: exit $got; $(cat /tmp/cli-err.$$)"; fi
     done <<<"$readme_lines"
     "$ps_bin" --env "$readme_env" --redirect-url myapp://auth/callback clear >/dev/null 2>&1
 fi

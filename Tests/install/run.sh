@@ -119,22 +119,22 @@ else
     fail "README's C build line does not build after make: ${readme_line:-(not found in README.md)}"
 fi
 rm -f app.c build/make/readme-app
-# The README's C++ build line ("Python and C++"), as written, on the README's C++ snippet put in a
+# The C++ guide's build line (docs/cpp.md), as written, on its C++ snippet put in a
 # function (it is not a whole program); the program checks the library it loaded.
-cpp_line=$(grep -o 'g++ -std=c++17 app.cpp[^`]*' README.md | head -n1)
+cpp_line=$(grep -o 'g++ -std=c++17 app.cpp[^`]*' docs/cpp.md | head -n1)
 {
-    awk '/^## Python and C\+\+$/ {s=1} s && /^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' README.md |
+    awk '/^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' docs/cpp.md |
         sed -n '1p'
     printf 'static int show_sign_in() { return 1; }\nint app();\nint app() {\n'
-    awk '/^## Python and C\+\+$/ {s=1} s && /^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' README.md |
+    awk '/^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' docs/cpp.md |
         sed '1d'
     printf '    return 0;\n}\nint main() { return portal_keyring::library_matches_header() ? 0 : 1; }\n'
 } >app.cpp
 if [[ -n $cpp_line ]] && eval "$cpp_line -o build/make/readme-app-cpp" >"$log" 2>&1 && build/make/readme-app-cpp; then
-    pass "README's C++ build line, as written, after make (and the program runs): $cpp_line"
+    pass "docs/cpp.md's C++ build line, as written, after make (and the program runs): $cpp_line"
 else
     sed 's/^/  | /' "$log" | tail -n 5
-    fail "README's C++ build line does not build after make: ${cpp_line:-(not found in README.md)}"
+    fail "docs/cpp.md's C++ build line does not build after make: ${cpp_line:-(not found in docs/cpp.md)}"
 fi
 rm -f app.cpp build/make/readme-app-cpp
 # The path the README gives for the tool `make` builds.
@@ -502,7 +502,7 @@ if [[ -f python/pyproject.toml ]]; then
 fi
 
 section "make install PREFIX=\$VIRTUAL_ENV in an active venv: the Python package is the venv's"
-# README "Python and C++": make install PREFIX=$VIRTUAL_ENV installs the module for the venv's
+# docs/python.md: make install PREFIX=$VIRTUAL_ENV installs the module for the venv's
 # python (the Makefile's PYTHON follows VIRTUAL_ENV), and its library into the venv's lib/.
 mkvenv=$work/make-venv
 if "$system_python" -m venv "$mkvenv" >"$log" 2>&1 &&
