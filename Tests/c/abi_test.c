@@ -1903,7 +1903,7 @@ static void test_sign_in_arguments(void) {
     CHECK_STATUS(portal_auth_get_methods(auth, NULL, &wallet), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_get_methods(auth, &text, &wallet), PORTAL_ERR_NETWORK);
     CHECK(text == (char *)0x1);
-    /* No magic-link sender and template yet: refused before anything else (README "Sign-in"). */
+    /* No magic-link sender and template yet: refused before anything else (docs/sign-in.md#magic-links). */
     CHECK_STATUS(portal_auth_send_magic_link(auth, "a@example.com"), PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED);
     CHECK_ERROR_MENTIONS("portal_auth_set_magic_link");
     CHECK_STATUS(portal_auth_set_magic_link(auth, NULL, "tpl"), PORTAL_ERR_INVALID_ARGUMENT);

@@ -392,7 +392,7 @@ expect 4 "an attacker's grant with no sign-in pending" -- "${csrf[@]}" handle-re
 expect 1 "nothing was stored" -- "${csrf[@]}" restore
 expect 0 "login-with-google prints the authorize URL" -- "${csrf[@]}" login-with-google
 [[ $out == http* ]] && ok "an http(s) URL" || bad "login-with-google printed '$out'"
-# In a Flatpak sandbox the per-app directory the app's instances share (README, "Flatpak").
+# In a Flatpak sandbox the per-app directory the app's instances share (docs/flatpak.md#in-your-app).
 markers=$XDG_RUNTIME_DIR/portal-keyring
 [[ $provider == flatpak ]] && markers=$XDG_RUNTIME_DIR/app/$FLATPAK_ID/portal-keyring
 marker=$(ls "$markers"/signin-* 2>/dev/null | head -n 1)

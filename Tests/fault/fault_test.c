@@ -249,7 +249,7 @@ static void test_locked_app(void) {
     CHECK(st == PORTAL_ERR_SESSION_STORAGE, "restore while locked: PORTAL_ERR_SESSION_STORAGE (%d)", (int)st);
     printf("time  [%s] restore while locked: %.1f ms, status %d, \"%s\"\n", condition, t1 - t0, (int)st,
            portal_last_error_message());
-    /* The app's usual handling (README): report it, keep the current session, retry later. It
+    /* The app's usual handling (docs/api.md#signed-out-vs-unavailable): report it, keep the current session, retry later. It
      * also keeps making requests; a network error never invalidates. */
     long http = 0;
     st = portal_request(p, "GET", "/api/v3/clients/me", NULL, &http, NULL, NULL);

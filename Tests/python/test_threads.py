@@ -155,7 +155,7 @@ def keyring_count_after(auth: Any) -> int:
 
 def test_loop_listener_registered_from_a_worker_thread(pk: Any, auth: Any, api: Any) -> None:
     """``on_session_invalidated(cb, loop=loop)`` from a thread that does not run the loop works
-    (the README: every call from any thread): the callback runs once, on the loop's thread."""
+    (docs/api.md#threads: every call from any thread): the callback runs once, on the loop's thread."""
     import asyncio
 
     token = api.issue("user-worker-listener")

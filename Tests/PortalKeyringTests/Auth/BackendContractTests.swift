@@ -6,7 +6,7 @@ import FoundationEssentials
 import Glibc
 #endif
 
-/// The Portal backend's contract for starting a sign-in (README "Sign-in"): magic links with a
+/// The Portal backend's contract for starting a sign-in (docs/sign-in.md#magic-links): magic links with a
 /// `MagicLinkConfig`, account abstraction, OAuth URLs, status mapping and trace ids, against
 /// the strict loopback fake API (Tests/portal-api/fake_portal_api.py).
 @Suite(.serialized) struct BackendContractTests {

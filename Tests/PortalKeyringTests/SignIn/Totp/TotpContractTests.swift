@@ -3,7 +3,7 @@ import FoundationEssentials
 @testable import PortalKeyringCore
 @testable import PortalKeyring
 
-/// The TOTP step and the sign-in results as the Portal backend gives them (README "Sign-in"):
+/// The TOTP step and the sign-in results as the Portal backend gives them (docs/sign-in.md#results-and-the-totp-step):
 /// a wrong code is a bare 401 and the JWT stays usable; the TOTP answers name no end user (read
 /// from the JWT's claim before the code is sent); the results carry the client. Real keyring,
 /// loopback Portal API (strict on these routes).

@@ -103,7 +103,7 @@ import Glibc
         case "a name twice": try append([craftedItem(names: ["a", "b", "a"])], to: path)
         case "oversized":
             var bytes = try #require(fileBytes(path))
-            // One byte over the documented 4 MiB (README, docs/security.md), not over the constant.
+            // One byte over the documented 4 MiB (docs/storage.md#the-file-keyring-storage-override, docs/security.md), not over the constant.
             bytes += [UInt8](repeating: 0, count: 4 * 1024 * 1024 + 1 - bytes.count)
             writeBytes(bytes, to: path)
         case "iterations above libsecret's": try append([], to: path, iterations: 1_000_000)
