@@ -58,7 +58,7 @@
  *    A child of a process that has not works normally. Call the library after exec instead.
  *  - Nothing aborts, traps or unwinds across this boundary.
  *
- * Storage (README, "Storage"): one item per auth environment in the default collection, schema
+ * Storage (docs/storage.md#the-item): one item per auth environment in the default collection, schema
  * "io.portalhq.PortalKeyring.Session", attributes auth_environment_id, session_generation
  * (random 128-bit hex) and persisted_at (microseconds since the epoch); the secret is one line of
  * printable ASCII, "portal-keyring-session/2 e=<auth environment> u=<end user id> g=<generation>
@@ -152,7 +152,7 @@ typedef enum portal_status {
      * portal_auth_handle_redirect() refused a redirect that no sign-in asked for: no
      * portal_auth_send_magic_link() / portal_auth_login_with_google() / _apple() for this auth
      * environment by this user (any process) in the last 15 minutes, or that sign-in completed
-     * already. Nothing was exchanged or stored (login CSRF, README "Redirect hijacking").
+     * already. Nothing was exchanged or stored (login CSRF, docs/sign-in.md#redirect-hijacking).
      */
     PORTAL_ERR_UNSOLICITED_REDIRECT = 12,
     /**
@@ -442,7 +442,7 @@ typedef enum portal_redirect_flags {
  * authMethod=EMAIL_MAGIC_LINK, login_type=GOOGLE|APPLE); portal_auth_handle_redirect_v2() with
  * flags PORTAL_REDIRECT_FLAGS_NONE.
  *
- * Login CSRF defences (README "Redirect hijacking"): the grant is exchanged only while a sign-in
+ * Login CSRF defences (docs/sign-in.md#redirect-hijacking): the grant is exchanged only while a sign-in
  * started by portal_auth_send_magic_link() or portal_auth_login_with_google()/_apple() for this
  * auth environment is pending (a marker file, see portal_auth_send_magic_link(): at most 15
  * minutes old, any process of this user); otherwise PORTAL_ERR_UNSOLICITED_REDIRECT and nothing is
@@ -510,7 +510,7 @@ PORTAL_API portal_status portal_auth_handle_redirect_v2(portal_auth *auth, const
 
 /**
  * Signs the end user in with Google in their browser and returns when the sign-in completed
- * (PortalSwift's signInWithGoogle(); README "Desktop sign-in"). Fetches a fresh authorize URL
+ * (PortalSwift's signInWithGoogle(); docs/sign-in.md#desktop-sign-in). Fetches a fresh authorize URL
  * (recording the pending sign-in marker, as portal_auth_login_with_google() does), opens it with
  * the desktop's URL opener (GIO's default handler for its scheme: the user's browser from XDG
  * mimeapps.list, or the OpenURI portal inside a Flatpak sandbox), then waits for the redirect,
@@ -699,7 +699,7 @@ PORTAL_API portal_status portal_session_invalidate(portal_session *session);
  * a bearer token is never sent over plain HTTP to another host. Timeouts: 10 s to connect, 30 s
  * per request. Redirects are not followed.
  *
- * Invalidation (README, "API conventions"): a request that carried the session's token as bearer to the exact
+ * Invalidation (docs/api.md#invalidation): a request that carried the session's token as bearer to the exact
  * Portal API host and got HTTP 401 invalidates the session — the token is dropped, the stored
  * item of that sign-in is deleted — and fires every listener once. Per credential, for the whole
  * process: every portal handle built on the same sign-in (one session handle, or several restores

@@ -1,5 +1,5 @@
 /*
- * async.c — the non-blocking restore (issue 12): what it costs, and what the main loop feels.
+ * async.c — the non-blocking restore: what it costs, and what the main loop feels.
  *
  *   async restore N        N pairs, one line each, "async_ns sync_ns": on a GMainLoop,
  *                          portal_auth_restore_session_async with the completion included (call →

@@ -4,7 +4,7 @@ inside scripts/with-keyring.sh; do not run it against your own keyring).
     python3 bench/bench.py --bin DIR --lib LIB --cli CLI [--python PY] [--floor LIB] [--smoke] [--out FILE]
 
 --floor is the Swift-runtime floor library (bench/build-floor.sh): the load-cost figures print it
-beside ours, and judge ours by it (issue 17). --out keeps the file's "# History" section.
+beside ours, and judge ours by it. --out keeps the file's "# History" section.
 
 Every comparison is measured in the same run, the two sides alternating (A B, B A, …), and
 reported as median [min – max] per side plus the ratio of the medians with the 5th–95th
@@ -187,7 +187,7 @@ def fig_warm(t, a, kind, n):
 
 
 def fig_watch(t, a, rounds, idle_s):
-    """Issue 16: a persist in process A seen by a watch in process B, next to a raw D-Bus signal
+    """The session watch: a persist in process A seen by a watch in process B, next to a raw D-Bus signal
     from A to B in the same run (bench/watch.c); then the watch thread's idle wake-ups."""
     label = "watch: persist returned in process A → event in process B (C ABI, isolated changes)"
     target = "p50 ≤ 1.5× the raw signal"
@@ -214,7 +214,7 @@ def fig_watch(t, a, rounds, idle_s):
 
 
 def fig_async(t, a, n, prompt_ms):
-    """Issue 12: the non-blocking restore vs the blocking one, and the main loop during a prompt."""
+    """The non-blocking restore vs the blocking one, and the main loop during a prompt."""
     label = "async restore on a GMainLoop, completion included (C ABI), item present"
     try:
         data = rows(run([os.path.join(a.bin, "async"), "restore", str(n)]), 2)
@@ -282,7 +282,7 @@ def fig_cold_cli(t, a, n):
 
 
 def fig_sandbox(t, a, n_cold, n_warm):
-    """Issue 26: restore inside the Flatpak sandbox emulation (scripts/with-flatpak-sandbox.sh,
+    """Restore inside the Flatpak sandbox emulation (scripts/with-flatpak-sandbox.sh,
     bench/sandbox.py), cold against secret-tool (libsecret's file backend) in the same sandbox,
     warm against our host restore (the warm row, measured earlier in this run)."""
     label_cold = "Flatpak sandbox, cold restore: `portal-session restore` (file keyring, the portal's secret)"
@@ -367,7 +367,7 @@ def fig_python(t, a, n_warm, n_cold):
 def fig_load(t, a, n):
     """dlopen + first call and peak RSS, three sides alternating in rotation: ours (one restore), raw
     libsecret (one lookup) and the Swift-runtime floor (raw's lookup plus bench/floor/floor.swift
-    loaded and called once), each in a fresh process (bench/loadprobe.c). Targets (issue 27): time ≤ the
+    loaded and called once), each in a fresh process (bench/loadprobe.c). Targets: time ≤ the
     floor's + 0.3 ms (median of the paired differences, ours − floor, taken in the same rotation);
     RSS extra over raw ≤ the floor's extra + 1 MiB."""
     label_t = "load cost: `dlopen` + first call (restore), extra time"
@@ -437,7 +437,7 @@ def fig_load(t, a, n):
 
 
 def fig_size(t, a):
-    """The stripped file sizes (issue 17: ≤ 7 MB), ours beside the floor."""
+    """The stripped file sizes (≤ 7 MB), ours beside the floor."""
     label = "stripped library size (`libportal-keyring.so`)"
     ours = os.path.getsize(os.path.realpath(a.lib))
     floor = os.path.getsize(a.floor) if a.floor else 0
@@ -615,7 +615,7 @@ def main():
     text = "\n".join(doc) + "\n"
     sys.stdout.write(text)
     if a.out:
-        # The history (issue 17: each step's figures) is kept: everything from HISTORY_HEADING on
+        # The history (each step's figures) is kept: everything from HISTORY_HEADING on
         # in the file being replaced is appended after the new table.
         history = ""
         try:

@@ -1,6 +1,6 @@
 /*
  * bench_common.h — what every benchmark program stores and looks up, so that both sides of each
- * comparison move the same bytes: the portal-keyring schema name and attributes (SPEC §2) and a
+ * comparison move the same bytes: the portal-keyring schema name and attributes and a
  * session document of the same shape and size as the library's own
  * ({"clientSessionToken":…,"endUserId":…,"v":1}, sorted keys, as SessionDocument.encode writes it).
  */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/compare.sh — several builds of libportal-keyring.so side by side, in one run (issue 17:
-# each build option is judged against the build without it, measured together on this noisy
+# bench/compare.sh — several builds of libportal-keyring.so side by side, in one run (each
+# build option is judged against the build without it, measured together on this noisy
 # shared machine).
 #
 #   bench/compare.sh [--rounds N] NAME=LIBRARY [NAME=LIBRARY ...]

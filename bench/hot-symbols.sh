@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/hot-symbols.sh — regenerates build-support/hot-symbols.txt, the functions that loading the
 # library and restoring a session run, in the order the linker is to lay them out (lld
-# --symbol-ordering-file; Makefile LAYOUT_FLAGS). Issue 27: the kernel maps a library's code in
+# --symbol-ordering-file; Makefile LAYOUT_FLAGS). Why: the kernel maps a library's code in
 # 64 KiB windows around each page a process touches, so the first restore's few hundred KiB of
 # code, scattered over the library's 4.4 MB of text, made about 3.5 MiB of it resident; laid out
 # together they make much less (bench/results.md).

@@ -1,6 +1,6 @@
 /*
  * json_copies.c — does a JSON library leave a copy of a parsed secret in freed memory?
- * (issue 17: the evaluation of json-glib as the replacement of Foundation's JSONDecoder)
+ * (the evaluation of json-glib as the replacement of Foundation's JSONDecoder)
  *
  *   (needs libjson-glib-dev, which scripts/deps.sh does not install: the library does not use it)
  *   cc -O1 -Wall -Wextra -Werror -o build/bench/json_copies bench/json_copies.c \

@@ -5,7 +5,7 @@
  *                                      secret_password_lookup_nonpageable_sync()
  *   loadprobe portal LIBRARY ENV_ID    dlopen(LIBRARY), then portal_auth_new() +
  *                                      portal_auth_restore_session() (+ copy token, frees)
- *   loadprobe floor LIBRARY ENV_ID     the Swift-runtime floor (issue 17): what raw does, plus
+ *   loadprobe floor LIBRARY ENV_ID     the Swift-runtime floor: what raw does, plus
  *                                      dlopen(LIBRARY) (bench/floor/floor.swift, built as ours
  *                                      is) and one bench_floor_call("floor") — the least a Swift
  *                                      library doing raw's lookup could cost

@@ -1,6 +1,6 @@
 /*
- * pagesprobe.c — which mappings a load and one first call make resident (issue 17's profile;
- * bench/profile.sh runs it).
+ * pagesprobe.c — which mappings a load and one first call make resident (part of the load-cost
+ * profile; bench/profile.sh runs it).
  *
  *   pagesprobe portal LIBRARY ENV_ID   dlopen(LIBRARY), then portal_auth_new() +
  *                                      portal_auth_restore_session() (+ frees)

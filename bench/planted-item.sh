@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 39 case 1: restore time of the real session with a planted item of our schema and auth
+# A planted oversized item (docs/security.md): restore time of the real session with a planted item of our schema and auth
 # environment ranked below it (persisted_at 0) whose secret is `{"v":1,"a":0,"a":0,…}` of SIZE
 # bytes. Run inside a throw-away keyring:
 #   scripts/with-keyring.sh --provider gnome-keyring bench/planted-item.sh CLI KEYRINGCTL [SIZE...]

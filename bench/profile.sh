@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/profile.sh — where the bytes, pages and relocations of libportal-keyring.so come from,
-# beside the Swift-runtime floor (issue 17). Prints a markdown report on stdout (pasted into
+# beside the Swift-runtime floor. Prints a markdown report on stdout (pasted into
 # bench/results.md's history); writes its work files to build/profile/.
 #
 #   bench/profile.sh          profiles build/make/lib/libportal-keyring.so (run `make lib bin`

@@ -32,16 +32,16 @@
 #                            blocking call, alternating (median ratio, target ≤ 1.10×); and the
 #                            largest gap of a 10 ms GLib timer while an async restore waits on an
 #                            unlock prompt nobody answers, to its 30 s deadline (bench/async.c,
-#                            keyringctl's stuck prompter; issue 12)
+#                            keyringctl's stuck prompter)
 #   watch                    persist returned in process A → event of a portal_auth_watch in process
 #                            B, p50/p99 over 200 isolated rounds, next to a raw D-Bus signal A → B in
 #                            the same run (target p50 ≤ 1.5×); the watch thread's wake-ups per minute
-#                            over 60 s without changes (target 0) (bench/watch.c; issue 16)
+#                            over 60 s without changes (target 0) (bench/watch.c)
 #   Flatpak sandbox          inside scripts/with-flatpak-sandbox.sh (bench/sandbox.py): cold
 #                            `portal-session restore` vs `secret-tool lookup` (libsecret's file
 #                            backend), alternating in one sandbox, runs over 3 s killed and counted
 #                            (target ≤ 1.10×); warm restore (bench/warm.c in the sandbox) vs the host
-#                            warm restore row (target ≤ 1.00×) (issue 26)
+#                            warm restore row (target ≤ 1.00×)
 #
 # Which build is measured: $PORTAL_BENCH_LIBRARY / $PORTAL_BENCH_CLI when set; otherwise the
 # shipped build from the Makefile (build/make/lib/libportal-keyring.so, build/make/bin/
@@ -156,7 +156,7 @@ cc "${cflags[@]}" -DBENCH_RAW_ONLY -o "$out/rss_cycles_raw" bench/rss_cycles.c "
 cc "${cflags[@]}" -o "$out/restore_on_launch" examples/c/restore_on_launch.c "${portal_link[@]}"
 read -r -a glib_flags <<<"$(pkg-config --cflags --libs glib-2.0)"
 cc "${cflags[@]}" -o "$out/async" bench/async.c "${portal_link[@]}" "${glib_flags[@]}"
-# The Swift-runtime floor (issue 17): a one-function Swift library built the same way as ours.
+# The Swift-runtime floor: a one-function Swift library built the same way as ours.
 floor=$root/$(bench/build-floor.sh "$out")
 read -r -a gio_flags <<<"$(pkg-config --cflags --libs gio-2.0)"
 cc "${cflags[@]}" -o "$out/watch" bench/watch.c "${portal_link[@]}" "${gio_flags[@]}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/sandbox.py — the Flatpak sandbox's samples for bench/bench.py (issue 26).
+"""bench/sandbox.py — the Flatpak sandbox's samples for bench/bench.py.
 
     scripts/with-flatpak-sandbox.sh --host python3 bench/sandbox.py --bin DIR --cli CLI --cold N --warm N
 

@@ -12,7 +12,7 @@
  *
  * With --timeout-ms T a run still going after T ms is killed (SIGKILL) and its pair is not
  * printed; a line "hung a" or "hung b" says which side it was (libsecret 0.20.5's file backend
- * waits forever now and then for a portal answer it subscribed to too late, issue 26). Warm-up
+ * waits forever now and then for a portal answer it subscribed to too late). Warm-up
  * runs that hang are retried.
  */
 #define _GNU_SOURCE

@@ -1,5 +1,5 @@
 /*
- * watch.c — issue 16's benchmark: how soon a watch in process B learns of a persist in process A.
+ * watch.c — the session watch's benchmark: how soon a watch in process B learns of a persist in process A.
  *
  *   watch ROUNDS IDLE_SECONDS     (inside scripts/with-keyring.sh; run by bench/bench.py)
  *

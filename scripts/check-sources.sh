@@ -8,7 +8,7 @@
 #      (Tests/mutants/test_select.py, on a throw-away git repository);
 #   4. the library (Sources/PortalKeyringCore, Sources/PortalKeyring, Sources/PortalKeyringC)
 #      imports neither Foundation nor FoundationEssentials: loaded into other people's processes,
-#      it stays light (issue 27; the portal-session command may use them);
+#      it stays light (the portal-session command may use them);
 #   5. no `Lock` guards an empty value (`Lock<Void>`): ThreadSanitizer reports a false race on it
 #      (Sources/PortalKeyringCore/Runtime/Lock.swift);
 #   6. what the C library links (Sources/PortalKeyringCore, Sources/PortalKeyringC) uses no Swift
@@ -21,7 +21,12 @@
 #      work without it;
 #   8. the core and its tests keep their files in the folders of docs/architecture.md's map: at
 #      most a handful (5) of Swift files at the root of Sources/PortalKeyringCore or
-#      Tests/PortalKeyringTests.
+#      Tests/PortalKeyringTests;
+#   9. no dead link: every relative Markdown link in the tree's Markdown and every `<file>.md#<anchor>`
+#      citation in its sources, tests, scripts and docs names a file that exists and, with an anchor,
+#      one of that file's headings (scripts/check-links.py; Tests/tools/test_check_links.py shows
+#      it failing on planted dead ones). Code cites the docs by heading, so a renamed heading fails
+#      here until its citations follow.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 failed=0
@@ -66,6 +71,15 @@ for root in Sources/PortalKeyringCore Tests/PortalKeyringTests; do
         "$count Swift files at the root of $root (at most $root_limit: put each in its folder, docs/architecture.md)" \
         "$root keeps its files in folders ($count at its root)"
 done
+# Rule 9: dead links and anchors (the checker prints each one), and the checker's own test.
+links=$(python3 scripts/check-links.py 2>&1) || [[ -n $links ]] || links="scripts/check-links.py failed"
+rule "$links" "dead links or anchors (FILE:LINE: TARGET)" "every link and docs citation resolves"
+if links_test=$(python3 Tests/tools/test_check_links.py 2>&1); then
+    echo "check-sources: the link check fails on planted dead links (Tests/tools/test_check_links.py)"
+else
+    printf 'check-sources: Tests/tools/test_check_links.py failed:\n%s\n' "$links_test"
+    failed=1
+fi
 python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
 python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1
 exit "$failed"

@@ -7,7 +7,7 @@
 # private throwaway keyring (scripts/with-keyring.sh) and the loopback Portal API
 # (scripts/with-portal-api.sh) — shows, each step a separate process:
 #   1. first launch after install: clear, restore → signed out;
-#   2. sign-in: the app waits with portal-session watch (issue 16: no polling); portal-session
+#   2. sign-in: the app waits with portal-session watch (no polling); portal-session
 #      send-magic-link (with the sender and template Portal requires), then the emailed link goes through the desktop handler's command,
 #      portal-session handle-redirect, which persists the session, and the watch prints
 #      "signed-in EU" at once;

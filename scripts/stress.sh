@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stress (issue 15): the Swift and C suites N times in a row (default 20, about a minute each), so
+# Stress: the Swift and C suites N times in a row (default 20, about a minute each), so
 # that a rare race (like the invalidation_test crash seen once in a full run) shows up before
 # users see it. Run after scripts/test.sh, which builds everything this uses:
 #   scripts/stress.sh [RUNS] [--until EPOCH]

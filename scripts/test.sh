@@ -162,7 +162,7 @@ install_step() {
     bounded "${PORTAL_TIMEOUT_INSTALL:-1800}" "install test" Tests/install/run.sh
 }
 fault_step() {
-    step "fault injection on the real keyring daemon (SPEC §5; Tests/fault/README.md)"
+    step "fault injection on the real keyring daemon (Tests/fault/README.md)"
     bounded "${PORTAL_TIMEOUT_FAULT:-1800}" "fault injection" Tests/fault/run.sh
 }
 bench_step() {
@@ -235,7 +235,7 @@ cli_matrix_step() {
 }
 # The C suite on KeePassXC takes as long as on the three other providers together (its prompts), so
 # it has a build directory of its own; the other three follow it in its lane, since the Swift
-# matrix grew with issue 39's tests (481 s with a KeePassXC crash rerun, against 376 + 215 s).
+# matrix grew with the hostile-input tests (481 s with a KeePassXC crash rerun, against 376 + 215 s).
 c_matrix_step() {
     step "provider matrix: C tests on gnome-keyring-locked, gnome-keyring-passwordless, kwallet"
     bounded "${PORTAL_TIMEOUT_MATRIX:-1500}" "C tests matrix" \

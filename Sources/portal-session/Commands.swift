@@ -137,7 +137,7 @@ func run(_ options: Options) throws(UsageError) -> Exit {
                 output(json(["status": "unsolicitedRedirect"]))
             } else if exitCode(for: error) == .usage {
                 // An argument the library refused (a blank token, say): the usage object, as for
-                // the command line's own usage errors (README, "--json").
+                // the command line's own usage errors (docs/cli.md#json-output).
                 output(json(["status": "usage", "message": usageMessage(for: error, sources: options.sources)]))
             } else {
                 output(json(["status": exitCode(for: error) == .storage ? "unavailable" : "error",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests/bounds/run.sh — one operation, one deadline (issue 39): every operation of portal-session
+# Tests/bounds/run.sh — one operation, one deadline: every operation of portal-session
 # ends within its --timeout-ms plus a small slack, whatever the keyring, the file or the portal
 # does, and the real session is neither lost nor swapped. Prints a table operation × condition →
 # wall time and exit status, and fails when a time is over the bound or an outcome is wrong.

@@ -1,5 +1,5 @@
 /*
- * async_signin_test.c — the non-blocking sign-in calls (issue 12) against the real keyring and
+ * async_signin_test.c — the non-blocking sign-in calls against the real keyring and
  * the loopback Portal API, on a real GMainLoop with a 10 ms timer whose largest gap must stay
  * <= MAX_GAP_MS (200 ms; a blocking call would stall it 900 ms or more):
  *   - get_methods, login_with_google/_apple, send_magic_link, handle_redirect (with the magic
@@ -340,7 +340,7 @@ static void test_argument_checks(portal_auth *auth) {
     CHECK(p.destroyed == 12 && p.calls == 0);
 }
 
-/* A 429 with Retry-After: the wait is in the message, blocking and non-blocking (issue 15). */
+/* A 429 with Retry-After: the wait is in the message, blocking and non-blocking. */
 static void test_rate_limited(portal_auth *auth) {
     CHECK(fault("{\"route\":\"/api/v3/auth/magic-links\",\"status\":429,\"count\":1,\"retryAfterSeconds\":42}") == 0);
     CHECK(portal_auth_send_magic_link(auth, "rate.limited@example.com") == PORTAL_ERR_RATE_LIMITED);

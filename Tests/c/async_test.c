@@ -1,5 +1,5 @@
 /*
- * async_test.c — the non-blocking C calls (issue 12) against the real keyring and the loopback
+ * async_test.c — the non-blocking C calls against the real keyring and the loopback
  * Portal API, driven by a real GMainLoop with a 10 ms timer whose largest gap is measured: it
  * must never exceed MAX_GAP_MS (200 ms; a blocking call would stall it 900 ms or more) while
  *   (a) a restore waits on an unlock prompt nobody answers (keyringctl stuck-prompter), until the

@@ -1,6 +1,6 @@
 /*
- * fork_test — the library in a fork() child (issue 11: "a child after fork either works or fails
- * cleanly within the deadline; never hangs"). Runs inside scripts/with-keyring.sh.
+ * fork_test — the library in a fork() child: a child after fork either works or fails cleanly
+ * within the deadline; it never hangs. Runs inside scripts/with-keyring.sh.
  *
  *   1. A process that has not used the library forks; the child restores a session stored by the
  *      parent's sibling process: it works (new connection, new deadline thread).
@@ -15,8 +15,8 @@
  *
  * In a Flatpak sandbox (PORTAL_TEST_SANDBOX=1, Tests/flatpak/c.sh) the keyring is a file and the
  * key the parent derived is kept in the process, so a child after use needs no D-Bus: there each
- * of its calls works or fails at once naming fork() (issue 11's rule: works, or fails cleanly,
- * never hangs), and a child that cleared leaves the parent signed out, as another process would.
+ * of its calls works or fails at once naming fork() (works, or fails cleanly, never hangs), and
+ * a child that cleared leaves the parent signed out, as another process would.
  *
  * Exit 0 when every check passed; prints one line per failed check.
  */

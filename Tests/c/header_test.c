@@ -102,7 +102,7 @@ static portal_status (*const p_totp_link_get_secret)(const char *, char **) = po
 static portal_status (*const p_totp_qr_code)(const char *, size_t *, char **) = portal_totp_qr_code;
 static portal_status (*const p_totp_qr_svg)(const char *, char **) = portal_totp_qr_svg;
 
-/* The non-blocking calls (issue 12). */
+/* The non-blocking calls. */
 static portal_status (*const p_cq_new_for_main_context)(portal_completion_queue **, void *) =
     portal_completion_queue_new_for_main_context;
 static portal_status (*const p_cq_new_pollable)(portal_completion_queue **) = portal_completion_queue_new_pollable;

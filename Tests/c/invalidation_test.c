@@ -281,7 +281,7 @@ static void mint_grant(const char *end_user, char *redirect, size_t size) {
     redirect[strcspn(redirect, "\n")] = '\0';
 }
 
-/* Issue 14 item 3 (login CSRF), with eu-c's session stored and no sign-in pending: a grant is
+/* Login CSRF (redirect hijacking), with eu-c's session stored and no sign-in pending: a grant is
  * refused as unsolicited (nothing stored); with a sign-in pending, another end user's grant gives
  * PORTAL_ERR_DIFFERENT_END_USER with no outputs and eu-c still stored, and the same URL with
  * PORTAL_REDIRECT_REPLACE_END_USER persists it. */

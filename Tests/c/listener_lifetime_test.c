@@ -1,6 +1,6 @@
 /*
- * listener_lifetime_test.c — the listener-lifetime rule (docs/threading.md "Listener lifetime",
- * issue 12) in C, against the real keyring and the loopback Portal API:
+ * listener_lifetime_test.c — the listener-lifetime rule (docs/threading.md "Listener lifetime")
+ * in C, against the real keyring and the loopback Portal API:
  *   (a) a live portal handle is the reference that keeps listeners: a rejection detected by the
  *       validation request after registration deletes the item *and* reaches both a plain and a
  *       queued listener (on the main context), each once, destroy_notify once;

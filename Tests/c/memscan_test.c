@@ -1,6 +1,6 @@
 /*
  * memscan_test.c — no copy of the Client Session Token is left in this process's memory after
- * each API path, once its handles are freed (issue 14 item 4).
+ * each API path, once its handles are freed.
  *
  *   scripts/with-keyring.sh scripts/with-portal-api.sh build/c/memscan_test   (Tests/c/run.sh)
  *
@@ -27,7 +27,7 @@
  *   the other exports that take a secret, each blocking and async: report (the rejected token
  *   of portal_report_unauthorized and _async), api-key (portal_new_with_api_key; no _async
  *   form), totp-jwt (the user JWT of portal_auth_verify_totp and _async, answered 401 by the API);
- *   core-dump   (issue 14 item 5) a held session's token is left out of a gcore dump of this
+ *   core-dump   a held session's token is left out of a gcore dump of this
  *               process (MADV_DONTDUMP pages); control: a held copy_token string is in it.
  * After each path every readable, writable mapping of /proc/self/maps is read through
  * /proc/self/mem (heap, anonymous mappings, thread stacks, .data/.bss; a read error skips the
@@ -35,7 +35,7 @@
  * its list links over the first 16 bytes of a freed block, so a full-token search would miss a
  * freed, unwiped copy. So are those of its stored form (stored_form: base64url, as a session
  * document holds it; bytes 16..end as well): a copy of a stored document — the secret of a
- * file-keyring item copied into GLib's heap on its way into the file (issue 39) — holds no byte
+ * file-keyring item copied into GLib's heap on its way into the file — holds no byte
  * of the token as such. Both counts must be 0 on every path.
  *
  * This program never keeps a token in clear: it holds it XOR-masked, and wipes every clear copy
@@ -248,7 +248,7 @@ static long known_copies(const char *path) { (void)path; return 0; }
 
 /* The token as a keyring stores it: the session document holds it base64url-encoded (unpadded,
  * from the token's first byte: SessionDocument.encode), so a copy of a stored document (a
- * secret copied into GLib's heap on its way into a keyring file, issue 39) holds these bytes and
+ * secret copied into GLib's heap on its way into a keyring file) holds these bytes and
  * none of the token's own. Masked like the marker; the clear bytes are wiped at once. */
 static void stored_form(const struct marker *m, struct marker *out) {
     static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -370,7 +370,7 @@ static void path_persist(void) {
 /* The file keyring's persist (the backend of a Flatpak sandbox; here named by
  * PORTAL_KEYRING_BACKEND=file:… with a master secret file, outside any sandbox): the item's
  * secret (the session document) is serialized and sealed into the file without a copy in
- * GLib's heap (issue 39). The variables are read by portal_auth_new, so they are set around it
+ * GLib's heap. The variables are read by portal_auth_new, so they are set around it
  * only, before any library thread runs. Tests/flatpak/c.sh runs every path in a sandbox too,
  * where the file keyring is the Secret portal's. */
 static void path_persist_file(void) {
@@ -514,7 +514,7 @@ static long copies_in_core(const struct marker *m) {
     return n;
 }
 
-/* Core dumps (issue 14 item 5): a held session's token lives in MADV_DONTDUMP memory, so gcore
+/* Core dumps: a held session's token lives in MADV_DONTDUMP memory, so gcore
  * of the host leaves it out, while this process's own scan sees it. Two sizes: a 160-byte token
  * (a slot of the library's secret pool) and a 3000-byte one (pages of its own). Control: a
  * caller-owned portal_session_copy_token string (ordinary heap) is in the dump. */

@@ -1,5 +1,5 @@
 /*
- * persist_order_test — persist's order on the real keyring (SPEC §2; issue 18 "persist order"):
+ * persist_order_test — persist's order on the real keyring:
  *
  *   1. The new item is stored BEFORE older ones are removed: when CreateItem fails while the
  *      older item is still deletable (the collection is locked right before CreateItem and no

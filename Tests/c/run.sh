@@ -134,7 +134,7 @@ for example in restore_on_launch persist_session; do
 done
 compile "examples/c/check_session" gcc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -pedantic -Werror \
     -I"$repo/Include" "$repo/examples/c/check_session.c" -o "$build/check_session" -pthread "${link[@]}"
-# The README's "C in 20 lines", as a fresh reader would paste it (issue 15): built with the
+# The README's "C in 20 lines", as a fresh reader would paste it: built with the
 # README's own flags here; run below.
 awk '/^## C in 20 lines$/ {in_section=1} in_section && /^```c$/ {grab=1; next} grab && /^```$/ {exit} grab {print}' \
     "$repo/README.md" >"$build/readme_app.c"
@@ -184,7 +184,7 @@ done
 others=$(nm -D --defined-only "$lib" | awk '{ print $3 }' | grep -vE '^portal_' |
     grep -vE '^(_init|_fini|_edata|_end|__bss_start)$' | grep -c . || true)
 if ((others > 0)); then
-    printf '  note  %s other (non-header) dynamic symbols are exported (SPEC §6 asks for header symbols only)\n' "$others"
+    printf '  note  %s other (non-header) dynamic symbols are exported (only those the header declares should be)\n' "$others"
 fi
 
 # ------------------------------------------------------------------------------- programs
@@ -388,7 +388,7 @@ restore "$state_a" 0 "a later launch restores it again" --
 expect_count 1 "the session is still stored"
 
 # A token with two trailing newlines: one is stripped, the other stays part of the token, and a
-# token with a line end is refused (issue 15), the stored session untouched; with one trailing
+# token with a line end is refused, the stored session untouched; with one trailing
 # newline it is stored without it.
 persist user-3 "$token2"$'\n\n' 2 "persist_session with two trailing newlines is refused" --
 expect_match "$err" 'client_session_token: .*whitespace or control characters' "the error names client_session_token"

@@ -1,6 +1,6 @@
 /*
  * signin_contract_test.c — the Portal backend's sign-in contract through the C ABI, against the
- * strict loopback fake API (README "Sign-in"):
+ * strict loopback fake API (docs/sign-in.md#magic-links):
  *   - portal_auth_send_magic_link() without portal_auth_set_magic_link(): MAGIC_LINK_NOT_CONFIGURED,
  *     nothing sent; with it: the sender and template reach the API, isAccountAbstracted only
  *     when portal_auth_set_account_abstraction() set it;

@@ -1,5 +1,5 @@
 /*
- * watch_test.c — portal_auth_watch() across processes (issue 16), on the real keyring.
+ * watch_test.c — portal_auth_watch() across processes, on the real keyring.
  *
  * This process is B: it watches auth environment ENV on a pollable completion queue. Every
  * change is made by another process, A (this binary re-executed as `watch_test act ...`), or by

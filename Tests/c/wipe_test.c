@@ -1,5 +1,5 @@
 /*
- * wipe_test.c — token memory the library owns is wiped before release (SPEC §5, §6): a memory
+ * wipe_test.c — token memory the library owns is wiped before release: a memory
  * scan of this whole process for a marker token, with a fixed bound on the copies left behind.
  *
  *   scripts/with-keyring.sh build/c/wipe_test        (Tests/c/run.sh builds and runs it)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests/cli/hardening.sh — the portal-session process itself (issue 14 items 5 and 9):
+# Tests/cli/hardening.sh — the portal-session process itself:
 #
 #   swift build && scripts/with-keyring.sh scripts/with-portal-api.sh Tests/cli/hardening.sh
 #

@@ -98,7 +98,7 @@ if [[ ${PORTAL_TEST_KEYRING_MODE:-} == locked ]]; then
     grep -qi "locked" <<<"$err" && ok "the message says locked" || bad "locked-since-login message: $err"
     "$kctl" unlock >/dev/null || bad "keyringctl unlock (locked since login)"
 fi
-echo "== GNU conventions, misuse, typos (issue 15; after the locked-since-login check, which must come first)"
+echo "== GNU conventions, misuse, typos (after the locked-since-login check, which must come first)"
 expect 64 "no command: usage error" -- "$ps_bin"
 [[ -z $out ]] && grep -q "^usage: portal-session" <<<"$err" && ok "no command: usage on stderr, nothing on stdout" || bad "no command: stdout '$out' stderr '$err'"
 expect 64 "help for an unknown command" -- "$ps_bin" help bogus
@@ -237,7 +237,7 @@ elif [[ $provider == gnome-keyring-passwordless || $provider == kwallet ]]; then
     expect 0 "restore after the daemon re-read the keyring file" -- "${cli[@]}" restore --json --show-token
     [[ $(field "$out" clientSessionToken) == "$token" ]] && ok "the token survives the keyring file byte-exact" || bad "after the restart: $out"
     # The stored document escapes these; the plain keyring file (which unescapes \\, \n, \t on
-    # load) must not change them. (A real tab is refused at persist since issue 15.)
+    # load) must not change them. (Persist refuses a real tab.)
     odd='back\slash"quoted"tab\tend\n'
     printf '%s\n' "$odd" | "${cli[@]}" persist --end-user-id eu-odd >/dev/null || bad "persist of a token with \\, \" and \\t"
     "$restart" --locked >/dev/null || bad "keyring-restart.sh --locked (re-read the keyring file)"
@@ -315,7 +315,7 @@ expect 3 "the used grant with --allow-unsolicited: invalid grant" -- "${cli[@]}"
 grep -q "start the sign-in again" <<<"$err" && ok "invalid grant: says to start the sign-in again" || bad "invalid grant: $err"
 expect 1 "a foreign URL is not handled" -- "${cli[@]}" handle-redirect "https://example.com/callback?token=x"
 expect 3 "an error redirect" -- "${cli[@]}" handle-redirect "$redirect?error=access_denied&authMethod=EMAIL_MAGIC_LINK"
-# Issue 14: attacker text from a redirect never drives the terminal; URLs are capped at 8192 bytes.
+# Attacker text from a redirect never drives the terminal; URLs are capped at 8192 bytes.
 expect 3 "an error redirect with escape sequences" -- "${cli[@]}" handle-redirect "$redirect?error=denied%1B%5B2J%1B%5D0%3Bpwned%07%0D%C2%9Bx$(head -c 7000 /dev/zero | tr '\0' A)"
 if LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]' <<<"$out$err"; then
     bad "control characters reached the terminal: $(printf '%q' "$err")"
@@ -381,7 +381,7 @@ expect 0 "handle-redirect --qr --json" -- "${cli[@]}" handle-redirect "$(field "
 expect 64 "verify-totp with a non-numeric code" -- sh -c "printf 'x' | \"\$@\" verify-totp abc" sh "${cli[@]}"
 "${cli[@]}" clear >/dev/null
 
-echo "== redirect hijacking: pending sign-in and different end user (issue 14 item 3)"
+echo "== redirect hijacking: pending sign-in and different end user"
 csrf=("$ps_bin" --env "cli-csrf-$$" --redirect-url "$redirect")
 exchanges() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])["routes"].get("/api/v3/auth/magic-links/validations",{}).get("requests",0))' "$(admin GET stats)"; }
 mint() { field "$(admin POST grants "{\"kind\":\"magic_link\",\"endUserId\":\"$1\",\"redirectUrl\":\"$redirect\"}")" redirectUrl; }
@@ -392,7 +392,7 @@ expect 4 "an attacker's grant with no sign-in pending" -- "${csrf[@]}" handle-re
 expect 1 "nothing was stored" -- "${csrf[@]}" restore
 expect 0 "login-with-google prints the authorize URL" -- "${csrf[@]}" login-with-google
 [[ $out == http* ]] && ok "an http(s) URL" || bad "login-with-google printed '$out'"
-# In a Flatpak sandbox the per-app directory the app's instances share (README, "Flatpak").
+# In a Flatpak sandbox the per-app directory the app's instances share (docs/flatpak.md#in-your-app).
 markers=$XDG_RUNTIME_DIR/portal-keyring
 [[ $provider == flatpak ]] && markers=$XDG_RUNTIME_DIR/app/$FLATPAK_ID/portal-keyring
 marker=$(ls "$markers"/signin-* 2>/dev/null | head -n 1)
@@ -453,13 +453,13 @@ expect 0 "restore the desktop sign-in from another process" -- "$ps_bin" --env "
 grep -q "^MimeType=x-scheme-handler/portal-example;" "$desktop" && ok "the desktop file registers x-scheme-handler/portal-example" || bad "MimeType missing"
 "$ps_bin" --env "$desktop_env" clear >/dev/null
 
-echo "== the README's portal-session lines, as written"
-# The README's block of portal-session lines runs line by line, with only its placeholders filled
+echo "== docs/cli.md's portal-session lines, as written"
+# docs/cli.md's block of portal-session lines runs line by line, with only its placeholders filled
 # in: the auth environment id (…), the grant in the redirect URL (…) and $CST. The fake API's
 # host comes from PORTAL_API_HOST, as a user would set it for a non-default API.
-readme_lines=$(awk '/^```sh/ {f = 1; b = ""; next} /^```/ {if (f && b ~ /portal-session send-magic-link/) printf "%s", b; f = 0; next} f {b = b $0 "\n"}' "$repo/README.md")
+readme_lines=$(awk '/^```sh/ {f = 1; b = ""; next} /^```/ {if (f && b ~ /portal-session send-magic-link/) printf "%s", b; f = 0; next} f {b = b $0 "\n"}' "$repo/docs/cli.md")
 if [[ -z $readme_lines ]]; then
-    bad "the README has no block of portal-session lines"
+    bad "docs/cli.md has no block of portal-session lines"
 else
     readme_env="cli-readme-$$"
     readme_url=$(field "$(admin POST grants '{"kind":"magic_link","endUserId":"eu-readme","redirectUrl":"myapp://auth/callback"}')" redirectUrl)
@@ -472,17 +472,17 @@ else
         command=${line//PORTAL_AUTH_ENVIRONMENT_ID=…/PORTAL_AUTH_ENVIRONMENT_ID=$readme_env}
         command=${command//"'myapp://auth/callback?token=…&authMethod=EMAIL_MAGIC_LINK'"/"'$readme_url'"}
         command=${command//portal-session/$ps_bin}
-        if [[ $command == *…* ]]; then bad "README line $line_no has a placeholder this test does not fill: $line"; continue; fi
+        if [[ $command == *…* ]]; then bad "docs/cli.md line $line_no has a placeholder this test does not fill: $line"; continue; fi
         got=0
-        # One line each: a README line's "# comment" must not swallow the lines after it.
+        # One line each: a line's "# comment" must not swallow the lines after it.
         out=$(export PORTAL_API_HOST="$PORTAL_TEST_API_HOST" CST; eval "$readme_prefix$command" 2>/tmp/cli-err.$$) || got=$?
         [[ $command == export* ]] && readme_prefix="$readme_prefix$command"$'\n'
-        if [[ $got == 0 ]]; then ok "README: $line (exit 0)"; else bad "README: $line: exit $got; $(cat /tmp/cli-err.$$)"; fi
+        if [[ $got == 0 ]]; then ok "docs/cli.md: $line (exit 0)"; else bad "docs/cli.md: $line: exit $got; $(cat /tmp/cli-err.$$)"; fi
     done <<<"$readme_lines"
     "$ps_bin" --env "$readme_env" --redirect-url myapp://auth/callback clear >/dev/null 2>&1
 fi
 
-echo "== watch (issue 16): a line per change made by other processes, until SIGINT/SIGTERM"
+echo "== watch: a line per change made by other processes, until SIGINT/SIGTERM"
 # wait_for FILE PATTERN : up to 10 s for a line matching PATTERN (ERE) in FILE.
 wait_for() {
     local i
@@ -568,7 +568,7 @@ admin POST faults '{"route":"/api/v3/auth/magic-links","status":429,"count":1}' 
 expect 3 "send-magic-link answered 429 without Retry-After" -- "${mcli[@]}" send-magic-link c@example.com
 [[ $err == *"rate limited by the Portal API; retry later"* ]] && ok "no wait made up: $err" || bad "429: $err"
 
-echo "== private-use redirect URLs and Retry-After (issue 15)"
+echo "== private-use redirect URLs and Retry-After"
 private=com.example.app:/oauth2redirect
 pcli=("$ps_bin" --env "cli-private-$$" --redirect-url "$private")
 expect 1 "status with --redirect-url $private (signed out: exit 1)" -- "${pcli[@]}" status
@@ -585,7 +585,7 @@ admin POST faults '{"route":"/api/v3/auth/magic-links","status":429,"count":1,"r
 expect 3 "send-magic-link answered 429" -- "${pcli[@]}" send-magic-link someone@example.com
 [[ $err == *"rate limited by the Portal API; retry after 42 s"* ]] && ok "the message gives the wait: $err" || bad "429: $err"
 
-echo "== persist refuses a token with whitespace or control characters; restore reads old ones (issue 15)"
+echo "== persist refuses a token with whitespace or control characters; restore reads old ones"
 wcli=("$ps_bin" --env "cli-ws-$$")
 printf 'tok-ws-before\n' | "${wcli[@]}" persist --end-user-id eu-ws >/dev/null || bad "persist tok-ws-before"
 for spaced in 'tok en\n' ' tok\n' 'tok\t\n' 'tok\n\n' 'tok\r\r\n' 'tok\r' '\001tok\n'; do

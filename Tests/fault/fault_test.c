@@ -229,7 +229,7 @@ static void test_locked_app(void) {
     CHECK_MSG(st == PORTAL_ERR_SESSION_STORAGE, "restore while locked: PORTAL_ERR_SESSION_STORAGE (%d)", (int)st);
     printf("time  [%s] restore while locked: %.1f ms, status %d, \"%s\"\n", check_context, t1 - t0, (int)st,
            portal_last_error_message());
-    /* The app's usual handling (README): report it, keep the current session, retry later. It
+    /* The app's usual handling (docs/api.md#signed-out-vs-unavailable): report it, keep the current session, retry later. It
      * also keeps making requests; a network error never invalidates. */
     long http = 0;
     st = portal_request(p, "GET", "/api/v3/clients/me", NULL, &http, NULL, NULL);
@@ -305,7 +305,7 @@ static void test_tokens(void) {
         CHECK_MSG(st == PORTAL_OK, "%s: persisted", exact[i].name);
         expect_restore(auth, "user-10", exact[i].bytes, strlen(exact[i].bytes), exact[i].name);
     }
-    /* Whitespace or control characters: refused at persist (issue 15), the stored token intact. */
+    /* Whitespace or control characters: refused at persist, the stored token intact. */
     struct { const char *name; const char *bytes; } spaced[] = {
         {"newlines and CR", "line1\nline2\r\nline3\n"}, {"a tab", "\ttab"},
         {"control characters", "\x01\x02\x1f\x7f-ctl"}, {"leading/trailing spaces", "  padded token  "},

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests/fault/run.sh — the fault-injection suite (issue 6): the library against a real
+# Tests/fault/run.sh — the fault-injection suite: the library against a real
 # gnome-keyring-daemon on a private D-Bus session bus, under the failures that credential
 # libraries meet in the field. Each numbered condition asserts the status and message, the time
 # it took, and that nothing stored was lost.

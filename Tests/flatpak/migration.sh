@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests/flatpak/migration.sh — a session in the host's Secret Service moves into the sandbox's
 # file keyring at the first call of an app that still has --talk-name=org.freedesktop.secrets
-# (README, "Flatpak"), written and read back before the host delete; a process that stops between
+# (docs/flatpak.md#in-your-app), written and read back before the host delete; a process that stops between
 # the two leaves nothing lost and nothing twice after the next call. The move is recorded in the
 # file (libsecret reads the record) and never runs again for it: a sign-in stored on the host later
 # (another account's, by any Secret Service client) is not taken, also after a sign-out; a host

@@ -1,5 +1,5 @@
 // JSONTextFuzz.swift — libFuzzer target for the library's JSON reader (`JSONText`,
-// Sources/PortalKeyringCore/JSON/JSONText.swift: jsmn plus our checks; issue 27).
+// Sources/PortalKeyringCore/JSON/JSONText.swift: jsmn plus our checks).
 //
 // Built by Tests/fuzz/run.sh together with the PortalKeyringCore sources as one module. The oracle is
 // a second, independent reader written here from RFC 8259 and JSONText's documented rules
@@ -12,7 +12,7 @@
 //    `true`/`false`, and numbers: `int64` is the exact value of an integer that fits, `double`
 //    the nearest finite Double;
 //  - `member(key)` finds every key of an object, and reading is deterministic;
-//  - reading is linear in the text (issue 39, case 1): the input, taken as a unit, is repeated
+//  - reading is linear in the text: the input, taken as a unit, is repeated
 //    into a text of about 4 KiB and one 16 times longer — as the elements of an array when the
 //    unit is a value, else as the members of an object (`"a":0` gives the planted
 //    `{"a":0,"a":0,…}`) — and the long one must cost at most 8 times as much CPU time per byte

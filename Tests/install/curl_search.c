@@ -1,5 +1,5 @@
 /*
- * curl_search.c — which libcurl the installed library loads (issue 14 item 7).
+ * curl_search.c — which libcurl the installed library loads.
  *
  *   cc curl_search.c $(pkg-config --cflags --libs portal-keyring) -Wl,-rpath,LIBDIR -o curl_search
  *   ./curl_search

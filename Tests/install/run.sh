@@ -18,7 +18,7 @@
 #        own dependencies; nothing from the Swift toolchain, nothing "not found";
 #      - versions: header macros, runtime functions, soname, file name and pkg-config agree;
 #      - relative relocations packed (DT_RELR) in the library and portal-session, which require
-#        GLIBC_ABI_DT_RELR (issue 17);
+#        GLIBC_ABI_DT_RELR;
 #      - libcurl search path: no RUNPATH/RPATH in the library or portal-session, libcurl neither
 #        DT_NEEDED nor in the .pc; a fake libcurl.so.4 planted in <prefix>/lib (its constructor
 #        leaves a file; control: it does when loaded) is never loaded by a request
@@ -119,22 +119,22 @@ else
     fail "README's C build line does not build after make: ${readme_line:-(not found in README.md)}"
 fi
 rm -f app.c build/make/readme-app
-# The README's C++ build line ("Python and C++"), as written, on the README's C++ snippet put in a
+# The C++ guide's build line (docs/cpp.md), as written, on its C++ snippet put in a
 # function (it is not a whole program); the program checks the library it loaded.
-cpp_line=$(grep -o 'g++ -std=c++17 app.cpp[^`]*' README.md | head -n1)
+cpp_line=$(grep -o 'g++ -std=c++17 app.cpp[^`]*' docs/cpp.md | head -n1)
 {
-    awk '/^## Python and C\+\+$/ {s=1} s && /^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' README.md |
+    awk '/^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' docs/cpp.md |
         sed -n '1p'
     printf 'static int show_sign_in() { return 1; }\nint app();\nint app() {\n'
-    awk '/^## Python and C\+\+$/ {s=1} s && /^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' README.md |
+    awk '/^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' docs/cpp.md |
         sed '1d'
     printf '    return 0;\n}\nint main() { return portal_keyring::library_matches_header() ? 0 : 1; }\n'
 } >app.cpp
 if [[ -n $cpp_line ]] && eval "$cpp_line -o build/make/readme-app-cpp" >"$log" 2>&1 && build/make/readme-app-cpp; then
-    pass "README's C++ build line, as written, after make (and the program runs): $cpp_line"
+    pass "docs/cpp.md's C++ build line, as written, after make (and the program runs): $cpp_line"
 else
     sed 's/^/  | /' "$log" | tail -n 5
-    fail "README's C++ build line does not build after make: ${cpp_line:-(not found in README.md)}"
+    fail "docs/cpp.md's C++ build line does not build after make: ${cpp_line:-(not found in docs/cpp.md)}"
 fi
 rm -f app.cpp build/make/readme-app-cpp
 # The path the README gives for the tool `make` builds.
@@ -301,7 +301,7 @@ if [[ $pc_version == "$version" ]]; then pass "pkg-config --modversion $pc_versi
 
 # ------------------------------------------------------------------------------ packed relocations
 
-section "relative relocations packed (-z pack-relative-relocs; issue 17, docs/ABI.md)"
+section "relative relocations packed (-z pack-relative-relocs; docs/ABI.md)"
 # The ~36,000 relative relocations in .relr.dyn (a few KiB) rather than .rela.dyn (843 KiB the
 # loader reads at every dlopen); the GLIBC_ABI_DT_RELR version makes an older glibc refuse the
 # file instead of loading it unrelocated.
@@ -334,7 +334,7 @@ done
 
 # ------------------------------------------------------------------------------ code layout
 
-section "the first restore's code laid out together (build-support/hot-symbols.txt; issue 27)"
+section "the first restore's code laid out together (build-support/hot-symbols.txt)"
 # The kernel maps code in 64 KiB windows around each page a process touches: the functions that
 # loading the library and the first restore run (build-support/hot-symbols.txt, from
 # bench/hot-symbols.sh) are placed together by the linker (Makefile LAYOUT_FLAGS). Read from the
@@ -372,7 +372,7 @@ fi
 
 # ------------------------------------------------------------------------------ libcurl search path
 
-section "libcurl comes from the system library path only (issue 14 item 7)"
+section "libcurl comes from the system library path only"
 dyn=$(readelf -d "$lib")
 if grep -qE '\((RUNPATH|RPATH)\)' <<<"$dyn"; then
     fail "the installed library has a search path of its own: $(grep -E '\((RUNPATH|RPATH)\)' <<<"$dyn")"
@@ -502,7 +502,7 @@ if [[ -f python/pyproject.toml ]]; then
 fi
 
 section "make install PREFIX=\$VIRTUAL_ENV in an active venv: the Python package is the venv's"
-# README "Python and C++": make install PREFIX=$VIRTUAL_ENV installs the module for the venv's
+# docs/python.md: make install PREFIX=$VIRTUAL_ENV installs the module for the venv's
 # python (the Makefile's PYTHON follows VIRTUAL_ENV), and its library into the venv's lib/.
 mkvenv=$work/make-venv
 if "$system_python" -m venv "$mkvenv" >"$log" 2>&1 &&
@@ -554,7 +554,7 @@ with pk.PortalAuth("$env_id", "portal-install-test://auth/callback") as auth:
     assert s is not None and s.end_user_id == "$user", s
 print("module", pk.__file__, "library", pk.library_path, pk.library_version(), "restored", s.end_user_id)
 '
-    # Issue 13: no LD_LIBRARY_PATH, no PYTHONPATH, no PORTAL_KEYRING_LIBRARY: the package finds the
+    # No LD_LIBRARY_PATH, no PYTHONPATH, no PORTAL_KEYRING_LIBRARY: the package finds the
     # library installed in its own prefix (step 2 of the search order), not through the loader path.
     step "python3 without any environment variable: the package loads $prefix/lib's library" \
         "\$nt" env -u LD_LIBRARY_PATH -u PYTHONPATH -u PORTAL_KEYRING_LIBRARY '$system_python' -c '

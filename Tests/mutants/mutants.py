@@ -2,12 +2,18 @@
 """Tests/mutants/mutants.py — the catalogue reader behind Tests/mutants/run.sh.
 
     mutants.py list CATALOGUE_DIR                 one line per mutant: name<TAB>file<TAB>promise
-    mutants.py show CATALOGUE_DIR NAME            the mutant's fields as shell assignments
+    mutants.py show CATALOGUE_DIR NAME [TREE]     the mutant's fields as shell assignments (m_file:
+                                                  where it applies in TREE, when given)
     mutants.py apply CATALOGUE_DIR NAME TREE      patch TREE/<file>; exit 3 = STALE (search text
                                                   not found exactly once), with the reason on stderr
     mutants.py check CATALOGUE_DIR TREE           every mutant still applies to TREE (each hunk's search
                                                   text found exactly once, in order; no build, seconds):
-                                                  prints each STALE one with the reason, exit 1 if any
+                                                  prints each STALE one with the reason, exit 1 if any;
+                                                  also fails when CATALOGUE_DIR/README.md states
+                                                  another count than the catalogue's (see count)
+    mutants.py count CATALOGUE_DIR [--write]      how many mutants the catalogue holds; --write puts
+                                                  that number into README.md's one sentence that
+                                                  states it ("The catalogue holds N mutants")
     mutants.py select CATALOGUE_DIR TREE SLICES [BUDGET]
                                                   the mutants CI runs (`run.sh --changed`): every mutant
                                                   whose patched file, guarding suites' files or own
@@ -32,6 +38,7 @@ lines, then one or more hunks:
     name: exactly-once-guard              (defaults to the file name without .mutant)
     promise: what the code promises, in one line
     file: Sources/PortalKeyringCore/Session/SessionInvalidation.swift
+    within: func deliver(                 (optional: the enclosing declaration; see below)
     suite: swift ExactlyOnceGuardTests    (one or more; see run.sh for the kinds)
     timeout: 120                          (seconds per suite; optional)
     --- search
@@ -42,15 +49,23 @@ lines, then one or more hunks:
 
 Lines starting with `#` in the header are comments. Each search text must occur exactly once
 in the file (after the previous hunks were applied); otherwise the mutant is STALE.
+
+`within:` anchors the hunks to their enclosing declaration: text found on exactly one line (a
+function's signature, say). Each search text must then occur exactly once inside that
+declaration (from the anchor's line to the next line indented no deeper), whatever the rest of
+the file holds; and when the anchor has left `file:` (the function moved), the mutant follows it
+to the one file under the same top folder, of the same kind, that holds it (`check` names the
+new place so that `file:` can be updated).
 """
 import filecmp
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 
-KEYS = ("name", "promise", "file", "suite", "timeout")
+KEYS = ("name", "promise", "file", "within", "suite", "timeout")
 
 
 def parse(path):
@@ -120,19 +135,82 @@ def find(directory, name):
     raise SystemExit(f"no mutant named {name!r} (see --list)")
 
 
-def patched(mutant, tree):
-    """The mutant's file in TREE with every hunk applied, or (None, reason) when it is STALE."""
-    target = os.path.join(tree, mutant["file"])
+def read(tree, rel):
     try:
-        with open(target, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        return None, f"{mutant['file']} does not exist"
+        with open(os.path.join(tree, rel), encoding="utf-8") as f:
+            return f.read()
+    except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
+        return None
+
+
+def anchor_lines(text, within):
+    """The indexes of the lines of TEXT that hold WITHIN (an enclosing declaration's text)."""
+    return [i for i, line in enumerate(text.split("\n")) if within in line]
+
+
+def located(mutant, tree):
+    """(file, None): where the mutant applies in TREE — its `file:`, or, for a mutant with a
+    `within:` anchor that is no longer there, the one file under the same top folder, of the same
+    kind, that holds the anchor exactly once (the code moved: the mutant follows it). (None,
+    reason) when there is no such file."""
+    rel = mutant["file"]
+    within = mutant.get("within")
+    text = read(tree, rel)
+    if not within:
+        return (rel, None) if text is not None else (None, f"{rel} does not exist")
+    if text is not None and len(anchor_lines(text, within)) == 1:
+        return rel, None
+    top = rel.split("/")[0]
+    extension = os.path.splitext(rel)[1]
+    homes = []
+    for root, dirs, names in os.walk(os.path.join(tree, top)):
+        dirs[:] = sorted(d for d in dirs if d not in (".build", "build", ".git"))
+        for name in sorted(names):
+            if name.endswith(extension):
+                candidate = os.path.relpath(os.path.join(root, name), tree)
+                other = read(tree, candidate)
+                if other is not None and len(anchor_lines(other, within)) == 1:
+                    homes.append(candidate)
+    if len(homes) == 1:
+        return homes[0], None
+    return None, (f"'within: {within}' found in {len(homes)} files under {top}/ and not once in {rel}"
+                  + (f" ({', '.join(homes)})" if homes else ""))
+
+
+def region(text, within):
+    """(start, end) offsets of the declaration at the line holding WITHIN: from that line to the
+    next non-blank line indented no deeper than it (its closing brace, or the next declaration)."""
+    lines = text.split("\n")
+    first = anchor_lines(text, within)[0]
+    depth = len(lines[first]) - len(lines[first].lstrip())
+    last = len(lines)
+    for i in range(first + 1, len(lines)):
+        line = lines[i]
+        if line.strip() and len(line) - len(line.lstrip()) <= depth:
+            last = i
+            break
+    start = sum(len(l) + 1 for l in lines[:first])
+    end = sum(len(l) + 1 for l in lines[:last])
+    return start, min(end, len(text))
+
+
+def patched(mutant, tree):
+    """(text, None): the mutant's file in TREE with every hunk applied; (None, reason) when it is
+    STALE. With a `within:` anchor, each search text must occur exactly once inside the anchored
+    declaration (elsewhere in the file it may occur any number of times)."""
+    rel, reason = located(mutant, tree)
+    if rel is None:
+        return None, reason
+    text = read(tree, rel)
+    within = mutant.get("within")
     for number, (search, replace) in enumerate(mutant["hunks"], 1):
-        found = text.count(search)
+        start, end = region(text, within) if within else (0, len(text))
+        part = text[start:end]
+        found = part.count(search)
         if found != 1:
-            return None, f"hunk {number}: search text found {found} times in {mutant['file']} (expected once)"
-        text = text.replace(search, replace)
+            place = f"the declaration holding '{within}' in {rel}" if within else rel
+            return None, f"hunk {number}: search text found {found} times in {place} (expected once)"
+        text = text[:start] + part.replace(search, replace) + text[end:]
     return text, None
 
 
@@ -141,9 +219,35 @@ def apply(mutant, tree):
     if text is None:
         print(reason, file=sys.stderr)
         return 3
-    with open(os.path.join(tree, mutant["file"]), "w", encoding="utf-8") as f:
+    with open(os.path.join(tree, located(mutant, tree)[0]), "w", encoding="utf-8") as f:
         f.write(text)
     return 0
+
+
+# The README states the catalogue's size once, in this sentence; `count --write` keeps it true
+# and `check` fails when it is not.
+COUNT_SENTENCE = re.compile(r"The catalogue holds (\d+) mutants")
+
+
+def readme_count(directory, mutants, write=False):
+    """None when CATALOGUE_DIR/README.md states the catalogue's count (or has no README), else
+    the reason it does not. With WRITE, the sentence is corrected instead."""
+    readme = os.path.join(directory, "README.md")
+    if not os.path.exists(readme):
+        return None
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    stated = COUNT_SENTENCE.findall(text)
+    if len(stated) != 1:
+        return f"{readme}: states the count {len(stated)} times, expected once (\"The catalogue holds N mutants\")"
+    if int(stated[0]) == len(mutants):
+        return None
+    if write:
+        with open(readme, "w", encoding="utf-8") as f:
+            f.write(COUNT_SENTENCE.sub(f"The catalogue holds {len(mutants)} mutants", text))
+        return None
+    return (f"{readme}: says {stated[0]} mutants, the catalogue holds {len(mutants)} "
+            f"(mutants.py count {directory} --write)")
 
 
 def check(directory, tree):
@@ -154,8 +258,14 @@ def check(directory, tree):
         if text is None:
             stale += 1
             print(f"STALE {mutant['name']} ({os.path.relpath(mutant['path'], tree)}): {reason}")
+        elif located(mutant, tree)[0] != mutant["file"]:
+            print(f"moved {mutant['name']}: its code is now in {located(mutant, tree)[0]} "
+                  f"(followed by its 'within:' anchor; update 'file:')")
     print(f"mutants: {len(mutants) - stale} of {len(mutants)} apply" + (f", {stale} STALE" if stale else ""))
-    return 1 if stale else 0
+    wrong = readme_count(directory, mutants)
+    if wrong:
+        print(wrong)
+    return 1 if stale or wrong else 0
 
 
 # Files every suite depends on: a change to one of them can change any suite's verdict.
@@ -244,7 +354,7 @@ def select(directory, tree, slices, budget=None):
         if changed is None:
             reason = "no record"
         else:
-            own = [mutant["file"], os.path.relpath(mutant["path"], tree)]
+            own = [mutant["file"], located(mutant, tree)[0] or mutant["file"], os.path.relpath(mutant["path"], tree)]
             around = list(HARNESS) + [f for s in mutant["suite"] for f in suite_files(s, tree)]
             reason = ("changed" if touches(changed, own) else "suite" if touches(changed, around)
                       else "slice" if index % slices == turn else None)
@@ -347,11 +457,20 @@ def main(argv):
         for m in catalogue(argv[2]):
             print(f"{m['name']}\t{m['file']}\t{m['promise']}\t{' | '.join(m['suite'])}")
         return 0
-    if len(argv) == 4 and argv[1] == "show":
+    if len(argv) in (3, 4) and argv[1] == "count" and argv[3:] in ([], ["--write"]):
+        mutants = catalogue(argv[2])
+        if argv[3:]:
+            wrong = readme_count(argv[2], mutants, write=True)
+            if wrong:
+                print(wrong, file=sys.stderr)
+                return 1
+        print(len(mutants))
+        return 0
+    if len(argv) in (4, 5) and argv[1] == "show":
         m = find(argv[2], argv[3])
         print(f"m_name={shlex.quote(m['name'])}")
         print(f"m_promise={shlex.quote(m['promise'])}")
-        print(f"m_file={shlex.quote(m['file'])}")
+        print(f"m_file={shlex.quote((located(m, argv[4])[0] if len(argv) == 5 else None) or m['file'])}")
         print(f"m_timeout={shlex.quote(m.get('timeout', ''))}")
         print("m_suites=(" + " ".join(shlex.quote(s) for s in m["suite"]) + ")")
         return 0

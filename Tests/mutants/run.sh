@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests/mutants/run.sh — mutation testing from the catalogue in Tests/mutants/ (issue #18): each
+# Tests/mutants/run.sh — mutation testing from the catalogue in Tests/mutants/: each
 # mutant breaks one promise; the suites named in its file must notice.
 #
 #   Tests/mutants/run.sh                   every mutant
@@ -251,7 +251,7 @@ restore_file() { # FILE: the original, with a fresh mtime (mutants.py copy_fresh
 
 declare -A suite_limit=()
 for name in "${selected[@]}"; do
-    eval "$(python3 "$tool" show "$here" "$name")"
+    eval "$(python3 "$tool" show "$here" "$name" "$repo")"
     for s in "${m_suites[@]}"; do
         limit=${m_timeout:-$default_timeout}
         [[ -z ${suite_limit[$s]:-} || ${suite_limit[$s]} -lt $limit ]] && suite_limit[$s]=$limit
@@ -296,7 +296,7 @@ rows=()
 bad=0
 not_run=()
 for name in "${selected[@]}"; do
-    eval "$(python3 "$tool" show "$here" "$name")"
+    eval "$(python3 "$tool" show "$here" "$name" "$repo")"
     limit=${m_timeout:-$default_timeout}
     if ((time_budget > 0 && $(date +%s) - t_run >= time_budget)); then
         not_run+=("$m_name")

@@ -12,7 +12,10 @@ throw-away git repository (seconds, no build; run by scripts/check-sources.sh):
 - the order to run them in: edited mutants, the changed code's, a changed suite's, the slice;
 - no green commit recorded, or one this clone does not have: everything;
 - `sync` and `restore` give a changed file a fresh mtime (never the source's) and leave an
-  unchanged one alone.
+  unchanged one alone;
+- a `within:` anchor confines a hunk to its enclosing declaration and follows it to another file;
+- `check` fails when the catalogue's README states another count than the catalogue's, or states
+  it more than once; `count --write` corrects it; the real README states the real count.
 """
 import os
 import subprocess
@@ -205,6 +208,103 @@ class CopyTests(unittest.TestCase):
         with open(os.path.join(self.tree, "Sources/C/include/c.h"), encoding="utf-8") as f:
             self.assertEqual(f.read(), "#define OPTION\n")
         self.assertEqual(self.mtime("Sources/A.swift"), untouched, "an unchanged file was copied again")
+
+
+class AnchorTests(unittest.TestCase):
+    """A `within:` anchor: the hunk is looked for inside its enclosing declaration only, and
+    follows that declaration when it moves to another file."""
+
+    SOURCE = ("struct S {\n    func a() {\n        x = 1\n    }\n\n    func b() {\n        x = 1\n    }\n}\n")
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.tree = self.dir.name
+        CopyTests.put(self.tree, "Sources/A.swift", self.SOURCE)
+        CopyTests.put(self.tree, "cat/in-b.mutant", "promise: fixture\nfile: Sources/A.swift\nwithin: func b(\n"
+                      "suite: swift BTests\n--- search\n        x = 1\n--- replace\n        x = 2\n--- end\n")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def run_tool(self, *args):
+        return subprocess.run([sys.executable, MUTANTS, *args], capture_output=True, text=True)
+
+    def test_the_hunk_applies_inside_its_declaration_only(self):
+        self.assertEqual(self.run_tool("apply", os.path.join(self.tree, "cat"), "in-b", self.tree).returncode, 0)
+        with open(os.path.join(self.tree, "Sources/A.swift"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), self.SOURCE.replace("b() {\n        x = 1", "b() {\n        x = 2"))
+
+    def test_a_moved_declaration_is_followed_and_named(self):
+        CopyTests.put(self.tree, "Sources/A.swift", self.SOURCE.replace("func b()", "func c()"))
+        CopyTests.put(self.tree, "Sources/Folder/B.swift", "extension S {\n    func b() {\n        x = 1\n    }\n}\n")
+        check = self.run_tool("check", os.path.join(self.tree, "cat"), self.tree)
+        self.assertEqual(check.returncode, 0, check.stdout)
+        self.assertIn("now in Sources/Folder/B.swift", check.stdout)
+        show = self.run_tool("show", os.path.join(self.tree, "cat"), "in-b", self.tree)
+        self.assertIn("m_file=Sources/Folder/B.swift", show.stdout)
+        self.assertEqual(self.run_tool("apply", os.path.join(self.tree, "cat"), "in-b", self.tree).returncode, 0)
+        with open(os.path.join(self.tree, "Sources/Folder/B.swift"), encoding="utf-8") as f:
+            self.assertIn("x = 2", f.read())
+
+    def test_an_anchor_in_two_files_is_stale(self):
+        CopyTests.put(self.tree, "Sources/A.swift", self.SOURCE.replace("func b()", "func c()"))
+        for name in ("B", "C"):
+            CopyTests.put(self.tree, f"Sources/{name}.swift", "extension S {\n    func b() {\n        x = 1\n    }\n}\n")
+        check = self.run_tool("check", os.path.join(self.tree, "cat"), self.tree)
+        self.assertEqual(check.returncode, 1)
+        self.assertIn("STALE in-b", check.stdout)
+
+
+class CountTests(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.catalogue = self.dir.name
+        for name in ("a", "b"):
+            with open(os.path.join(self.catalogue, name + ".mutant"), "w", encoding="utf-8") as f:
+                f.write(MUTANT.format(file="f.txt", suite="swift A"))
+        with open(os.path.join(self.catalogue, "f.txt"), "w", encoding="utf-8") as f:
+            f.write("old\n")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def readme(self, text=None):
+        path = os.path.join(self.catalogue, "README.md")
+        if text is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    def check(self):
+        return subprocess.run([sys.executable, MUTANTS, "check", self.catalogue, self.catalogue],
+                              capture_output=True, text=True)
+
+    def test_a_wrong_count_fails_check_and_count_write_corrects_it(self):
+        self.readme("# C\n\nThe catalogue holds 3 mutants (here).\n")
+        result = self.check()
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("says 3 mutants, the catalogue holds 2", result.stdout)
+        counted = subprocess.run([sys.executable, MUTANTS, "count", self.catalogue, "--write"],
+                                 capture_output=True, text=True, check=True)
+        self.assertEqual(counted.stdout.strip(), "2")
+        self.assertEqual(self.readme(), "# C\n\nThe catalogue holds 2 mutants (here).\n")
+        self.assertEqual(self.check().returncode, 0)
+
+    def test_a_count_stated_twice_or_never_fails_check(self):
+        self.readme("The catalogue holds 2 mutants. The catalogue holds 2 mutants.\n")
+        self.assertEqual(self.check().returncode, 1)
+        self.readme("No count here.\n")
+        self.assertEqual(self.check().returncode, 1)
+
+    def test_the_real_readme_states_the_real_count(self):
+        counted = subprocess.run([sys.executable, MUTANTS, "count", HERE], capture_output=True, text=True, check=True)
+        self.assertIn(f"The catalogue holds {counted.stdout.strip()} mutants", self.readme_of(HERE))
+
+    @staticmethod
+    def readme_of(directory):
+        with open(os.path.join(directory, "README.md"), encoding="utf-8") as f:
+            return f.read()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A fake Portal API server for portal-keyring integration tests and demos.
 
-A real HTTP/1.1 server (Python 3 standard library only) that speaks the Portal API routes of
-SPEC.md section 4 on loopback, keeps client session tokens (CSTs) with the backend's lifetime
+A real HTTP/1.1 server (Python 3 standard library only) that speaks the Portal API routes the
+library calls on loopback, keeps client session tokens (CSTs) with the backend's lifetime
 rules, and exposes an unauthenticated ``/_admin/`` API that tests use to issue and revoke
 sessions, move the server clock, mint sign-in grants, inject faults and read request stats.
 

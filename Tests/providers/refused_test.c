@@ -1,7 +1,7 @@
 /*
  * refused_test — a create or delete prompt that is dismissed gives "keyring refused", and nothing
- * is lost (issue 11: every prompt a provider returns is run; a dismissed one is never success and
- * never "signed out").
+ * is lost: every prompt a provider returns is run; a dismissed one is never success and never
+ * "signed out".
  *
  * KeePassXC answers every CreateItem and Item.Delete with a prompt. The library calls
  * secret_prompt_perform_sync(NULL, PROMPT_PATH, …) right before its Prompt.Prompt call when a

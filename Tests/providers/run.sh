@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests/providers/run.sh — the keyring contract on one Secret Service provider and state (issue 11).
+# Tests/providers/run.sh — the keyring contract on one Secret Service provider and state.
 #
 #   scripts/with-keyring.sh --provider P Tests/providers/run.sh
 #
@@ -325,7 +325,7 @@ fi
 ps 0 "clear" -- clear
 
 echo "== [$provider] tokens round-trip byte-exact"
-# (A real tab or space is refused at persist since issue 15; the escape-like text stays.)
+# (Persist refuses a real tab or space; the escape-like text stays.)
 tokens=('a\b' 'tab\there' '\n\t\\' '{"v":1,"clientSessionToken":"t","endUserId":"u"}' '=+/-_base64look' 'x'
     "$(head -c 48000 /dev/zero | tr '\0' 'k')")
 for i in "${!tokens[@]}"; do

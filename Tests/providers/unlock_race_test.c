@@ -1,6 +1,6 @@
 /*
  * unlock_race_test — a keyring unlocked in the middle of a restore or clear is never read as
- * "nothing stored" (issue 11, the KeePassXC unlock race).
+ * "nothing stored" (the KeePassXC unlock race).
  *
  * KeePassXC 2.7.4's SearchItems skips a locked database: it answers nothing, not the items as
  * locked. So when a search finds nothing, the library reads the default collection's Locked

@@ -1,7 +1,7 @@
 /*
  * unreadable_test — a stored session that the provider keeps refusing to hand out is "keyring
- * locked", never "signed out", and is not deleted (issue 11: the "unreadable on the last read
- * attempt" branch of SecretServiceStorage.readSecrets).
+ * locked", never "signed out", and is not deleted (the "unreadable on the last read attempt"
+ * branch of SecretServiceStorage.readSecrets).
  *
  * GetSecrets silently skips items it cannot serve. The library then searches again: an item
  * still there is read again (up to 5 attempts in all), and when the last attempt still gets no
@@ -15,7 +15,7 @@
  * fails with PORTAL_ERR_SESSION_STORAGE, reaches GetSecrets 5 times, the item is still stored,
  * and a restore without the injection returns it. Prints the failing restore's time (ms).
  *
- * The watch (issue 39: kwallet watch_test's "burst event that was not signed-in"): the same lock
+ * The watch (kwallet watch_test's "burst event that was not signed-in"): the same lock
  * right before the watch's GetSecrets, once. KWallet 5.103 then serves the item with an EMPTY
  * secret; judged as a document, that was an unusable item and a SIGNED_OUT event while the
  * session was stored. Checks: no SIGNED_OUT at any time, and after `keyringctl unlock` the watch's

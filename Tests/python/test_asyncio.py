@@ -1,4 +1,4 @@
-"""asyncio coroutines of the portal_keyring package (issue 12) against the real keyring and the
+"""asyncio coroutines of the portal_keyring package against the real keyring and the
 loopback Portal API: results, errors, completion on the loop's own thread, cancellation, loop
 responsiveness behind an unlock prompt nobody answers, and listeners delivered on the loop."""
 

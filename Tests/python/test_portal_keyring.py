@@ -310,7 +310,7 @@ def test_close_while_other_threads_use_the_handle(pk: Any, auth: Any, api: Any) 
 
 
 def test_is_valid_never_raises_on_a_closed_session(pk: Any, auth: Any) -> None:
-    """Properties never raise (README): a closed session is simply not valid any more."""
+    """Properties never raise (python/README.md#reference): a closed session is simply not valid any more."""
     session = auth.persist_session("user-closed-valid", "tok-closed-valid")
     assert session.is_valid
     session.close()

@@ -1,4 +1,4 @@
-"""The snippets of python/README.md run as written, against the private keyring and the loopback
+"""The snippets of python/README.md and of docs/ run as written, against the private keyring and the loopback
 Portal API: only the configuration lines (AUTH_ENVIRONMENT_ID, REDIRECT_URL, API_HOST, EMAIL) are
 replaced, and the app's own UI functions (wait_for_redirect, ask_for_totp_code, open_browser)
 are supplied."""
@@ -140,19 +140,21 @@ def test_asyncio_snippet(pk: Any, env_id: str, api: PortalApi, capsys: Any) -> N
     assert run(code, capsys) == "HTTP 200\n"
 
 
-def main_readme_python_blocks(section: str = "## Python and C++") -> List[str]:
-    """The ```python blocks of the top-level README.md from the heading `section` on."""
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+def doc_python_blocks(path: str, section: str = "") -> List[str]:
+    """The ```python blocks of a page of the docs (`path` from the repository's root), from the
+    heading `section` on (from the top when empty)."""
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
         text = f.read()
-    return re.findall(r"^```python\n(.*?)^```", text[text.index("\n" + section + "\n"):], re.M | re.S)
+    start = text.index("\n" + section + "\n") if section else 0
+    return re.findall(r"^```python\n(.*?)^```", text[start:], re.M | re.S)
 
 
-def test_main_readme_sign_in_snippet_compiles_and_configures_magic_links(pk: Any) -> None:
-    """The sign-in section's Python lines are valid Python and give PortalAuth a MagicLinkConfig
-    with the keyword names the package takes."""
+def test_sign_in_doc_snippet_compiles_and_configures_magic_links(pk: Any) -> None:
+    """docs/sign-in.md's magic-link Python lines are valid Python and give PortalAuth a
+    MagicLinkConfig with the keyword names the package takes."""
     import ast
 
-    block = main_readme_python_blocks("## Sign-in and the `portal-session` command")[0]
+    block = doc_python_blocks("docs/sign-in.md", "## Magic links")[0]
     tree = ast.parse(block)
     calls = {node.func.attr: {k.arg for k in node.keywords} for node in ast.walk(tree)
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
@@ -161,22 +163,22 @@ def test_main_readme_sign_in_snippet_compiles_and_configures_magic_links(pk: Any
     pk.MagicLinkConfig(from_email="a@b.c", template_id="t")  # the names exist
 
 
-def test_main_readme_python_snippet_runs_signed_out(pk: Any, env_id: str, capsys: Any) -> None:
-    """The README's first Python snippet, as written, with only the auth environment id replaced:
+def test_python_doc_snippet_runs_signed_out(pk: Any, env_id: str, capsys: Any) -> None:
+    """docs/python.md's first Python snippet, as written, with only the auth environment id replaced:
     nothing is stored, so it restores None and never builds a Portal (no network)."""
-    blocks = main_readme_python_blocks()
-    assert len(blocks) >= 2, "the README lost its Python snippets"
+    blocks = doc_python_blocks("docs/python.md")
+    assert len(blocks) >= 2, "docs/python.md lost its Python snippets"
     code = blocks[0].replace("YOUR_AUTH_ENVIRONMENT_ID", env_id)
     called: List[str] = []
     namespace: Dict[str, Any] = {"__name__": "readme_snippet", "show_sign_in": lambda: called.append("x")}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "docs/python.md", "exec"), namespace)
     assert namespace["session"] is None
     assert called == []
 
 
-def test_main_readme_asyncio_snippet_compiles() -> None:
-    """The README's asyncio lines are valid Python inside a coroutine (top-level await allowed)."""
+def test_python_doc_asyncio_snippet_compiles() -> None:
+    """docs/python.md's asyncio lines are valid Python inside a coroutine (top-level await allowed)."""
     import ast
 
-    blocks = main_readme_python_blocks()
-    compile(blocks[1], "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    blocks = doc_python_blocks("docs/python.md")
+    compile(blocks[1], "docs/python.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)

@@ -185,7 +185,7 @@ def test_a_wrong_api_host_says_what_is_expected(pk: Any, env_id: str, host: str)
 
 def test_private_use_redirect_url_signs_in(pk: Any, env_id: str, api: PortalApi) -> None:
     """RFC 8252 §7.1 redirect URLs (a scheme, one slash, no authority) are accepted and matched
-    with the scheme case-insensitive and the path case-sensitive (issue 15)."""
+    with the scheme case-insensitive and the path case-sensitive."""
     private = "com.example.app:/oauth2redirect"
     magic = pk.MagicLinkConfig(from_email="login@example.com", template_id="tpl-py")
     with pk.PortalAuth(env_id, private, api.host, magic_link=magic) as auth:
@@ -208,7 +208,7 @@ def test_private_use_redirect_url_signs_in(pk: Any, env_id: str, api: PortalApi)
 
 
 def test_rate_limited_carries_retry_after(pk: Any, auth: Any, api: PortalApi) -> None:
-    """A 429's Retry-After is in the message and in ``RateLimited.retry_after`` (issue 15)."""
+    """A 429's Retry-After is in the message and in ``RateLimited.retry_after``."""
     api.admin("faults", {"route": "/api/v3/auth/magic-links", "status": 429, "count": 1, "retryAfterSeconds": 42})
     with pytest.raises(pk.RateLimited) as caught:
         auth.send_magic_link(new_email("rate-limited"))

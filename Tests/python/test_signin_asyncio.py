@@ -1,4 +1,4 @@
-"""The asyncio sign-in coroutines of portal_keyring (issue 12) against the loopback Portal API and
+"""The asyncio sign-in coroutines of portal_keyring against the loopback Portal API and
 the real keyring: each coroutine's result (the blocking call's result classes), TOTP required then
 verified, the blocking calls' exceptions, argument errors raised before anything starts, a slow
 API that never blocks the loop, and a cancelled sign-in task that cancels the library operation."""

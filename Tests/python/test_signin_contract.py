@@ -1,6 +1,6 @@
 """The Portal backend's sign-in contract through the portal_keyring package, against the strict
 loopback Portal API: ``magic_link=`` and ``is_account_abstracted=`` keyword arguments, and the
-exceptions of the statuses that came with them (README "Sign-in")."""
+exceptions of the statuses that came with them (docs/sign-in.md#magic-links)."""
 
 from __future__ import annotations
 

@@ -124,7 +124,7 @@ def _restore_in_child(env_id: str, queue: Any) -> None:
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_multiprocessing_child_works_or_fails_at_once(pk: Any, auth: Any, env_id: str, method: str) -> None:
-    """Issue 11: a child after fork() never hangs. `fork` after this process used D-Bus fails at
+    """A child after fork() never hangs. `fork` after this process used D-Bus fails at
     once naming fork(); `spawn` works."""
     import multiprocessing
     auth.persist_session("user-mp", "token-mp").close()
@@ -155,7 +155,7 @@ def keyring_count_after(auth: Any) -> int:
 
 def test_loop_listener_registered_from_a_worker_thread(pk: Any, auth: Any, api: Any) -> None:
     """``on_session_invalidated(cb, loop=loop)`` from a thread that does not run the loop works
-    (the README: every call from any thread): the callback runs once, on the loop's thread."""
+    (docs/api.md#threads: every call from any thread): the callback runs once, on the loop's thread."""
     import asyncio
 
     token = api.issue("user-worker-listener")

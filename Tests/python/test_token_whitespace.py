@@ -1,4 +1,4 @@
-"""Issue 15: persist refuses a Client Session Token with whitespace or control characters (a
+"""Persist refuses a Client Session Token with whitespace or control characters (a
 pasted token with a space or line end), naming ``client_session_token``; restore still reads what
 earlier versions stored, whatever the token holds."""
 
@@ -13,7 +13,7 @@ import pytest
 @pytest.mark.parametrize("token", ["tok en", " tok", "tok\n", "tok\r\n", "\ttok", "a\x01b", "tok\u2028",
                                    b"tok\n", bytearray(b"tok ")])
 def test_persist_refuses_whitespace_and_controls(pk: Any, auth: Any, env_id: str, keyring: Any, token: Any) -> None:
-    """Issue 15: a pasted token with a space or line end is refused at persist, not stored."""
+    """A pasted token with a space or line end is refused at persist, not stored."""
     auth.persist_session("user-before", "tok-before").close()
     with pytest.raises(pk.InvalidArgument, match="client_session_token.*whitespace or control characters"):
         auth.persist_session("user-ws", token)

@@ -1,4 +1,4 @@
-"""A TOTP code Portal accepted is not lost when the keyring write then fails (issue 14 item 3):
+"""A TOTP code Portal accepted is not lost when the keyring write then fails:
 the handle remembers the exchange, so verifying again with the same user JWT, whatever code the
 end user types then, persists the session without a second exchange (Portal spent the JWT).
 Real keyring, loopback Portal API."""

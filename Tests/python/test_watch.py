@@ -1,4 +1,4 @@
-"""The session watch of the portal_keyring package (issue 16) against the real keyring: changes
+"""The session watch of the portal_keyring package against the real keyring: changes
 made by another process arrive in order, other auth environments give nothing, on the loop's
 thread (async form) or the watch's own thread (callback form); cancelling stops the watch."""
 
@@ -185,7 +185,7 @@ def settled_descriptors() -> int:
 @pytest.mark.parametrize("opens_descriptors", [False, True])
 def test_close_from_its_own_callback_ends_the_watch_cleanly(pk: Any, auth: Any, env_id: str,
                                                             opens_descriptors: bool) -> None:
-    """``close()`` inside the callback (python/README.md, "Watch"): the watch's thread ends once
+    """``close()`` inside the callback (python/README.md#watch): the watch's thread ends once
     the callback returns, with nothing raised there, and frees the queue and its descriptors only
     then. Descriptors the callback opens right after closing (they reuse the numbers a teardown
     inside the callback would have freed) are the app's: the watch neither waits on them nor

@@ -1,6 +1,6 @@
 """The async watch's lifecycle against a stalled provider (SIGSTOP): a start that is cancelled
 frees its watch, and aclose() from another task ends an ``async for`` during a hung read —
-neither ever blocks the loop (python/README.md, "Watch")."""
+neither ever blocks the loop (python/README.md#watch)."""
 
 from __future__ import annotations
 

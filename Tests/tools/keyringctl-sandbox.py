@@ -20,8 +20,8 @@ Differences, from libsecret's file backend: a store replaces an item with exactl
 attributes (keyringctl without --replace adds a second one); no content type is kept. Commands
 that act on the host's keyring (lock, unlock, is-locked, settle, stuck-prompter, unlock-prompt,
 content-type) exit 3 naming the sandbox: the tests do those from outside (Tests/flatpak/run.sh).
-libsecret 0.20.5 now and then waits forever for a portal answer it subscribed to too late
-(issue 26): a secret-tool run is stopped after 4 s and tried again, three times at most; a store
+libsecret 0.20.5 now and then waits forever for a portal answer it subscribed to too late:
+a secret-tool run is stopped after 4 s and tried again, three times at most; a store
 that fails is tried again the same way.
 """
 import subprocess

@@ -1,4 +1,4 @@
-// floor.swift — the Swift-runtime floor for the load-cost figures (issue 17): a dynamic library
+// floor.swift — the Swift-runtime floor for the load-cost figures: a dynamic library
 // with one exported C function and nothing else, built exactly as the shipped library is
 // (-static-stdlib, lld, --gc-sections, stripped; bench/build-floor.sh). Whatever it costs to load
 // and call once is what any Swift library built this way pays before doing any work of its own.

@@ -248,7 +248,7 @@ class PortalAuth(_Owner):
 
     def sign_in_with_google(self, timeout_ms: int = 0) -> RedirectResult:
         """Signs the end user in with Google in their browser and returns when it completed
-        (``portal_auth_sign_in_with_google``; README "Desktop sign-in"): opens the authorize page
+        (``portal_auth_sign_in_with_google``; docs/sign-in.md#desktop-sign-in): opens the authorize page
         with the desktop's URL opener (GIO: the default browser, or the OpenURI portal in a
         Flatpak sandbox), then waits for the redirect: handed to :meth:`handle_redirect` in this
         process (from another thread: that call's result or error; an error redirect only when it

@@ -1,4 +1,4 @@
-/* jsmn (Debian libjsmn-dev 1.1.0), the JSON tokenizer of the library (issue 27): declarations
+/* jsmn (Debian libjsmn-dev 1.1.0), the JSON tokenizer of the library: declarations
  * only; jsmn.c compiles its definitions once, with the same options. It allocates nothing and
  * returns offsets into the caller's buffer, so a secret is decoded straight from our wiped input.
  *

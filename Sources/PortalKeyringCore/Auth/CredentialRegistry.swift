@@ -1,5 +1,4 @@
-/// The Portals of this process, grouped by the credential they were built on (README, "API
-/// conventions"): an invalidation is per credential, not per `Portal` object. When one Portal
+/// The Portals of this process, grouped by the credential they were built on (docs/api.md#invalidation): an invalidation is per credential, not per `Portal` object. When one Portal
 /// invalidates its session (a 401, or `reportUnauthorized`), every other live Portal on the same
 /// credential drops the token from memory and tells its own listeners, once — after the stored
 /// item was deleted, as for the Portal that saw the 401.

@@ -9,7 +9,7 @@ import Glibc
 /// (`GET /api/v3/clients/me` with the CST as bearer, on a background thread), and every request
 /// made through `send(_:)` that carries the bearer to the exact Portal API host and gets HTTP 401
 /// invalidates the session and fires `onSessionInvalidated` listeners — once per credential, on
-/// every Portal of the process built on it (`CredentialRegistry`; README, "API conventions"). 5xx, 403, timeouts, connection errors and other hosts never invalidate.
+/// every Portal of the process built on it (`CredentialRegistry`; docs/api.md#invalidation). 5xx, 403, timeouts, connection errors and other hosts never invalidate.
 ///
 /// HTTP: libcurl; HTTPS for every host except loopback (127.0.0.0/8, ::1, localhost: over IPv4
 /// only, `HTTPClient.transportOptions`), 10 s to connect, 30 s per request, redirects not

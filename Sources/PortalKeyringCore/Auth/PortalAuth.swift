@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// Client auth for one Portal auth environment: restores, persists and clears the end user's
-/// session in the Secret Service keyring (README, "API conventions"). The Linux counterpart of PortalSwift's
+/// session in the Secret Service keyring (docs/api.md). The Linux counterpart of PortalSwift's
 /// `PortalAuth`.
 ///
 /// Every instance with the same `authEnvironmentId`, in any process of the same user, sees the
@@ -53,7 +53,7 @@ public final class PortalAuth: Sendable {
     ///   - keyringTimeouts: deadlines for keyring calls, default `KeyringTimeouts.default`.
     /// - Throws: `PortalAuthError.invalidArgument(name:)` naming the first bad argument, checked
     ///   in the order `authEnvironmentId`, `redirectUrl`, `apiHost`, `fromEmail`, `templateId`
-    ///   (README, "API conventions").
+    ///   (docs/api.md#null-and-bad-input).
     public convenience init(authEnvironmentId: String, redirectUrl: String,
                             apiHost: String = PortalAuth.defaultApiHost,
                             magicLink: MagicLinkConfig? = nil, isAccountAbstracted: Bool? = nil,
@@ -137,11 +137,11 @@ public final class PortalAuth: Sendable {
     /// - Returns: the session when a usable item is stored; nil when none is stored, or when the
     ///   stored items are unusable (invalid UTF-8 or JSON, an unknown older version, a missing
     ///   field) — those are deleted first. A document written by a newer version of the library is
-    ///   kept, not deleted, and reads as nil here (README, "Storage"). When two sign-ins are briefly stored,
+    ///   kept, not deleted, and reads as nil here (docs/storage.md#read-policy). When two sign-ins are briefly stored,
     ///   the newest wins.
     /// - Throws: `PortalAuthError.sessionStorageFailure(message:)` when the keyring cannot be read
     ///   this time (no bus, no provider, locked and not unlocked, timeout) or an unusable item cannot
-    ///   be deleted. A failed read deletes nothing (README, "API conventions"); a restore that fails while deleting
+    ///   be deleted. A failed read deletes nothing (docs/api.md#signed-out-vs-unavailable); a restore that fails while deleting
     ///   unusable items may have removed some of them, never a usable one. The read, the deletes
     ///   and every other provider call of one restore share one `keyringTimeouts.callMilliseconds`.
     public func restoreSession() throws(PortalAuthError) -> PortalSession? {
@@ -173,7 +173,7 @@ public final class PortalAuth: Sendable {
     /// sessions) and returns it; replaces any stored session for this auth environment.
     ///
     /// The new item is stored first, then older ones are removed, so a failure never leaves the
-    /// end user with no session, and a concurrent newer sign-in is never removed (README, "Storage").
+    /// end user with no session, and a concurrent newer sign-in is never removed (docs/storage.md#persist-order).
     ///
     /// - Parameters:
     ///   - endUserId: the Portal end user id; not blank, at most `maxIdentifierBytes`.

@@ -1,5 +1,5 @@
 /// The client-auth transport: one request to `/api/v3/auth/*`, its headers, and how a status
-/// becomes a `PortalAuthError` (README, "Sign-in"; the contract PortalSwift's `PortalAuthApi`
+/// becomes a `PortalAuthError` (docs/sign-in.md#magic-links; the contract PortalSwift's `PortalAuthApi`
 /// speaks). Sequencing, storage and the pending sign-in live in SignIn.swift.
 extension PortalAuth {
     /// Longest server text kept in `accountAbstractionUnavailable(message:)` (PortalSwift's cap).

@@ -11,7 +11,7 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// Secret Service provider, the collection is locked and was not unlocked, the unlock prompt
     /// was dismissed, the provider did not answer within the deadline, or there is no default
     /// collection to store into. Never means "signed out" and never comes with a deletion
-    /// (README, "API conventions" and "Failures and deadlines"). `message` is human-readable and never contains a token.
+    /// (docs/api.md#errors and docs/api.md#failures-and-deadlines). `message` is human-readable and never contains a token.
     case sessionStorageFailure(message: String)
 
     /// The session was invalidated (by `PortalSession.invalidate()`, a rejected request, or a
@@ -74,7 +74,7 @@ public enum PortalAuthError: Error, Equatable, Sendable {
     /// `handleRedirect` refused a redirect no sign-in here asked for: no `sendMagicLink`,
     /// `loginWithGoogle` or `loginWithApple` for this auth environment, by this user, in the last
     /// 15 minutes, or that sign-in was completed already. Nothing was exchanged or stored (login
-    /// CSRF defence; README "Redirect hijacking"). Start the sign-in again.
+    /// CSRF defence; docs/sign-in.md#redirect-hijacking). Start the sign-in again.
     case unsolicitedRedirect
 
     /// `handleRedirect` signed in `newEndUserId`, but a session of `storedEndUserId` is stored:

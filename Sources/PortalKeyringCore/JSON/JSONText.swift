@@ -3,7 +3,7 @@ import CJsmn
 import Glibc
 #endif
 
-/// A JSON text read in place (issue 27): jsmn tokenizes the caller's bytes without allocating
+/// A JSON text read in place: jsmn tokenizes the caller's bytes without allocating
 /// or copying them, and this type checks what jsmn lets through, so that a text is accepted only
 /// when it is exactly one RFC 8259 value — at least as strict as JSONDecoder:
 ///

@@ -1,4 +1,4 @@
-/// `Decodable` over `JSONText` (issue 27): the standard library's `Decoder` protocol, so the
+/// `Decodable` over `JSONText`: the standard library's `Decoder` protocol, so the
 /// answers' wire types keep their declarations while the library needs no Foundation. Reads
 /// only; `userInfo` is empty. Numbers: integers must fit the type exactly (no rounding, no
 /// wrapping), floating point from the number's text. `SecretField` decodes a string straight

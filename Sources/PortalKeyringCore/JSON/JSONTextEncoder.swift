@@ -1,4 +1,4 @@
-/// `Encodable` to JSON for the request bodies the library sends (issue 27): flat objects of
+/// `Encodable` to JSON for the request bodies the library sends: flat objects of
 /// strings, booleans and integers — what `Encodable` structs with those fields synthesize (an
 /// optional that is nil is left out). Anything else (nested values, arrays, floating point)
 /// throws `EncodingError.invalidValue`: no body of ours needs it. Keys in the order encoded;

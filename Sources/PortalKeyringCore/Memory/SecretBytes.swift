@@ -8,7 +8,7 @@ import Glibc
 /// The bytes live in anonymous memory marked `MADV_DONTDUMP`, so that a core dump of the host
 /// process leaves them out: a slot of `SecretPool` for small secrets, pages of their own for
 /// larger ones. They are overwritten with zeros before the memory is reused or unmapped: the
-/// library never releases a token it owns without wiping it first (README, "Failures and deadlines"), and nothing of it
+/// library never releases a token it owns without wiping it first (docs/api.md#ownership), and nothing of it
 /// goes to the C allocator's free lists. Immutable after creation (except
 /// `Growable`), so it is safe to share between threads.
 final class SecretBytes: @unchecked Sendable {

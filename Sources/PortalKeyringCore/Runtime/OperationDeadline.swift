@@ -3,7 +3,7 @@ import CGLib
 import Glibc
 #endif
 
-/// One storage operation, one deadline (README, "Failures and deadlines"): the end of the
+/// One storage operation, one deadline (docs/api.md#failures-and-deadlines): the end of the
 /// outermost storage operation running on this thread, which every step below it shares — the
 /// Secret portal's version query and `RetrieveSecret`, the Secret Service calls
 /// (`ServiceConnection.run`), the file keyring's reads, lock wait and writes

@@ -4,14 +4,14 @@ import Synchronization
 /// PortalSwift's `PortalSession`; pass it to `Portal(credentials:)`.
 ///
 /// A session is a credential worth trying, not proof of validity: the Portal backend decides
-/// (README, "API conventions"). Thread-safe. The token is held in memory that is wiped when the session is
+/// (docs/api.md#invalidation). Thread-safe. The token is held in memory that is wiped when the session is
 /// released or invalidated.
 public final class PortalSession: Sendable {
     public let authEnvironmentId: String
     public let endUserId: String
     /// The Portal API host of the `PortalAuth` this session came from.
     public let apiHost: String
-    /// Names the sign-in this session came from (`session_generation`, README, "Storage").
+    /// Names the sign-in this session came from (`session_generation`, docs/storage.md#the-item).
     let generation: String?
     /// The stored item, for items that lack a generation.
     let itemId: String?
@@ -40,7 +40,7 @@ public final class PortalSession: Sendable {
     /// Idempotent: a repeat after a failed delete retries the delete. Blocks (keyring I/O).
     ///
     /// - Throws: `PortalAuthError.sessionStorageFailure(message:)` when the delete fails; the token
-    ///   is gone from memory regardless, and `getToken()` throws `sessionInvalidated` (README, "API conventions").
+    ///   is gone from memory regardless, and `getToken()` throws `sessionInvalidated` (docs/api.md#invalidation).
     public func invalidate() throws(PortalAuthError) {
         let needsDelete = state.withLock { s in
             s.token = nil

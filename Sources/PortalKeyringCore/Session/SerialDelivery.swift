@@ -5,7 +5,7 @@ import Glibc
 
 /// Jobs run one after another, in the order they were queued, on a thread of their own (named
 /// "portal-listen"), never on the thread that queued them: what a serial dispatch queue gave
-/// `InvalidationCenter`, without loading libdispatch into the host process (issue 27).
+/// `InvalidationCenter`, without loading libdispatch into the host process.
 ///
 /// The thread starts when a job arrives and none is running, and ends when none is left, so an
 /// idle delivery holds no thread. Jobs are user callbacks (invalidation listeners): one that

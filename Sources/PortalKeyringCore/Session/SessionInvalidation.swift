@@ -125,7 +125,7 @@ final class ListenerRegistration: @unchecked Sendable {
     }
 }
 
-/// The at-most-once invalidation state of one credential (README, "API conventions").
+/// The at-most-once invalidation state of one credential (docs/api.md#invalidation).
 ///
 /// Listeners run on a serial delivery owned by this center (`SerialDelivery`), one after another,
 /// never on the thread that registered or reported, and never while a library lock is held.

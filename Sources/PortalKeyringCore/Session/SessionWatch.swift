@@ -50,7 +50,7 @@ public enum SessionChange: Sendable, Equatable, CustomStringConvertible {
 /// name gives `.resync` (and the watch takes the new state as its baseline); a closed bus
 /// connection is reconnected once a second, then `.resync`.
 ///
-/// Over a file keyring (a Flatpak sandbox: README, "Flatpak") the watch also reads again when the
+/// Over a file keyring (a Flatpak sandbox: docs/flatpak.md#in-your-app) the watch also reads again when the
 /// keyring file changes (`FileKeyringMonitor`: inotify on its directory), so a sign-in persisted
 /// by another process of the app is seen the same way.
 ///

@@ -1,7 +1,7 @@
 import CGLib
 
 /// The desktop sign-in: PortalSwift's `signInWithGoogle()` / `signInWithApple()`, which own the
-/// browser session and return the result, on a Linux desktop (README, "Desktop sign-in").
+/// browser session and return the result, on a Linux desktop (docs/sign-in.md#desktop-sign-in).
 ///
 /// There is no in-app browser sheet whose callback the library could read: the page opens in the
 /// end user's browser (`DesktopURLOpener`), and the redirect comes back through the desktop's
@@ -43,7 +43,7 @@ extension PortalAuth {
     ///
     /// One at a time: while one waits in this process for this auth environment, another throws
     /// `signInInProgress` at once. The call itself persists nothing: `handleRedirect` does, in
-    /// whichever process the redirect reaches. Redirect hijacking (README): the pending sign-in
+    /// whichever process the redirect reaches. Redirect hijacking (docs/sign-in.md#redirect-hijacking): the pending sign-in
     /// marker is recorded as by `loginWithGoogle()` and consumed by the completed sign-in, so a
     /// redirect after it is refused as unsolicited.
     ///

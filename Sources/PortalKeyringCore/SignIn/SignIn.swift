@@ -11,7 +11,7 @@ public struct AuthMethods: Sendable, Equatable {
     public let autoCreateWallet: Bool
 }
 
-/// What `handleRedirect(url:options:)` may do beyond the default (README "Redirect hijacking").
+/// What `handleRedirect(url:options:)` may do beyond the default (docs/sign-in.md#redirect-hijacking).
 public struct RedirectOptions: OptionSet, Sendable {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
@@ -27,7 +27,7 @@ public struct RedirectOptions: OptionSet, Sendable {
 }
 
 extension PortalAuth {
-    // MARK: - Public sign-in API (README, "Sign-in")
+    // MARK: - Public sign-in API (docs/sign-in.md)
 
     /// The sign-in methods this auth environment allows. Network: one request.
     /// - Throws: `networkFailure`, `rateLimited`, `unauthorized`, `clientError(status:message:)`,
@@ -92,7 +92,7 @@ extension PortalAuth {
     /// Completes a sign-in from the redirect URL the browser opened (query parameters `token`,
     /// `error`, `authMethod=EMAIL_MAGIC_LINK`, `login_type=GOOGLE|APPLE`).
     ///
-    /// Login CSRF defences (README "Redirect hijacking"): a grant is exchanged only while a sign-in
+    /// Login CSRF defences (docs/sign-in.md#redirect-hijacking): a grant is exchanged only while a sign-in
     /// started by `sendMagicLink`, `loginWithGoogle` or `loginWithApple` for this auth environment,
     /// by this user (any process), is pending: at most `PendingSignIn.lifetimeSeconds` (15 min)
     /// old and not completed since; otherwise this throws `unsolicitedRedirect` and does nothing

@@ -1,5 +1,5 @@
 /// The answers of the sign-in exchanges (grant exchange, TOTP validation), decoded as the Portal
-/// API gives them (README, "Sign-in"). Tokens are moved into wiped memory as they are decoded.
+/// API gives them (docs/sign-in.md#results-and-the-totp-step). Tokens are moved into wiped memory as they are decoded.
 extension PortalAuth {
     /// A grant exchange's answer (`decodeExchange`): a CST with its end user, or a TOTP step.
     struct Exchange: @unchecked Sendable {
@@ -19,7 +19,7 @@ extension PortalAuth {
         let clientSessionToken: SecretBytes
     }
 
-    /// The grant exchange's answer, as the Portal API gives it (docs: README "Sign-in"): a
+    /// The grant exchange's answer, as the Portal API gives it (docs/sign-in.md#results-and-the-totp-step): a
     /// non-blank `clientSessionToken` signs in and then requires `endUserId`; else a non-blank
     /// `userJwt` is the TOTP step (`endUserId` optional); neither is `invalidGrant`.
     func decodeExchange(_ data: ExchangeWire) throws(PortalAuthError) -> Exchange {

@@ -1,5 +1,5 @@
 /// The results of the sign-in calls, shaped like PortalSwift's `AuthenticatedResult`,
-/// `TotpRequiredResult` and `AuthResult` (README, "Sign-in").
+/// `TotpRequiredResult` and `AuthResult` (docs/sign-in.md#results-and-the-totp-step).
 
 /// A completed sign-in (PortalSwift's `AuthenticatedResult`): the session, persisted before this
 /// was returned, and what the Portal API said about the client when it said it.

@@ -7,7 +7,7 @@
 /// its own, and a persist may first wait up to `callMilliseconds` for its turn (`PersistTurn`).
 /// When a deadline passes the pending call is cancelled and the operation throws
 /// `PortalAuthError.sessionStorageFailure` (nothing is deleted). Without these bounds GDBus would
-/// wait 25 s per call, and a prompt forever (README, "Failures and deadlines").
+/// wait 25 s per call, and a prompt forever (docs/api.md#failures-and-deadlines).
 public struct KeyringTimeouts: Sendable, Equatable {
     /// Bound for the provider calls, portal calls and file work of one operation together.
     /// Default 5000 ms.

@@ -31,7 +31,7 @@ enum ReadPolicy {
     /// attributes, and is called at most once, only when an item came without attributes and its
     /// document cannot stand in for them (`needsAttributes`); `delete` removes one unusable item,
     /// and a failed delete fails the restore (never "signed out" with the item left behind).
-    /// A document written by a newer version is neither restored nor deleted (README, "Storage").
+    /// A document written by a newer version is neither restored nor deleted (docs/storage.md#read-policy).
     /// `inTime` throws when the operation's deadline has passed: it is asked before each
     /// document is decoded, so the work of decoding counts against the deadline as the provider's
     /// calls do (docs/security.md, "1. A planted oversized item"; each document is capped, so one decode is short).
@@ -63,7 +63,7 @@ enum ReadPolicy {
         }
         let plan = plan(candidates)
         // Unusable and confirmed ours: no caller action could make them readable, so they are
-        // removed (README, "Storage").
+        // removed (docs/storage.md#read-policy).
         for itemId in plan.unusable { try delete(itemId) }
         guard var chosen = plan.chosen else { return nil }
         chosen.itemsRead = candidates.map { $0.item.itemId }
@@ -103,7 +103,7 @@ enum ReadPolicy {
                 return plan
             }
             // A newer version's document: not ours to judge, so it is kept and the end user reads
-            // as signed out here (a newer copy of the library can still restore it; README, "Storage").
+            // as signed out here (a newer copy of the library can still restore it; docs/storage.md#read-policy).
             if candidate.newerVersion { continue }
             plan.unusable.append(candidate.item.itemId)
         }

@@ -1,4 +1,4 @@
-/// The secret stored in each keyring item (README, "Storage"), version 2:
+/// The secret stored in each keyring item (docs/storage.md#the-document), version 2:
 ///
 ///     portal-keyring-session/2 e=<auth environment> u=<end user id> g=<generation> t=<persisted_at> c=<CST>
 ///
@@ -25,7 +25,7 @@
 /// *unusable*, which `restoreSession()` answers by deleting the item (once its attributes show it
 /// is ours) and reporting signed out — except a document of a *newer* version (`isNewerVersion`),
 /// which is not ours to judge: it is reported as signed out and kept, for the newer copy of the
-/// library that wrote it (README, "Storage").
+/// library that wrote it (docs/storage.md#read-policy).
 enum SessionDocument {
     static let contentType = "application/octet-stream"
     /// The newest version this library reads and writes.
@@ -79,7 +79,7 @@ enum SessionDocument {
     enum Reading {
         /// A document this version restores.
         case usable(Decoded)
-        /// A newer version's document: not ours to judge, never deleted (README, "Storage").
+        /// A newer version's document: not ours to judge, never deleted (docs/storage.md#read-policy).
         case newerVersion
         /// Anything else: deleted by a restore when it ranks above the usable sign-in.
         case unusable

@@ -1,5 +1,5 @@
 /// One stored session item as the core sees it: its secret plus the non-secret attributes that
-/// order and name sign-ins (README, "Storage").
+/// order and name sign-ins (docs/storage.md#the-item).
 struct StoredSessionItem: Sendable {
     /// Storage-specific identity of the item (a D-Bus object path for the Secret Service).
     let itemId: String
@@ -87,7 +87,7 @@ enum StorageFailure: Error, Equatable {
     }
 }
 
-/// The one narrow seam between the core and the keyring (README, "Layout"). The core never
+/// The one narrow seam between the core and the keyring (docs/storage.md#the-storage-protocol). The core never
 /// looks past it (no downcast to an adapter): what differs between storages is a member here.
 /// `SecretServiceStorage` and `FileKeyringStorage` (libsecret's file keyring, for a Flatpak sandbox)
 /// implement it; tests may use an in-memory one. What the
@@ -108,7 +108,7 @@ protocol SessionStorage: Sendable {
     /// items cannot be read, or an unusable item cannot be deleted, within the operation.
     func restore(authEnvironmentId: String) throws(StorageFailure) -> ReadPolicy.Restored?
 
-    /// Persists a sign-in (README, "Storage") in one operation, ordered without trusting a clock
+    /// Persists a sign-in (docs/storage.md#persist-order) in one operation, ordered without trusting a clock
     /// (`PersistOrder.replace`, the one algorithm): reads this auth environment's items, stores
     /// the new item with a `persisted_at` above every one it saw (the document made by
     /// `document(persistedAt)`), removes the items it saw (they precede it whatever their
@@ -150,7 +150,7 @@ protocol SessionStorage: Sendable {
     func withTimeouts(_ timeouts: KeyringTimeouts) -> any SessionStorage
 }
 
-/// The one order of sign-ins, for persist, restore and the watch (README, "Storage"; docs/security.md,
+/// The one order of sign-ins, for persist, restore and the watch (docs/storage.md#persist-order; docs/security.md,
 /// "Ordering sign-ins"): by (`persisted_at`, `session_generation`), where `persisted_at` is a
 /// logical clock — a persist stores a value above every item it saw, so a sign-in ranks above
 /// every sign-in stored before it, whatever the wall clock says (a clock that was ahead, a VM

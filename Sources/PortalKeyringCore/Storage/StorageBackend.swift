@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// Which storage a `PortalAuth` keeps sessions in (README, "Storage"): the Secret Service; inside
+/// Which storage a `PortalAuth` keeps sessions in (docs/storage.md#the-storage-protocol): the Secret Service; inside
 /// a Flatpak sandbox (`/.flatpak-info` exists) the storage libsecret would use there
 /// (`FlatpakStorage`: the file keyring at `$XDG_DATA_HOME/keyrings/default.keyring` when the
 /// Secret portal answers version 1); unless the environment names another one explicitly, which

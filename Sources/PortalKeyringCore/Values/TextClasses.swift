@@ -1,7 +1,7 @@
 /// The character classes the argument checks use, decided on scalars and bytes, without the
 /// standard library's Unicode property tables: `Unicode.Scalar.properties` and `Character`'s
 /// `isWhitespace`/`isNumber`/`isLetter` read tables of about 200 KiB, which the first check
-/// would make resident in every process that loads the library (bench/results.md, issue 27).
+/// would make resident in every process that loads the library (bench/results.md).
 /// `TextClassesTests` compares each class with the standard library's over every scalar.
 extension Unicode.Scalar {
     /// Unicode's White_Space property (PropList.txt): tab, LF, VT, FF, CR, space, U+0085 (NEL),

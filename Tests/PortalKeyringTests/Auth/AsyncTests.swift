@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// The `async` spellings (issue 12) from `@MainActor` code in Swift 6 language mode, against the
+/// The `async` spellings from `@MainActor` code in Swift 6 language mode, against the
 /// real keyring and the loopback Portal API: results, a responsive main actor while the work
 /// waits, task cancellation, and blocking work kept off the cooperative pool.
 @MainActor

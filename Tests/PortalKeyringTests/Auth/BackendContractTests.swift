@@ -6,7 +6,7 @@ import FoundationEssentials
 import Glibc
 #endif
 
-/// The Portal backend's contract for starting a sign-in (README "Sign-in"): magic links with a
+/// The Portal backend's contract for starting a sign-in (docs/sign-in.md#magic-links): magic links with a
 /// `MagicLinkConfig`, account abstraction, OAuth URLs, status mapping and trace ids, against
 /// the strict loopback fake API (Tests/portal-api/fake_portal_api.py).
 @Suite(.serialized) struct BackendContractTests {
@@ -146,7 +146,7 @@ import Glibc
         #expect(throws: PortalAuthError.authMethodUnavailable(method: "APPLE")) { try a.loginWithApple() }
     }
 
-    /// Issue 39, case 1: a client-auth answer is read up to `PortalAuth.maxAnswerBytes` (256 KiB)
+    /// A client-auth answer is read up to `PortalAuth.maxAnswerBytes` (256 KiB)
     /// and no further: a longer 2xx answer is a network failure that says so, never parsed (a
     /// 0.96 MB body took ~11 s to parse); a longer error answer is read by its status alone. An
     /// answer just under the cap is read whole.

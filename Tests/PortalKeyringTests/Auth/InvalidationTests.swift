@@ -265,10 +265,10 @@ private func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
         try auth.clearPersistedSession()
     }
 
-    /// docs/security.md "Promises 7–10", 9: `reportUnauthorized` invalidates only when the rejected token equals
+    /// docs/security.md "Unguarded promises: sign-in, invalidation, TOTP": `reportUnauthorized` invalidates only when the rejected token equals
     /// the session's token in every byte: one that differs in its last byte, its first, one in
     /// the middle, or is a byte shorter or longer is another token (nothing happens); the exact
-    /// token then invalidates. Kills: security/unauthorized-last-byte-ignored.
+    /// token then invalidates. Kills: session/unauthorized-last-byte-ignored.
     @Test func onlyTheSessionsExactTokenInvalidates() throws {
         let (auth, session, token) = try signIn()
         let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)

@@ -8,7 +8,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// The listener-lifetime rule (docs/threading.md "Listener lifetime", issue 12): dropping the last
+/// The listener-lifetime rule (docs/threading.md "Listener lifetime"): dropping the last
 /// reference to a Portal never cancels a listener. An invalidation the Portal detects — here by
 /// its validation request, still in flight when the app dropped the Portal — deletes the item
 /// *and* reaches the listener; with nothing left that could detect one, the listener is released

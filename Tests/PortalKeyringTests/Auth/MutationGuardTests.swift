@@ -7,7 +7,7 @@ import Dispatch
 import Glibc
 #endif
 
-// Tests written to kill the mutants of issue #18 (catalogue: Tests/mutants/). Each names the
+// Tests written to kill mutants of the catalogue (Tests/mutants/). Each names the
 // promise it guards; Tests/mutants/run.sh proves that it fails when that promise is broken.
 // They need the loopback Portal API (scripts/with-portal-api.sh) only where they say so; none
 // needs the keyring (InMemoryStorage) or DNS.
@@ -219,7 +219,7 @@ private func memorySession(apiHost: String, token: String? = nil) throws -> (Por
 
 private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeoutMilliseconds: 4_000)
 
-// MARK: - Exactly once (SPEC §3 onSessionInvalidated, §5 thread safety)
+// MARK: - Exactly once (onSessionInvalidated's listeners, from any number of threads)
 
 @Suite struct ExactlyOnceGuardTests {
     /// 16 threads released together by a spin barrier report the same rejected token, 150 rounds
@@ -292,7 +292,7 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
     }
 }
 
-// MARK: - Exact host (SPEC §3: a 401 from the exact Portal API host; look-alikes never invalidate)
+// MARK: - Exact host (a 401 from the exact Portal API host; look-alikes never invalidate)
 
 @Suite(.serialized) struct ExactHostGuardTests {
     /// The decision itself, without DNS: only the exact authority (case-insensitive; `:443`
@@ -376,7 +376,7 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
     }
 }
 
-// MARK: - Plain HTTP (SPEC §4: a bearer is never sent over plain HTTP to a non-loopback host)
+// MARK: - Plain HTTP (a bearer is never sent over plain HTTP to a non-loopback host)
 
 @Suite(.serialized) struct PlainHTTPGuardTests {
     /// A listener on this machine's own non-loopback address (and on 0.0.0.0, which Linux routes
@@ -412,7 +412,7 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
         }
     }
 
-    /// Loopback is decided from a parsed address literal, never from a name's shape (issue 14):
+    /// Loopback is decided from a parsed address literal, never from a name's shape:
     /// DNS names that start with "127." or "localhost" are not loopback, so a bearer never goes
     /// over plain HTTP to them; 127.0.0.0/8 dotted quads, ::1 in any spelling and `localhost`
     /// are. No DNS: the decision and the refusal both come before any lookup. Kills: the
@@ -454,7 +454,7 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
     /// user who binds [::1]:PORT got the request and its bearer. `localhost` now means 127.0.0.1
     /// only: a squatter on [::1]:PORT (nothing on 127.0.0.1:PORT) receives nothing, and the
     /// request fails; the literal `[::1]:PORT` still reaches an IPv6 server. Kills:
-    /// security/localhost-any-family.
+    /// http/localhost-any-family.
     @Test func localhostNeverReachesTheIPv6Loopback() throws {
         let squatter = try #require(RecordingListener(address: "::1"), "cannot listen on [::1] (no IPv6 loopback)")
         defer { squatter.stop() }

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// A 429 from the Portal API carries its `Retry-After` wait into `rateLimited(retryAfterSeconds:)`
-/// and the error's message (issue 15), against the loopback Portal API.
+/// and the error's message, against the loopback Portal API.
 @Suite(.serialized) struct RateLimitTests {
     private struct Grant: Decodable { let redirectUrl: String }
     private struct Envelope<T: Decodable>: Decodable { let data: T }

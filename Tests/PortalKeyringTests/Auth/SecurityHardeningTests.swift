@@ -7,8 +7,8 @@ import Dispatch
 import Glibc
 #endif
 
-// Issue 14 (security hardening). Each test names the promise it guards and the mutant under
-// Tests/mutants/security/ that it kills. No DNS; the loopback Portal API
+// Hardening (docs/security.md, "Hardening"). Each test names the promise it guards and the
+// mutant of Tests/mutants/ that it kills. No DNS; the loopback Portal API
 // (scripts/with-portal-api.sh) only where a test says so; no keyring (InMemoryStorage).
 
 private func memoryAuth(apiHost: String = "127.0.0.1:9", redirectUrl: String = "app://cb") throws -> PortalAuth {
@@ -33,7 +33,7 @@ private func expectInvalidArgument(_ name: String, _ comment: Comment? = nil, _ 
     /// A method outside the allowlist, a header name that is not an RFC 7230 token, and a header
     /// value with CR, LF or NUL are refused with invalidArgument naming the argument, and not a
     /// byte reaches the server (a listener posing as the Portal API host). A clean request with
-    /// a custom header does reach it. Kills: security/header-crlf, security/method-unchecked.
+    /// a custom header does reach it. Kills: http/header-crlf, http/method-unchecked.
     @Test func injectedMethodsAndHeadersAreRefusedBeforeSending() throws {
         let listener = try #require(RecordingListener(address: "127.0.0.1"))
         defer { listener.stop() }
@@ -73,7 +73,7 @@ private func expectInvalidArgument(_ name: String, _ comment: Comment? = nil, _ 
     /// control character is refused as an argument; a persisted end user id with a control
     /// character too. A CST stored by an earlier version may hold a line end: restore hands it
     /// out, but a request with it is refused and not a byte is sent. Kills:
-    /// security/bearer-header-unchecked, security/identifier-control-accepted.
+    /// http/bearer-header-unchecked, auth/identifier-control-accepted.
     @Test func lineEndsNeverReachAHeader() throws {
         for key in ["k\r\nX-Injected: 1", "a b", "k\tz", "k\n"] {
             expectInvalidArgument("apiKey", "key \(key.debugDescription)") { _ = try Portal(apiKey: key, apiHost: "127.0.0.1:9") }
@@ -111,8 +111,8 @@ private func expectInvalidArgument(_ name: String, _ comment: Comment? = nil, _ 
 @Suite struct RedirectURLLimitTests {
     /// A redirect URL of 8192 characters, all slashes after the scheme (the worst case of the old
     /// trailing-slash loop, O(n²)), is handled in well under a second; one more is not handled,
-    /// before parsing. Kills: security/redirect-slashes-quadratic (the time ratio, or the
-    /// mutant's timeout), security/redirect-url-uncapped.
+    /// before parsing. Kills: signin/redirect-slashes-quadratic (the time ratio, or the
+    /// mutant's timeout), signin/redirect-url-uncapped.
     @Test func slashesAreLinearAndLengthIsCapped() throws {
         let auth = try memoryAuth(redirectUrl: "app://cb")
         #expect(PortalAuth.maxRedirectURLBytes == 8192)
@@ -183,7 +183,7 @@ private func expectAuthenticationFailed(_ auth: PortalAuth, _ url: String, conta
     /// The `error` parameter of a redirect (attacker-chosen: anyone can send the end user a
     /// link) is capped at 100 characters and stripped of C0, DEL and C1 control characters, in
     /// the error, its description, and everything built from them. Kills:
-    /// security/redirect-error-raw.
+    /// signin/redirect-error-raw.
     @Test func redirectErrorIsStrippedAndCapped() throws {
         let auth = try memoryAuth()
         let escape = "%1B%5B2J%1B%5D0%3Bpwned%07%0D%0Aline2%7F%C2%9B31m%C2%85end"
@@ -213,7 +213,7 @@ extension AttackerTextTests {
     /// characters (general category Cf), and the line and paragraph separators, which reorder or
     /// hide text without a control character (`"access_denied\u{202E}txt.exe"` shows reversed),
     /// are removed from a redirect's error and from every description as well; visible text
-    /// around them stays. Kills: security/display-text-keeps-bidi.
+    /// around them stays. Kills: values/display-text-keeps-bidi.
     @Test func redirectErrorHasNoBidiOrInvisibleCharacters() throws {
         let auth = try memoryAuth()
         // U+202E RLO, U+2066 LRI … U+2069 PDI, U+200B ZWSP … U+200F RLM, U+061C ALM, U+FEFF, U+00AD,
@@ -242,7 +242,7 @@ extension AttackerTextTests {
 @Suite(.serialized) struct LoopbackProxyTests {
     /// With http_proxy, HTTP_PROXY and ALL_PROXY pointing at a local listener posing as a proxy
     /// (and no NO_PROXY), a request to the loopback Portal API succeeds and the "proxy" receives
-    /// zero bytes. Needs scripts/with-portal-api.sh. Kills: security/loopback-proxy-from-env.
+    /// zero bytes. Needs scripts/with-portal-api.sh. Kills: http/loopback-proxy-from-env.
     @Test func environmentProxiesNeverSeeLoopbackRequests() throws {
         let apiHost = try FakePortalAPI.host()
         let proxy = try #require(RecordingListener(address: "127.0.0.1"))
@@ -272,7 +272,7 @@ extension AttackerTextTests {
 @Suite struct TransportOptionTests {
     /// Peer and host verification are set explicitly on every request (1 and 2); loopback
     /// targets disable proxies, other targets leave them to the environment (https: CONNECT).
-    /// Kills: security/tls-verifyhost-off.
+    /// Kills: http/tls-verifyhost-off.
     @Test func tlsVerificationIsExplicit() throws {
         let http = HTTPClient()
         for url in ["https://api.portalhq.io/x", "http://127.0.0.1:1/x"] {
@@ -288,7 +288,7 @@ extension AttackerTextTests {
     }
 
     /// An option the loaded libcurl refuses fails the request with the option's name, before
-    /// anything is sent, instead of being ignored. Kills: security/setopt-unchecked.
+    /// anything is sent, instead of being ignored. Kills: http/setopt-unchecked.
     @Test func aRefusedOptionFailsTheRequest() throws {
         let listener = try #require(RecordingListener(address: "127.0.0.1"))
         defer { listener.stop() }

@@ -3,7 +3,7 @@ import Testing
 @testable import PortalKeyring
 
 /// `persistSession` refuses a Client Session Token with whitespace or a control character
-/// anywhere (issue 15): a pasted token with a space or a trailing newline would be stored and then
+/// anywhere: a pasted token with a space or a trailing newline would be stored and then
 /// sent as a broken bearer. Only persist checks this: restore reads what earlier versions stored.
 @Suite struct TokenWhitespaceTests {
     static let refused = ["tok en", " tok", "tok ", "tok\n", "tok\r\n", "\ttok", "to\rk", "tok\u{0B}", "tok\u{0C}",
@@ -34,7 +34,7 @@ import Testing
         #expect(try a.restoreSession()?.getToken() == token)
     }
 
-    /// What a version before issue 15 stored (it accepted these tokens) is restored byte-exact.
+    /// What an earlier version stored (it accepted these tokens) is restored byte-exact.
     @Test(arguments: refused)
     func restoreReadsWhatEarlierVersionsStored(_ token: String) throws {
         let a = try auth(InMemoryStorage())

@@ -2,7 +2,7 @@ import Testing
 @testable import PortalKeyringCore
 @testable import PortalKeyring
 
-/// The JSON reader over jsmn (issue 27): exactly one RFC 8259 value, at least as strict as
+/// The JSON reader over jsmn: exactly one RFC 8259 value, at least as strict as
 /// JSONDecoder; strings unescaped byte-exact; integers without overflow.
 @Suite struct JSONTextTests {
     func read<R>(_ text: String, _ body: (JSONText.Value) -> R) throws -> R {

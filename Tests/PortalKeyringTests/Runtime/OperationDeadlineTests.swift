@@ -7,7 +7,7 @@ import Dispatch
 import Glibc
 #endif
 
-/// One operation, one deadline (issue 39; docs/security.md, "One operation, one deadline"): every
+/// One operation, one deadline (docs/security.md, "One operation, one deadline"): every
 /// step of a storage operation — the Secret portal's version query and `RetrieveSecret`, the move
 /// of the host's session with each of its host calls and file reads and writes, the Secret
 /// Service calls — shares the operation's `callMilliseconds`, so a slow portal and a slow host

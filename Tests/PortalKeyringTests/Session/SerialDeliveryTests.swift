@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// SerialDelivery, the queue the invalidation listeners run on, across `fork()` (issue 11's rule:
+/// SerialDelivery, the queue the invalidation listeners run on, across `fork()` (the fork rule:
 /// a child works or fails at once). The parent's queued jobs are not the child's: they never run
 /// there, so nothing in the child may wait for them.
 @Suite(.serialized) struct SerialDeliveryTests {

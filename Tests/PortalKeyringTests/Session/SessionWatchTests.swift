@@ -34,7 +34,7 @@ func threadsBecome(_ count: Int) async -> Bool {
     return false
 }
 
-/// `auth.sessionChanges` (issue 16) against the real keyring: the changes another `PortalAuth`
+/// `auth.sessionChanges` against the real keyring: the changes another `PortalAuth`
 /// makes arrive in order; cancelling the iterating task ends the sequence and stops the watch
 /// thread; a lock is never a sign-out.
 @Suite(.serialized) struct SessionWatchTests {

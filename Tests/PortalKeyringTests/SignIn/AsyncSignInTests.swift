@@ -6,7 +6,7 @@ import FoundationEssentials
 import Glibc
 #endif
 
-/// The `async` sign-in spellings (issue 12), PortalSwift's names, awaited from `@MainActor` code
+/// The `async` sign-in spellings, PortalSwift's names, awaited from `@MainActor` code
 /// in Swift 6 language mode against the loopback Portal API and the real keyring: a magic-link
 /// sign-in through a slow API with the main actor ticking, a TOTP sign-in, and task cancellation
 /// in the middle of a request.

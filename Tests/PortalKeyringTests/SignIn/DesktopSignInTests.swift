@@ -247,9 +247,9 @@ import Glibc
         #expect(try FakeBrowser.opened().count == 1)
     }
 
-    /// docs/security.md "Promises 7–10", 7: the timeout, counted from the page's opening, is when the call gives
+    /// docs/security.md "Unguarded promises: sign-in, invalidation, TOTP": the timeout, counted from the page's opening, is when the call gives
     /// up, not later: a 2 s sign-in ends within 3 s of the browser's launch (twice the timeout
-    /// would be 4). Kills: desktop-signin/timeout-doubled.
+    /// would be 4). Kills: signin/timeout-doubled.
     @Test func itGivesUpAtItsTimeoutNotLater() async throws {
         let a = try auth("deadline")
         try FakeBrowser.install(mode: "ignore", auth: a)
@@ -265,11 +265,11 @@ import Glibc
         #expect(try await a.restoreSession() == nil)
     }
 
-    /// docs/security.md "Promises 7–10", 8: a cancelled sign-in frees its auth environment at once (the `async`
+    /// docs/security.md "Unguarded promises: sign-in, invalidation, TOTP": a cancelled sign-in frees its auth environment at once (the `async`
     /// caller resumes before the worker unwinds), so a newer sign-in may claim it while the old
     /// one's worker is still on its way out; that worker's release must leave the newer claim
     /// alone, or a third sign-in would start beside the newer one (two pages, two waits). The
-    /// order is forced here on the registry itself. Kills: desktop-signin/release-drops-newer-claim.
+    /// order is forced here on the registry itself. Kills: signin/release-drops-newer-claim.
     @Test func releasingAFinishedSignInKeepsANewerOnesClaim() throws {
         let flight = SignInInFlight.shared
         let id = "desktop-release-\(PortalAuth.newGeneration().prefix(8))"

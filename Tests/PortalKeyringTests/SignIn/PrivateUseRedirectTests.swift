@@ -5,7 +5,7 @@ import FoundationEssentials
 
 /// Private-use-scheme redirect URLs without an authority (RFC 8252 §7.1,
 /// `com.example.app:/oauth2redirect`): accepted at creation, and a sign-in completes through
-/// them, matched like other redirect URLs (scheme case-insensitive, path case-sensitive); issue 15.
+/// them, matched like other redirect URLs (scheme case-insensitive, path case-sensitive).
 @Suite(.serialized) struct PrivateUseRedirectTests {
     static let privateUse = "com.example.app:/oauth2redirect"
 

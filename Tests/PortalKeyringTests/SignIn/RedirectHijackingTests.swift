@@ -7,7 +7,7 @@ import FoundationEssentials
 import Glibc
 #endif
 
-// Issue 14 item 3: login CSRF ("redirect hijacking"). Against the loopback Portal API and the
+// Login CSRF ("redirect hijacking"). Against the loopback Portal API and the
 // real keyring; markers under the harness's private XDG_RUNTIME_DIR, or a scratch directory.
 
 private let validations = "/api/v3/auth/magic-links/validations"
@@ -33,7 +33,7 @@ private func now() -> Int64 { Int64(time(nil)) }
 
 @Suite(.serialized) struct RedirectHijackingTests {
     /// Without a pending sign-in a valid grant is neither exchanged nor stored; the opt-out
-    /// exchanges it. Kills: csrf/unsolicited-accepted.
+    /// exchanges it. Kills: signin/unsolicited-accepted.
     @Test func unsolicitedRedirectDoesNothing() throws {
         let a = try freshAuth()
         let url = try grant("magic_link", user: "eu-attacker")
@@ -54,7 +54,7 @@ private func now() -> Int64 { Int64(time(nil)) }
     /// A sign-in started by one instance (sendMagicLink, loginWithGoogle, loginWithApple) is
     /// honoured by another (the desktop handler is another process: the CLI test covers that);
     /// completing it consumes the marker, while a repeat delivery of the same URL still returns the
-    /// cached result with one exchange. Kills: csrf/marker-not-consumed, csrf/start-not-recorded.
+    /// cached result with one exchange. Kills: signin/marker-not-consumed, auth/start-not-recorded.
     @Test(arguments: ["magic", "google", "apple"])
     func startedSignInIsHonouredOnceAcrossInstances(start: String) throws {
         let starter = try freshAuth()
@@ -100,7 +100,7 @@ private func now() -> Int64 { Int64(time(nil)) }
     }
 
     /// A marker is valid for 15 minutes after the sign-in started; older, or from the future
-    /// beyond a minute of clock skew, it is no marker. Kills: csrf/marker-never-expires.
+    /// beyond a minute of clock skew, it is no marker. Kills: signin/marker-never-expires.
     @Test func markerExpires() throws {
         let a = try freshAuth()
         #expect(PendingSignIn.lifetimeSeconds == 900)
@@ -122,7 +122,7 @@ private func now() -> Int64 { Int64(time(nil)) }
     /// A stored session of another end user is never replaced silently: nothing is stored, the
     /// sign-in stays pending, and the same URL with `.replaceDifferentEndUser` persists the
     /// remembered exchange (no second one). The same end user signs in silently. Kills:
-    /// csrf/different-user-replaced.
+    /// signin/different-user-replaced.
     @Test func differentEndUserNeedsConfirmation() throws {
         let a = try freshAuth()
         let stored = try a.persistSession(endUserId: "eu-victim", clientSessionToken: "victim-token")
@@ -160,7 +160,7 @@ private func now() -> Int64 { Int64(time(nil)) }
 
     /// A keyring that cannot be read fails the sign-in before the single-use grant is spent: the
     /// same URL delivered again once it is unlocked signs in (a handler process that exchanged
-    /// first and failed the write lost the sign-in). Kills: csrf/grant-spent-before-keyring.
+    /// first and failed the write lost the sign-in). Kills: signin/grant-spent-before-keyring.
     @Test(.disabled(if: KeyringControl.lockIsUndoneByReads, KeyringControl.passwordlessReason))
     func lockedKeyringKeepsTheGrantUnspent() throws {
         let a = try freshAuth()
@@ -189,7 +189,7 @@ private func now() -> Int64 { Int64(time(nil)) }
 
     /// verify-totp, the second half of a sign-in, never replaces another end user's session
     /// silently either: refused before the code is sent, confirmed with `.replaceDifferentEndUser`.
-    /// Kills: csrf/totp-replaces-other-user.
+    /// Kills: signin/totp-replaces-other-user.
     @Test func totpNeverReplacesAnotherEndUserSilently() throws {
         let a = try freshAuth()
         let victim = try a.persistSession(endUserId: "eu-victim", clientSessionToken: "victim-token")
@@ -219,7 +219,7 @@ private func now() -> Int64 { Int64(time(nil)) }
     /// Two redirects of two end users completing at once (two handler processes; here two
     /// instances on two threads, each with its own lock file descriptor): the first to finish is
     /// stored, the second is refused as a different end user — never both "signed in" with one
-    /// of them silently lost. Kills: csrf/completion-unlocked.
+    /// of them silently lost. Kills: signin/completion-unlocked.
     @Test func concurrentSignInsOfTwoEndUsersFirstWins() throws {
         let first = try freshAuth()
         let second = try PortalAuth(authEnvironmentId: first.authEnvironmentId, redirectUrl: redirect, apiHost: first.apiHost)
@@ -253,7 +253,7 @@ private func now() -> Int64 { Int64(time(nil)) }
 
     /// Markers another user, a symlink, a FIFO, loose permissions or another auth environment
     /// could have made are no markers; a marker directory that is a symlink or not private is
-    /// refused. Kills: csrf/marker-follows-symlink, csrf/marker-any-owner.
+    /// refused. Kills: signin/marker-follows-symlink, signin/marker-any-owner.
     @Test func markerFilesAreCheckedBeforeTheyCount() throws {
         let scratch = try scratchDirectory()
         defer { remove(scratch) }

@@ -24,7 +24,7 @@ func grant(_ kind: String, user: String, totp: Bool = false, provider: String? =
     return try JSONDecoder().decode(Envelope<Grant>.self, from: Data(text.utf8)).data.redirectUrl
 }
 
-/// Sign-in flows against the loopback Portal API and the real keyring (SPEC §3 sign-in row, §4).
+/// Sign-in flows against the loopback Portal API and the real keyring.
 @Suite(.serialized) struct SignInTests {
     /// A fresh auth environment with a sign-in pending (grants here are minted by the fake API,
     /// not started by sendMagicLink, so the marker is recorded directly).

@@ -5,7 +5,8 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 39, case 1: "a planted item makes every restore fail". Any Secret Service client of the
+/// A planted item must not make every restore fail (docs/security.md, "1. A planted oversized
+/// item"). Any Secret Service client of the
 /// user can store an item of our schema and auth environment whose secret is a large JSON document
 /// (`{"v":1,"a":0,"a":0,…}`); the reader was quadratic, restore parsed an unusable document twice,
 /// and the real session then missed its deadline on every launch.
@@ -92,7 +93,7 @@ enum HostileInput {
     }
 }
 
-/// Reading a JSON text costs time linear in its length, whatever its shape (issue 39, case 1).
+/// Reading a JSON text costs time linear in its length, whatever its shape.
 @Suite struct JSONLinearTimeTests {
     @Test(arguments: ["repeatedMember", "arrayOfObjects", "nested"])
     func readingIsLinearInTheText(_ shape: String) {

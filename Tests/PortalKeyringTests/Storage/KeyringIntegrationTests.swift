@@ -123,7 +123,7 @@ private extension String {
     }
 }
 
-/// Behaviour against a real gnome-keyring-daemon on a private bus (SPEC §2, §3, §5). Serialized:
+/// Behaviour against a real gnome-keyring-daemon on a private bus. Serialized:
 /// some tests lock the one default collection.
 @Suite(.serialized) struct KeyringIntegrationTests {
     let env = "swift-\(getpid())"
@@ -174,15 +174,15 @@ private extension String {
         try auth(id).clearPersistedSession()
     }
 
-    /// Every kind of byte a provider might rewrite (issue 11): backslash escapes, line ends and tabs
+    /// Every kind of byte a provider might rewrite: backslash escapes, line ends and tabs
     /// (gnome-keyring's passwordless key file unescapes them), JSON-looking text (KeePassXC), the
     /// shortest and the longest token.
     static let tokens = ["line\nbreak", "quotes \" ' \\ /", "non-ASCII ünï ✓ 🔑", String(repeating: "Z", count: 16_384),
                          String(repeating: "y", count: PortalAuth.maxTokenBytes), "a\\b", "tab\there", "cr\r\nlf\n",
                          "\\n\\t\\\\", "x", #"{"v":1,"clientSessionToken":"t","endUserId":"u"}"#, "=+/-_ base64 look"]
 
-    /// Stores `token` as versions before issue 15 did (persist refuses whitespace and control
-    /// characters now; restore must still read what was stored then).
+    /// Stores `token` as earlier versions did, whitespace and control characters included (persist
+    /// refuses them now; restore must still read what was stored then).
     private func storeAsEarlierVersion(_ auth: PortalAuth, endUserId: String = "u", token: String) throws {
         _ = try auth.persist(endUserId: endUserId, token: SecretBytes.copyingUTF8(of: token))
     }
@@ -342,7 +342,7 @@ private extension String {
         #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 0)
     }
 
-    /// SPEC §2 "Versions move forward without loss": a newer library's document (after a
+    /// Versions move forward without loss: a newer library's document (after a
     /// downgrade, or another app bundling a newer copy) reads as signed out and is kept — by
     /// restore, status and an unrelated persist's cleanup of *older* generations alike… except
     /// that a new sign-in here replaces it, as any sign-in replaces the previous one.

@@ -73,7 +73,7 @@ struct PersistTurnTests {
         #expect(waited >= 190 && waited < 2_000, "waited \(waited) ms for a 200 ms turn")
     }
 
-    /// Issue 39, promise 6: a persist waits for its turn at most one call deadline in all —
+    /// A persist waits for its turn at most one call deadline in all —
     /// the queue of its own process and the lock the processes share together — and then runs
     /// without it. Another process holds the shared lock throughout (as one waiting for a person
     /// at a prompt would). `first` (a 1000 ms deadline) waits for that lock for its whole

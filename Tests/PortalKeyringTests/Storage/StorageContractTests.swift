@@ -75,7 +75,7 @@ final class FileStore: PlantingStorage, @unchecked Sendable {
     func describe() throws(StorageFailure) -> [(String, String)] { try storage.describe() }
 }
 
-/// The storage protocol's contract (SessionStorage.swift's doc comments; README, "Storage"; docs/security.md,
+/// The storage protocol's contract (SessionStorage.swift's doc comments; docs/storage.md; docs/security.md,
 /// "Ordering sign-ins" and "One read policy"), run through the core (`PortalAuth`, `PortalSession`)
 /// against each storage that has no provider behind it: the in-memory test store and the file
 /// keyring. The Secret Service runs the same contract on real providers (KeyringIntegrationTests,
@@ -116,7 +116,7 @@ final class FileStore: PlantingStorage, @unchecked Sendable {
         #expect(try storage.observe(authEnvironmentId: "env-2") == .signedOut)
     }
 
-    /// Issue 39, case 1: a restore parses an unusable item planted below the real sign-in once
+    /// A planted item costs no more than its length: a restore parses an unusable item planted below the real sign-in once
     /// (`JSONText.bytesRead` counts the bytes handed to the reader), and one over the cap never.
     @Test(arguments: Backend.allCases)
     func aPlantedItemIsParsedOnceAndAnOversizedOneNever(_ backend: Backend) throws {

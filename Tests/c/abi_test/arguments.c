@@ -61,7 +61,7 @@ void test_auth_new_arguments(void) {
     check_auth_new_rejects(id, "", "", "redirect_url", "empty before a bad host");
     /* Redirect URLs are absolute scheme://… URLs, or private-use scheme:/path ones (RFC 8252
      * §7.1), without whitespace or controls, not javascript:/vbscript:/data:, <= 8192 bytes; the
-     * message says what is expected (issue 15). */
+     * message says what is expected. */
     const char *bad_urls[] = {"not a url", "noscheme", "myapp:no-slash", "://x", ":/x", "1app://x", "my app://x",
                               "myapp://a b", "myapp://a\tb", "myapp://a\x7f", "myapp://a\xc2\x85" "b",
                               "myapp:/a b", "javascript:alert(1)", "javascript:/alert(1)", "DATA:/x"};

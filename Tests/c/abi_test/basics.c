@@ -108,7 +108,7 @@ void test_async_arguments(void) {
     CHECK_STATUS(portal_auth_sign_in_with_google_async(auth, 900001, q, sign_in_done, NULL, async_destroy, NULL),
                  PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(strstr(portal_last_error_message(), "timeout_ms") != NULL);
-    /* portal_auth_watch: NULL auth, callback and watch_out, and a freed queue (issue 16). */
+    /* portal_auth_watch: NULL auth, callback and watch_out, and a freed queue. */
     portal_watch *watch = NULL;
     CHECK_STATUS(portal_auth_watch(NULL, q, watch_event, NULL, async_destroy, &watch), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_watch(auth, q, NULL, NULL, async_destroy, &watch), PORTAL_ERR_INVALID_ARGUMENT);

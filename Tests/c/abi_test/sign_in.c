@@ -16,7 +16,7 @@ void test_sign_in_arguments(void) {
     CHECK_STATUS(portal_auth_get_methods(auth, NULL, &wallet), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(portal_auth_get_methods(auth, &text, &wallet), PORTAL_ERR_NETWORK);
     CHECK(text == (char *)0x1);
-    /* No magic-link sender and template yet: refused before anything else (README "Sign-in"). */
+    /* No magic-link sender and template yet: refused before anything else (docs/sign-in.md#magic-links). */
     CHECK_STATUS(portal_auth_send_magic_link(auth, "a@example.com"), PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED);
     CHECK_ERROR_MENTIONS("portal_auth_set_magic_link");
     CHECK_STATUS(portal_auth_set_magic_link(auth, NULL, "tpl"), PORTAL_ERR_INVALID_ARGUMENT);
@@ -59,7 +59,7 @@ void test_sign_in_arguments(void) {
                  PORTAL_ERR_AUTHENTICATION_FAILED);
     CHECK(strstr(portal_last_error_message(), "access_denied") != NULL);
     {
-        /* Issue 14: an attacker's error parameter reaches the last-error message without control
+        /* An attacker's error parameter reaches the last-error message without control
          * characters (ESC, BEL, CR, C1 CSI) and cut to 100 characters; URLs over 8192 bytes are
          * refused before parsing, and 8192 bytes of slashes are handled at once. */
         static char url[8300];
@@ -115,7 +115,7 @@ void test_sign_in_arguments(void) {
         CHECK_ERROR_MENTIONS("url");
     }
     /* send_magic_link above recorded the pending sign-in before its request failed, so the grant
-     * goes to the (unreachable) API. Issue 14 item 3: without a pending sign-in it does not, and
+     * goes to the (unreachable) API. Login CSRF: without a pending sign-in it does not, and
      * PORTAL_REDIRECT_ALLOW_UNSOLICITED is the opt-out; unknown flag bits are refused. */
     CHECK_STATUS(portal_auth_handle_redirect(auth, "myapp://auth/callback?token=x&authMethod=EMAIL_MAGIC_LINK", &kind,
                                              NULL, NULL, NULL), PORTAL_ERR_NETWORK);
@@ -147,7 +147,7 @@ void test_sign_in_arguments(void) {
 }
 
 void test_double_free(void) {
-    begin("freed handles and strings: a second free is ignored, a freed handle is an invalid argument (issue 14)");
+    begin("freed handles and strings: a second free is ignored, a freed handle is an invalid argument");
     portal_auth *auth = NULL;
     CHECK_OK(portal_auth_new(&auth, "double-free", "myapp://auth/callback", "127.0.0.1:1"));
     portal_session *session = NULL;

@@ -51,7 +51,7 @@ void test_round_trip(void) {
     check_restore(auth, id, "user-no-out", "token-no-out");
 
     /* Whitespace or a control character anywhere: refused at persist, naming the argument, and
-     * the stored session is untouched (issue 15: a pasted token with a trailing newline). */
+     * the stored session is untouched (a pasted token with a trailing newline). */
     const char *spaced[] = {"tok en", " tok", "tok ", "tok\n", "tok\r\n", "\ttok", "a\x01" "b", "tok\x7f",
                             "tok\xc2\x85", "tok\xc2\xa0", "tok\xe2\x80\xa8", "line one\nline two\n"};
     for (size_t i = 0; i < sizeof spaced / sizeof spaced[0]; i++) {

@@ -219,7 +219,7 @@ void check_restore(portal_auth *auth, const char *env_id, const char *user, cons
 /* A token of exactly n bytes of valid UTF-8 mixing ASCII, JSON-special characters, control
  * characters and multi-byte characters. Caller frees. */
 char *make_token(size_t n) {
-    /* No whitespace or control characters: persist refuses them (issue 15). */
+    /* No whitespace or control characters: persist refuses them. */
     static const char *const units[] = {"a", "Z", "0", "-", "_", ".", "~", "\"", "\\", "/", "\\n",
                                         "\\t", "{", "}", "\xc3\xa9", "\xe6\xbc\xa2", "\xf0\x9f\x94\x91"};
     char *t = malloc(n + 1);

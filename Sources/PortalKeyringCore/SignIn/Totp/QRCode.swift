@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// A QR code as a square grid of modules, for a TOTP enrolment link (README, "Sign-in"):
+/// A QR code as a square grid of modules, for a TOTP enrolment link (docs/sign-in.md#the-enrolment-link-as-a-qr-code):
 /// error-correction level M, byte mode, the smallest version that holds the payload, and the
 /// 4-module quiet zone the QR specification asks for included in `size`. Encoded by libqrencode,
 /// loaded with `dlopen` on first use like libcurl (`Curl`): apps that never show a QR code never

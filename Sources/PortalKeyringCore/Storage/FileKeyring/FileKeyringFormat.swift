@@ -34,7 +34,7 @@ enum FileKeyringFormat {
     /// Iteration counts accepted on reading: not below 1,000 (far weaker than anything libsecret
     /// writes), not above 100,000 — libsecret's own count, the only one it writes (and oo7's): a
     /// planted count cannot make a key derivation cost more than libsecret's (docs/security.md,
-    /// "Issue 39: hostile input").
+    /// "Hostile input: planted items, crafted files").
     static let iterationRange: ClosedRange<UInt32> = 1_000...defaultIterations
     /// The largest file read. An app's private keyring holds a few kilobytes (one session item of
     /// ours is under 100 KB even with the largest token); the cap keeps a planted file from

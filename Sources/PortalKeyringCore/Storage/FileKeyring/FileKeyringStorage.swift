@@ -28,8 +28,8 @@ import Glibc
 /// was reset and gave the app a new one) are never removed and never read as ours. When such an
 /// item shows our schema's attribute names in clear (its values cannot be checked) and no usable
 /// sign-in of ours is there, restore throws and the watch reads `.locked` instead of "signed
-/// out": what the file holds cannot be read, which is not the same as nothing stored (README,
-/// "Locked ≠ absent"). A persist stores a new sign-in beside such items, after which restore
+/// out": what the file holds cannot be read, which is not the same as nothing stored (locked ≠ absent:
+/// docs/storage.md#locked-is-not-absent). A persist stores a new sign-in beside such items, after which restore
 /// returns it.
 ///
 /// Deadlines: one per operation, shared with the operation this is part of (`OperationDeadline`:

@@ -13,7 +13,7 @@ protocol HostMigrationRecord: SessionStorage {
 }
 
 /// The move of a session from the host's Secret Service into the sandbox's file keyring
-/// (README, "Flatpak"): an app that reached `org.freedesktop.secrets` in an earlier release (the
+/// (docs/flatpak.md#in-your-app): an app that reached `org.freedesktop.secrets` in an earlier release (the
 /// talk-name, or no sandbox) has its session there. Before the first operation on a file keyring
 /// for an auth environment, while the bus still reaches the Secret Service, the newest sign-in
 /// there is written into the file and read back, then the host items that read listed are

@@ -8,7 +8,7 @@ import Glibc
 ///
 /// Items use the vendor schema `io.portalhq.PortalKeyring.Session` (flags `SECRET_SCHEMA_NONE`, so
 /// `xdg:schema` must match and other applications' look-alike items are never seen) with the
-/// attributes `auth_environment_id`, `session_generation` and `persisted_at` (README, "Storage").
+/// attributes `auth_environment_id`, `session_generation` and `persisted_at` (docs/storage.md#the-item).
 ///
 /// The adapter keeps one endpoint of its own for the process: a private session-bus connection,
 /// the provider's unique name and an encrypted transfer session (`ServiceConnection`,
@@ -42,7 +42,7 @@ import Glibc
 /// at once, and a removal still running after the call could race a later `clearPersistedSession()`
 /// or an invalidation. The Delete costs gnome-keyring a second write of the keyring file, which is
 /// most of what a persist costs beyond `secret_password_store_sync`, whose replace-in-place the
-/// storage rules exclude (README, "Storage"): it would overwrite a newer sign-in stored meanwhile
+/// storage rules exclude (docs/storage.md#persist-order): it would overwrite a newer sign-in stored meanwhile
 /// by another process.
 struct SecretServiceStorage: SessionStorage {
     static let schemaName = "io.portalhq.PortalKeyring.Session"
@@ -283,7 +283,7 @@ struct SecretServiceStorage: SessionStorage {
 
     /// The unlocked paths of this auth environment's items (restricted to one generation when
     /// given), in every collection — never "none" while a collection that could hold one is
-    /// locked (README, "Failures and deadlines": locked ≠ absent). Locked matches, and the locked places where a match
+    /// locked (docs/storage.md#locked-is-not-absent: locked ≠ absent). Locked matches, and the locked places where a match
     /// could hide, are unlocked through the prompt (under the prompt deadline) and searched again;
     /// throws `.locked` when that fails. libsecret's password lookup returns NULL without an
     /// error in that case; this never does.

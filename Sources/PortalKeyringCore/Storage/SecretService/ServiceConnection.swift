@@ -123,7 +123,7 @@ final class ServiceConnection: Sendable {
     /// endpoint came from the cache and may be stale (provider or bus restarted). The two are
     /// counted apart: after a provider restart, the new session may still be one the provider
     /// garbles (KWallet 5.103: `TransferSession.open`), and a shared budget failed that restore
-    /// (1 kwallet Swift suite run in 12, CI of 2026-12-01).
+    /// (1 kwallet Swift suite run in 12).
     struct RetryBudget {
         private var failedRetried = false
         private var staleRetried = false

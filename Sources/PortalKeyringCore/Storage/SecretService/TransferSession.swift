@@ -62,7 +62,7 @@ final class TransferSession: @unchecked Sendable {
             let offered = keys.publicKey.withUnsafeBytes { Crypto.byteArray($0) }
             guard let reply = try openSession(encryptedAlgorithm, g_variant_new_variant(offered)) else {
                 // Never the "plain" fallback libsecret makes: every process on the bus could read the
-                // session (README, "Failures and deadlines": the token never crosses the bus in clear).
+                // session (docs/api.md#failures-and-deadlines: the token never crosses the bus in clear).
                 throw StorageFailure.Classified(kind: .other, message: noEncryption)
             }
             defer { g_variant_unref(reply) }

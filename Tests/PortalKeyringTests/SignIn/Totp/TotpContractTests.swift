@@ -3,7 +3,7 @@ import FoundationEssentials
 @testable import PortalKeyringCore
 @testable import PortalKeyring
 
-/// The TOTP step and the sign-in results as the Portal backend gives them (README "Sign-in"):
+/// The TOTP step and the sign-in results as the Portal backend gives them (docs/sign-in.md#results-and-the-totp-step):
 /// a wrong code is a bare 401 and the JWT stays usable; the TOTP answers name no end user (read
 /// from the JWT's claim before the code is sent); the results carry the client. Real keyring,
 /// loopback Portal API (strict on these routes).
@@ -40,7 +40,7 @@ import FoundationEssentials
 
     /// A mistyped code is a wrong-code failure, not a dead JWT: the same JWT with the right code
     /// then signs in, with the end user from the JWT and the client from the answer.
-    /// Kills: totp/wrong-code-is-invalid-jwt.
+    /// Kills: signin/wrong-code-is-invalid-jwt.
     @Test func wrongCodeThenRightCodeWithTheSameJwt() throws {
         let a = try auth()
         let step = try step(a, "eu-typo")
@@ -61,7 +61,7 @@ import FoundationEssentials
     }
 
     /// The redirect of a TOTP step that `verifyTotp` completed replays as the sign-in it became,
-    /// not as a step whose JWT Portal has spent (PortalSwift's rule). Kills: totp/step-replayed-after-verify.
+    /// not as a step whose JWT Portal has spent (PortalSwift's rule). Kills: signin/step-replayed-after-verify.
     @Test func completedTotpStepReplaysAsSignedIn() throws {
         let a = try auth()
         let url = try grant("magic_link", user: "eu-replay", totp: true)
@@ -83,7 +83,7 @@ import FoundationEssentials
     }
 
     /// A JWT without a usable `endUserId` claim fails locally: nothing is sent, the code stays
-    /// unused. Kills: totp/end-user-read-after-send.
+    /// unused. Kills: signin/end-user-read-after-send.
     @Test(arguments: [#"{"sub":"eu-sub-only"}"#, #"{"endUserId":42}"#, #"{"endUserId":"  "}"#, "not json"])
     func jwtWithoutEndUserIdSendsNothing(claims: String) throws {
         let a = try auth()
@@ -159,7 +159,7 @@ import FoundationEssentials
         }
     }
 
-    /// docs/security.md "Promises 7–10", 10: base32's digits are 2–7. A secret with an 8, a 9, a 0 or a 1 (each
+    /// docs/security.md "Unguarded promises: sign-in, invalidation, TOTP": base32's digits are 2–7. A secret with an 8, a 9, a 0 or a 1 (each
     /// alone beside valid characters) is no secret: `totpSecret` is nil and no QR code is made of
     /// the link (nothing an authenticator would read differently). Kills: totp/secret-digits-8-9.
     @Test func digitsOutsideTheBase32AlphabetAreRefused() {

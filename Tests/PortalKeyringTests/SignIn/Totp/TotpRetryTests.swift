@@ -55,7 +55,7 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
     }
 }
 
-/// A TOTP sign-in is not lost once Portal accepted the code (issue 14 item 3): the exchange is
+/// A TOTP sign-in is not lost once Portal accepted the code: the exchange is
 /// remembered, so a retry of the same verify persists without a second exchange (the server
 /// spent the code and the user JWT). Real keyring, loopback Portal API.
 @Suite(.serialized) struct TotpRetryTests {
@@ -84,7 +84,7 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
     /// The keyring write fails after Portal accepted the code; a retry with the same JWT from
     /// another thread, and the fresh code the end user types then, persists the remembered
     /// session, and Portal saw exactly one verification (the JWT is spent: a second one would
-    /// fail). Kills: csrf/totp-exchange-forgotten, totp/retry-keyed-on-code.
+    /// fail). Kills: signin/totp-exchange-forgotten, signin/retry-keyed-on-code.
     @Test func storageFailureThenRetryPersistsWithoutASecondExchange() throws {
         let storage = FaultyWriteStorage(timeouts: Self.timeouts, failures: 1)
         let (a, jwt, code) = try atTotpStep("eu-totp-retry", storage)

@@ -6,13 +6,13 @@ import CGLib
 import Glibc
 #endif
 
-/// Issue 39, cases 2–4: a file keyring that someone else shaped — items anyone can append without
+/// A file keyring that someone else shaped — items anyone can append without
 /// the key (many attributes, many items, a name twice), a file too large, an iteration count
 /// above libsecret's, and things that are no keyring file at all (a FIFO, a directory, an empty
 /// file, symbolic links to a FIFO, to a valid keyring, to nothing). Each is run against every
 /// operation — restore, persist, clear, status and the watch's read — and each must end within
-/// its deadline plus a small slack, with the outcome it promises (docs/security.md, "Issue 39:
-/// hostile input"), and the real session neither lost nor swapped.
+/// its deadline plus a small slack, with the outcome it promises (docs/security.md, "Hostile
+/// input: planted items, crafted files"), and the real session neither lost nor swapped.
 @Suite(.serialized) struct FileKeyringHostileInputTests {
     static let timeoutMilliseconds: UInt32 = 1_000
     /// What an operation may take beyond its deadline (a loaded 2-core machine).
@@ -103,7 +103,7 @@ import Glibc
         case "a name twice": try append([craftedItem(names: ["a", "b", "a"])], to: path)
         case "oversized":
             var bytes = try #require(fileBytes(path))
-            // One byte over the documented 4 MiB (README, docs/security.md), not over the constant.
+            // One byte over the documented 4 MiB (docs/storage.md#the-file-keyring-storage-override, docs/security.md), not over the constant.
             bytes += [UInt8](repeating: 0, count: 4 * 1024 * 1024 + 1 - bytes.count)
             writeBytes(bytes, to: path)
         case "iterations above libsecret's": try append([], to: path, iterations: 1_000_000)
@@ -295,12 +295,12 @@ import Glibc
         #expect(Self.withinBound(milliseconds), "the watch took \(milliseconds) ms to start and stop")
     }
 
-    // MARK: - Measurements (issue 39's table; only with PORTAL_HOSTILE_CORPUS set)
+    // MARK: - Measurements (docs/security.md's figures; only with PORTAL_HOSTILE_CORPUS set)
 
     /// Writes the measured files into `$PORTAL_HOSTILE_CORPUS`: a keyring with the real session
     /// of auth environment "env" under `ourSecret`, and one item of 25k, 100k or 370k attribute
     /// names appended; and the largest file within every cap (1,250 items of 64 attributes, 4 MiB).
-    /// Run by hand; the table is in issue 39's closing note.
+    /// Run by hand; the figures are in docs/security.md, "2. A crafted keyring file".
     @Test(.enabled(if: getenv("PORTAL_HOSTILE_CORPUS") != nil))
     func writeTheMeasuredCorpus() throws {
         let directory = String(cString: getenv("PORTAL_HOSTILE_CORPUS"))

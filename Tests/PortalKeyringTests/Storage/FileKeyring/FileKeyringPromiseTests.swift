@@ -7,8 +7,8 @@ import Glibc
 #endif
 
 /// Promises of the file keyring's writers that the suites let through when they were broken on
-/// purpose (issue 39, "Promises no test guards", items 1 and 2; docs/security.md, "Issue 39:
-/// hostile input"): each test here fails under its mutant in Tests/mutants/file-keyring/.
+/// purpose (docs/security.md, "Unguarded promises: writers and waits"): each test here fails
+/// under its mutant in Tests/mutants/file-keyring/.
 @Suite(.serialized) struct FileKeyringPromiseTests {
     private func auth(_ storage: any SessionStorage, id: String = "env") throws -> PortalAuth {
         try PortalAuth(authEnvironmentId: id, redirectUrl: "app://cb", apiHost: "api.portalhq.io", storage: storage)

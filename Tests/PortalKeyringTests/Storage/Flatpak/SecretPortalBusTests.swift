@@ -44,7 +44,7 @@ import Glibc
         }
     }
 
-    /// Issue 39, promise 5: in a Flatpak sandbox the file keyring is chosen only when the
+    /// In a Flatpak sandbox the file keyring is chosen only when the
     /// portal answers `version` 1 exactly, as libsecret does; any other version (a later portal
     /// whose secrets libsecret 0.20.5 would not use) keeps the sessions in the Secret Service.
     @Test func theFileKeyringIsChosenOnlyForVersion1() throws {

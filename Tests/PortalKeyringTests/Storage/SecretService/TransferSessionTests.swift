@@ -5,7 +5,7 @@ import CGLib
 import Dispatch
 import Synchronization
 
-// The transfer session's primitives (issue 11: the library's own `dh-ietf1024-sha256-aes128-cbc-pkcs7`
+// The transfer session's primitives (the library's own `dh-ietf1024-sha256-aes128-cbc-pkcs7`
 // session instead of libsecret's on a subclassed proxy). Interoperability with real providers is
 // proven by Tests/providers/run.sh on every provider of the matrix (every persist and restore
 // crosses the bus encrypted; the bus capture never holds the token); these tests pin the parts a
@@ -63,7 +63,7 @@ struct TransferSessionTests {
     }
 
     /// docs/security.md "10. … the DH exponent": the private exponent lives in libgcrypt's secure memory, not in an
-    /// ordinary heap MPI. Kills: security/dh-exponent-not-secure.
+    /// ordinary heap MPI. Kills: secret-service/dh-exponent-not-secure.
     @Test("the Diffie-Hellman exponent is a secure-memory MPI")
     func exponentInSecureMemory() throws {
         #expect(Crypto.ready)
