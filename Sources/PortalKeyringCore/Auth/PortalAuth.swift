@@ -11,10 +11,10 @@ import Glibc
 /// thread for at most the deadlines in `keyringTimeouts`.
 public final class PortalAuth: Sendable {
     /// Longest accepted `authEnvironmentId`, `redirectUrl`, `apiHost` and `endUserId`, in UTF-8 bytes.
-    public static let maxIdentifierBytes = 2048
+    public static let maxIdentifierBytes = ArgumentRules.maxIdentifierBytes
     /// Longest accepted Client Session Token, in UTF-8 bytes (64 KiB). Longer tokens are rejected
     /// at persist with `invalidArgument(name: "clientSessionToken")`, never truncated.
-    public static let maxTokenBytes = 65_536
+    public static let maxTokenBytes = ArgumentRules.maxTokenBytes
     /// The Portal API host used when none is given.
     public static let defaultApiHost = "api.portalhq.io"
 
@@ -199,14 +199,14 @@ public final class PortalAuth: Sendable {
     }
 
     func persist(endUserId: String, token: SecretBytes) throws(PortalAuthError) -> PortalSession {
-        let generation = Self.newGeneration()
+        let generation = ItemSchema.newGeneration()
         // Stores the new item above every sign-in stored before it (whatever the clocks say:
         // PersistOrder), then removes those; the document carries copies of the generation and
         // the timestamp (SessionDocument). A failed removal leaves an item that restore ranks
         // below ours and the next persist or clear removes, so it does not fail the call.
         _ = try storageCall { () throws(StorageFailure) in
-            try storage.replace(authEnvironmentId: authEnvironmentId, generation: generation, now: Self.persistTimestamp(),
-                                label: Self.itemLabel(authEnvironmentId)) { persistedAt in
+            try storage.replace(authEnvironmentId: authEnvironmentId, generation: generation, now: ItemSchema.persistTimestamp(),
+                                label: ItemSchema.itemLabel(authEnvironmentId)) { persistedAt in
                 SessionDocument.encode(authEnvironmentId: authEnvironmentId, endUserId: endUserId, token: token,
                                        generation: generation, persistedAt: persistedAt)
             }
@@ -217,15 +217,9 @@ public final class PortalAuth: Sendable {
 
     // MARK: - Argument checks and helpers
 
-    /// An identifier: not blank, no NUL, at most `maxIdentifierBytes`. With `refusingControl`
-    /// (new values: the auth environment id, which also goes into a request header, and a
-    /// persisted end user id), no control character either (C0 — tab, CR, LF … —, DEL, C1).
-    /// Restore checks stored values without it, so items stored by earlier versions still read.
+    /// An identifier (`ArgumentRules.isIdentifier`), refused as the argument `name`.
     static func check(_ value: String, name: String, refusingControl: Bool = false) throws(PortalAuthError) {
-        if value.utf8.count > maxIdentifierBytes || value.utf8.contains(0)
-            || value.isBlank || (refusingControl && value.unicodeScalars.contains { $0.isControl }) {
-            throw .invalidArgument(name: name)
-        }
+        if !ArgumentRules.isIdentifier(value, refusingControl: refusingControl) { throw .invalidArgument(name: name) }
     }
 
     /// A magic-link configuration's fields go into a JSON body, never a header, but are held to
@@ -305,42 +299,10 @@ public final class PortalAuth: Sendable {
         }
     }
 
+    /// A token (`ArgumentRules.isToken`), refused as the argument `name`.
     static func checkToken(_ token: SecretBytes, name: String) throws(PortalAuthError) {
-        let ok = token.withUnsafeBytes { bytes -> Bool in
-            bytes.count > 0 && bytes.count <= maxTokenBytes && !bytes.contains(0)
-                && bytes.contains(where: { !($0 == 0x20 || (0x09...0x0D).contains($0)) })
-        }
-        if !ok { throw .invalidArgument(name: name) }
+        if !ArgumentRules.isToken(token) { throw .invalidArgument(name: name) }
     }
-
-    /// The label of a stored item (what a keyring manager shows).
-    static func itemLabel(_ authEnvironmentId: String) -> String {
-        "Portal session (auth environment \(authEnvironmentId))"
-    }
-
-    /// A random 128-bit sign-in name, as 32 lower-case hex digits; not derived from the token.
-    static func newGeneration() -> String {
-        var rng = SystemRandomNumberGenerator()
-        let value = (rng.next() as UInt64, rng.next() as UInt64)
-        return hex(value.0) + hex(value.1)
-    }
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
-    }
-
-    /// Microseconds since the Unix epoch, strictly increasing within the process.
-    static func persistTimestamp() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let micros = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec / 1_000)
-        return lastTimestamp.withLock { last in
-            last = max(last + 1, micros)
-            return last
-        }
-    }
-    private static let lastTimestamp = Lock<UInt64>(0)
 }
 
 import Synchronization

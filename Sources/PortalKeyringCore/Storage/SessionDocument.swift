@@ -64,14 +64,14 @@ enum SessionDocument {
     }
 
     /// The longest version-2 document: every field at its longest (an identifier of
-    /// `PortalAuth.maxIdentifierBytes`, a token of `PortalAuth.maxTokenBytes`, base64url;
+    /// `ArgumentRules.maxIdentifierBytes`, a token of `ArgumentRules.maxTokenBytes`, base64url;
     /// `g` 64 hex digits, `t` 20 digits): 92,967 bytes.
-    static let maximumVersion2Bytes = magic.utf8.count + 5 * 3 + 2 * Base64URL.encodedCount(PortalAuth.maxIdentifierBytes)
-        + 64 + 20 + Base64URL.encodedCount(PortalAuth.maxTokenBytes)
+    static let maximumVersion2Bytes = magic.utf8.count + 5 * 3 + 2 * Base64URL.encodedCount(ArgumentRules.maxIdentifierBytes)
+        + 64 + 20 + Base64URL.encodedCount(ArgumentRules.maxTokenBytes)
     /// The longest version-1 (JSON) document read: the token and end user id at their longest
     /// with every byte written as a `\u00XX` escape (6 bytes), plus 4 KiB for the keys, `v`,
     /// `g`, `t` and white space: 409,600 bytes (400 KiB). 0.1.0 wrote nothing longer.
-    static let maximumVersion1Bytes = 6 * (PortalAuth.maxTokenBytes + PortalAuth.maxIdentifierBytes) + 4096
+    static let maximumVersion1Bytes = 6 * (ArgumentRules.maxTokenBytes + ArgumentRules.maxIdentifierBytes) + 4096
 
     /// What a stored secret is to this library, judged in one pass (docs/security.md, "1. A planted oversized item": an
     /// unusable document used to be parsed twice, once to decode it and once to ask whether a
@@ -196,16 +196,12 @@ enum SessionDocument {
 
     // MARK: - Shared checks
 
-    /// What restore hands out must pass the checks persist applies (no NUL, not blank, within the
-    /// size limits): a C caller could not receive it whole, and truncating is not allowed.
+    /// What restore hands out must pass the checks persist applies (`ArgumentRules`: no NUL, not
+    /// blank, within the size limits): a C caller could not receive it whole, and truncating is
+    /// not allowed.
     private static func usable(_ decoded: Decoded) -> Decoded? {
-        do {
-            if let environment = decoded.authEnvironmentId { try PortalAuth.check(environment, name: "authEnvironmentId") }
-            try PortalAuth.check(decoded.endUserId, name: "endUserId")
-            try PortalAuth.checkToken(decoded.token, name: "clientSessionToken")
-        } catch {
-            return nil
-        }
+        if let environment = decoded.authEnvironmentId, !ArgumentRules.isIdentifier(environment) { return nil }
+        guard ArgumentRules.isIdentifier(decoded.endUserId), ArgumentRules.isToken(decoded.token) else { return nil }
         return decoded
     }
 

@@ -31,7 +31,7 @@ extension SecretServiceStorage {
     func observe(authEnvironmentId: String) throws(StorageFailure) -> SessionObservation {
         try ServiceConnection.shared.run(operation: "watch", timeouts: timeouts) { endpoint, call throws(StorageFailure) in
             let bus = SecretBus(endpoint, call)
-            let match = [("xdg:schema", Self.schemaName), (Self.authEnvironmentAttribute, authEnvironmentId)]
+            let match = ItemSchema.match(authEnvironmentId)
             let found = try bus.search(match)
             if !found.locked.isEmpty {
                 let (mine, unconfirmed, _) = try Self.confirm(bus, found.locked, authEnvironmentId)
@@ -43,7 +43,7 @@ extension SecretServiceStorage {
             // signal makes the caller read again.
             if mine.isEmpty && vanished { throw .failed("a stored session item changed while the watch read it") }
             if mine.isEmpty {
-                if try !bus.search([(Self.authEnvironmentAttribute, authEnvironmentId)]).locked.isEmpty { return .locked }
+                if try !bus.search([(ItemSchema.authEnvironmentAttribute, authEnvironmentId)]).locked.isEmpty { return .locked }
                 do throws(StorageFailure.Classified) {
                     let collection = try bus.readAlias("default")
                     if collection != "/", try bus.isLocked(collection: collection) { return .locked }
@@ -92,8 +92,8 @@ extension SecretServiceStorage {
         for path in paths {
             do throws(StorageFailure.Classified) {
                 let attributes = try bus.attributes(path)
-                guard isOurs(attributes, authEnvironmentId) else { continue }
-                mine.append(storedItem(path, attributes, secret: nil))
+                guard ItemSchema.isOurs(attributes, authEnvironmentId) else { continue }
+                mine.append(ItemSchema.storedItem(path, attributes, secret: nil))
             } catch {
                 switch error.kind {
                 case .gone: vanished = true

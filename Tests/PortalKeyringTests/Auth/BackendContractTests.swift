@@ -18,7 +18,7 @@ import Glibc
 
     private func auth(magicLink: MagicLinkConfig? = testMagicLink, isAccountAbstracted: Bool? = nil) throws -> PortalAuth {
         _ = try KeyringControl.environment()
-        return try PortalAuth(authEnvironmentId: "contract-\(PortalAuth.newGeneration().prefix(12))", redirectUrl: redirect,
+        return try PortalAuth(authEnvironmentId: "contract-\(ItemSchema.newGeneration().prefix(12))", redirectUrl: redirect,
                               apiHost: try FakePortalAPI.host(), magicLink: magicLink,
                               isAccountAbstracted: isAccountAbstracted,
                               keyringTimeouts: KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000))

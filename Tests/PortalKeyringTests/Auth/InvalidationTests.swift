@@ -63,7 +63,7 @@ private func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
 @Suite(.serialized) struct InvalidationTests {
     private func signIn(_ user: String = "user-\(getpid())") throws -> (PortalAuth, PortalSession, String) {
         _ = try KeyringControl.environment()
-        let auth = try PortalAuth(authEnvironmentId: "inv-\(PortalAuth.newGeneration().prefix(12))",
+        let auth = try PortalAuth(authEnvironmentId: "inv-\(ItemSchema.newGeneration().prefix(12))",
                                   redirectUrl: "app://cb", apiHost: try FakePortalAPI.host())
         let token = try FakePortalAPI.issueToken(endUserId: user)
         return (auth, try auth.persistSession(endUserId: user, clientSessionToken: token), token)

@@ -16,7 +16,7 @@ import Glibc
 @Suite(.serialized) struct ListenerLifetimeTests {
     private func signIn(_ user: String) throws -> (PortalAuth, PortalSession, String) {
         _ = try KeyringControl.environment() // unlocks gnome-keyring-locked's keyring, once
-        let auth = try PortalAuth(authEnvironmentId: "lifetime-\(PortalAuth.newGeneration().prefix(12))",
+        let auth = try PortalAuth(authEnvironmentId: "lifetime-\(ItemSchema.newGeneration().prefix(12))",
                                   redirectUrl: "app://cb", apiHost: try FakePortalAPI.host())
         let token = try FakePortalAPI.issueToken(endUserId: user)
         return (auth, try auth.persistSession(endUserId: user, clientSessionToken: token), token)

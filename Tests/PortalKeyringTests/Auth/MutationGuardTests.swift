@@ -211,8 +211,8 @@ private func nonLoopbackIPv4() -> String? {
 
 /// A session held in memory (no keyring), its token a unique marker.
 private func memorySession(apiHost: String, token: String? = nil) throws -> (PortalSession, String) {
-    let token = token ?? "cst-guard-\(PortalAuth.newGeneration())"
-    let auth = try PortalAuth(authEnvironmentId: "guard-\(PortalAuth.newGeneration().prefix(8))", redirectUrl: "app://cb",
+    let token = token ?? "cst-guard-\(ItemSchema.newGeneration())"
+    let auth = try PortalAuth(authEnvironmentId: "guard-\(ItemSchema.newGeneration().prefix(8))", redirectUrl: "app://cb",
                               apiHost: apiHost, storage: InMemoryStorage())
     return (try auth.persistSession(endUserId: "guard-user", clientSessionToken: token), token)
 }

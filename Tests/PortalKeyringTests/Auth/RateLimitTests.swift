@@ -14,7 +14,7 @@ import Glibc
 
     private func auth() throws -> PortalAuth {
         _ = try KeyringControl.environment()
-        let auth = try PortalAuth(authEnvironmentId: "rate-limit-\(PortalAuth.newGeneration().prefix(12))",
+        let auth = try PortalAuth(authEnvironmentId: "rate-limit-\(ItemSchema.newGeneration().prefix(12))",
                                   redirectUrl: redirect, apiHost: try FakePortalAPI.host(),
                                   keyringTimeouts: KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000))
         try auth.pendingSignIn.record()

@@ -12,7 +12,7 @@ import Glibc
 // (scripts/with-portal-api.sh) only where a test says so; no keyring (InMemoryStorage).
 
 private func memoryAuth(apiHost: String = "127.0.0.1:9", redirectUrl: String = "app://cb") throws -> PortalAuth {
-    try PortalAuth(authEnvironmentId: "sec-\(PortalAuth.newGeneration().prefix(8))", redirectUrl: redirectUrl,
+    try PortalAuth(authEnvironmentId: "sec-\(ItemSchema.newGeneration().prefix(8))", redirectUrl: redirectUrl,
                    apiHost: apiHost, storage: InMemoryStorage())
 }
 

@@ -69,7 +69,7 @@ func threadsBecome(_ count: Int) async -> Bool {
         var events = changes.makeAsyncIterator()
         let document = SessionDocument.encode(authEnvironmentId: id, endUserId: "older-user",
                                               token: SecretBytes.copyingUTF8(of: "older-token"), generation: "0a", persistedAt: 1)
-        #expect(try KeyringControl.run(["store", "--schema", SecretServiceStorage.schemaName, "auth_environment_id=\(id)",
+        #expect(try KeyringControl.run(["store", "--schema", ItemSchema.name, "auth_environment_id=\(id)",
                                         "session_generation=0b", "persisted_at=1"],
                                        input: document.withUnsafeBytes { Array($0) }).status == 0)
         let writer = try PortalAuth(authEnvironmentId: id, redirectUrl: "app://cb")

@@ -12,7 +12,7 @@ import Glibc
 @Suite(.serialized) struct DesktopSignInTests {
     private func auth(_ tag: String) throws -> PortalAuth {
         _ = try KeyringControl.environment()
-        return try PortalAuth(authEnvironmentId: "desktop-\(tag)-\(PortalAuth.newGeneration().prefix(8))",
+        return try PortalAuth(authEnvironmentId: "desktop-\(tag)-\(ItemSchema.newGeneration().prefix(8))",
                               redirectUrl: redirect, apiHost: try FakePortalAPI.host(),
                               keyringTimeouts: KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000))
     }
@@ -272,7 +272,7 @@ import Glibc
     /// order is forced here on the registry itself. Kills: signin/release-drops-newer-claim.
     @Test func releasingAFinishedSignInKeepsANewerOnesClaim() throws {
         let flight = SignInInFlight.shared
-        let id = "desktop-release-\(PortalAuth.newGeneration().prefix(8))"
+        let id = "desktop-release-\(ItemSchema.newGeneration().prefix(8))"
         let first = try flight.claim(id)
         flight.cancel(first)
         let second = try flight.claim(id)

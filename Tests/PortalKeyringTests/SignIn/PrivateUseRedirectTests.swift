@@ -14,7 +14,7 @@ import FoundationEssentials
 
     private func auth() throws -> PortalAuth {
         _ = try KeyringControl.environment()
-        let auth = try PortalAuth(authEnvironmentId: "private-use-\(PortalAuth.newGeneration().prefix(12))",
+        let auth = try PortalAuth(authEnvironmentId: "private-use-\(ItemSchema.newGeneration().prefix(12))",
                                   redirectUrl: Self.privateUse, apiHost: try FakePortalAPI.host(),
                                   keyringTimeouts: KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000))
         try auth.pendingSignIn.record()

@@ -8,7 +8,7 @@ import Testing
 @Suite struct RedirectContractTests {
     private func auth() throws -> (PortalAuth, InMemoryStorage) {
         let storage = InMemoryStorage()
-        let auth = try PortalAuth(authEnvironmentId: "redir-\(PortalAuth.newGeneration().prefix(8))",
+        let auth = try PortalAuth(authEnvironmentId: "redir-\(ItemSchema.newGeneration().prefix(8))",
                                   redirectUrl: "myapp://auth/callback", apiHost: "127.0.0.1:9", storage: storage)
         try auth.pendingSignIn.record()
         return (auth, storage)

@@ -14,7 +14,7 @@ private let validations = "/api/v3/auth/magic-links/validations"
 
 private func freshAuth() throws -> PortalAuth {
     _ = try KeyringControl.environment()
-    return try PortalAuth(authEnvironmentId: "csrf-\(PortalAuth.newGeneration().prefix(12))", redirectUrl: redirect,
+    return try PortalAuth(authEnvironmentId: "csrf-\(ItemSchema.newGeneration().prefix(12))", redirectUrl: redirect,
                           apiHost: try FakePortalAPI.host(), magicLink: testMagicLink,
                           keyringTimeouts: KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000))
 }

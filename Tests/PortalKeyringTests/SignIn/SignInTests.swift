@@ -30,7 +30,7 @@ func grant(_ kind: String, user: String, totp: Bool = false, provider: String? =
     /// not started by sendMagicLink, so the marker is recorded directly).
     private func auth() throws -> PortalAuth {
         _ = try KeyringControl.environment()
-        let auth = try PortalAuth(authEnvironmentId: "signin-\(PortalAuth.newGeneration().prefix(12))", redirectUrl: redirect,
+        let auth = try PortalAuth(authEnvironmentId: "signin-\(ItemSchema.newGeneration().prefix(12))", redirectUrl: redirect,
                               apiHost: try FakePortalAPI.host(), magicLink: testMagicLink,
                               keyringTimeouts: KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000))
         try auth.pendingSignIn.record()

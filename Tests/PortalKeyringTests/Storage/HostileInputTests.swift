@@ -237,7 +237,7 @@ enum HostileInput {
     private let deadline: UInt32 = 1_000 * HostileInput.sanitizerSlowdown
 
     private func plant(_ id: String, _ secret: [UInt8], persistedAt: String) throws {
-        let stored = try KeyringControl.run(["store", "--schema", SecretServiceStorage.schemaName, "--content-type", "application/json",
+        let stored = try KeyringControl.run(["store", "--schema", ItemSchema.name, "--content-type", "application/json",
                                              "auth_environment_id=\(id)", "session_generation=00", "persisted_at=\(persistedAt)"],
                                             input: secret)
         try #require(stored.status == 0, "keyringctl store of the planted item")
@@ -259,7 +259,7 @@ enum HostileInput {
           arguments: [1 << 20, 300_000])
     func aPlantedItemBelowTheRealSessionLeavesItRestorable(_ size: Int) throws {
         _ = try KeyringControl.environment()
-        let id = "planted-\(getpid())-\(PortalAuth.newGeneration().prefix(8))"
+        let id = "planted-\(getpid())-\(ItemSchema.newGeneration().prefix(8))"
         let timeouts = KeyringTimeouts(callMilliseconds: deadline, promptMilliseconds: 2_000)
         let auth = try PortalAuth(authEnvironmentId: id, redirectUrl: "app://cb", keyringTimeouts: timeouts)
         defer { try? auth.clearPersistedSession() }

@@ -89,7 +89,7 @@ enum KeyringControl {
         return ((status >> 8) & 0xFF, output)
     }
 
-    static func count(_ attributes: [String], schema: String = SecretServiceStorage.schemaName) throws -> Int {
+    static func count(_ attributes: [String], schema: String = ItemSchema.name) throws -> Int {
         let result = try run(["count", "--schema", schema] + attributes)
         return Int(result.output.filter { $0.isNumber }) ?? -1
     }
@@ -127,7 +127,7 @@ private extension String {
 /// some tests lock the one default collection.
 @Suite(.serialized) struct KeyringIntegrationTests {
     let env = "swift-\(getpid())"
-    private var unique: String { "\(env)-\(PortalAuth.newGeneration().prefix(8))" }
+    private var unique: String { "\(env)-\(ItemSchema.newGeneration().prefix(8))" }
 
     private func auth(_ id: String) throws -> PortalAuth {
         _ = try KeyringControl.environment()
@@ -168,7 +168,7 @@ private extension String {
     @Test func itemAttributesCarryNothingSecret() throws {
         let id = unique
         try auth(id).persistSession(endUserId: "person@example.com", clientSessionToken: "very-secret-cst")
-        let attrs = try KeyringControl.run(["attrs", "--schema", SecretServiceStorage.schemaName, "auth_environment_id=\(id)"]).output
+        let attrs = try KeyringControl.run(["attrs", "--schema", ItemSchema.name, "auth_environment_id=\(id)"]).output
         #expect(attrs.contains("session_generation="))
         #expect(!attrs.contains("very-secret-cst") && !attrs.contains("person@example.com"))
         try auth(id).clearPersistedSession()
@@ -199,12 +199,12 @@ private extension String {
     @Test func storedDocumentIsVersion2WithoutEscapesOrLineEnds() throws {
         let id = unique
         try storeAsEarlierVersion(auth(id), endUserId: "u\\1", token: "a\\b\tc\nd")
-        let stored = try KeyringControl.run(["get", "--schema", SecretServiceStorage.schemaName, "auth_environment_id=\(id)"])
+        let stored = try KeyringControl.run(["get", "--schema", ItemSchema.name, "auth_environment_id=\(id)"])
         #expect(stored.output.hasPrefix("portal-keyring-session/2 e="))
         let forbidden: Set<Character> = ["\\", "\t", "\n", "\r", "\r\n"]
         let body = stored.output.dropLast()
         #expect(!body.contains(where: forbidden.contains))
-        let type = try KeyringControl.run(["content-type", "--schema", SecretServiceStorage.schemaName, "auth_environment_id=\(id)"])
+        let type = try KeyringControl.run(["content-type", "--schema", ItemSchema.name, "auth_environment_id=\(id)"])
         // gnome-keyring stores no content type (it answers text/plain for every secret); every
         // provider that stores one must have ours.
         let provider = getenv("PORTAL_TEST_PROVIDER").map { String(cString: $0) } ?? "gnome-keyring"
@@ -225,7 +225,7 @@ private extension String {
         let escaped = !KeyringControl.provider.hasSuffix("passwordless")
         let v1 = Array((escaped ? #"{"clientSessionToken":"old-\\token","endUserId":"eu-old","g":"0123abcd","t":5,"v":1}"#
                                 : #"{"clientSessionToken":"old-token","endUserId":"eu-old","g":"0123abcd","t":5,"v":1}"#).utf8)
-        #expect(try KeyringControl.run(["store", "--schema", SecretServiceStorage.schemaName, "--content-type", "application/json",
+        #expect(try KeyringControl.run(["store", "--schema", ItemSchema.name, "--content-type", "application/json",
                                         "auth_environment_id=\(id)", "session_generation=0123abcd", "persisted_at=5"],
                                        input: v1).status == 0)
         let restored = try #require(try auth(id).restoreSession())
@@ -233,7 +233,7 @@ private extension String {
         #expect(try restored.getToken() == (escaped ? #"old-\token"# : "old-token"))
         try auth(id).persistSession(endUserId: "eu-new", clientSessionToken: "new")
         #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
-        let stored = try KeyringControl.run(["get", "--schema", SecretServiceStorage.schemaName, "auth_environment_id=\(id)"])
+        let stored = try KeyringControl.run(["get", "--schema", ItemSchema.name, "auth_environment_id=\(id)"])
         #expect(stored.output.hasPrefix("portal-keyring-session/2 "))
         try auth(id).clearPersistedSession()
     }
@@ -245,11 +245,11 @@ private extension String {
         let document = SessionDocument.encode(authEnvironmentId: id + "-other", endUserId: "them",
                                               token: SecretBytes.copyingUTF8(of: "theirs"), generation: "ab", persistedAt: 1)
         let bytes = document.withUnsafeBytes { Array($0) }
-        #expect(try KeyringControl.run(["store", "--schema", SecretServiceStorage.schemaName, "auth_environment_id=\(id)",
+        #expect(try KeyringControl.run(["store", "--schema", ItemSchema.name, "auth_environment_id=\(id)",
                                         "session_generation=ab", "persisted_at=1"], input: bytes).status == 0)
         #expect(try auth(id).restoreSession() == nil)
         #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
-        try KeyringControl.run(["delete-all", "--schema", SecretServiceStorage.schemaName, "auth_environment_id=\(id)"])
+        try KeyringControl.run(["delete-all", "--schema", ItemSchema.name, "auth_environment_id=\(id)"])
     }
 
     /// An item whose document names another sign-in than its `session_generation` attribute is
@@ -267,7 +267,7 @@ private extension String {
             let document = SessionDocument.encode(authEnvironmentId: id, endUserId: user,
                                                   token: SecretBytes.copyingUTF8(of: "token-of-\(user)"),
                                                   generation: documentGeneration, persistedAt: at)
-            let stored = try KeyringControl.run(["store", "--schema", SecretServiceStorage.schemaName, "auth_environment_id=\(id)",
+            let stored = try KeyringControl.run(["store", "--schema", ItemSchema.name, "auth_environment_id=\(id)",
                                                  "session_generation=\(attribute)", "persisted_at=\(at)"],
                                                 input: document.withUnsafeBytes { Array($0) })
             #expect(stored.status == 0)
@@ -296,10 +296,10 @@ private extension String {
         try auth(witness).persistSession(endUserId: "w", clientSessionToken: "witness")
         try KeyringControl.restart("--unlocked")
         for _ in 0..<12 {
-            _ = try KeyringControl.run(["get", "--schema", SecretServiceStorage.schemaName, "auth_environment_id=\(witness)"])
+            _ = try KeyringControl.run(["get", "--schema", ItemSchema.name, "auth_environment_id=\(witness)"])
         }
         try auth(id).persistSession(endUserId: "after-restart", clientSessionToken: "token-after-restart")
-        let stored = try KeyringControl.run(["get", "--schema", SecretServiceStorage.schemaName, "auth_environment_id=\(id)"])
+        let stored = try KeyringControl.run(["get", "--schema", ItemSchema.name, "auth_environment_id=\(id)"])
         #expect(stored.status == 0)
         var document = Array(stored.output.utf8)
         if document.last == UInt8(ascii: "\n") { document.removeLast() }
@@ -334,7 +334,7 @@ private extension String {
     ])
     func unusableItemsAreDeleted(_ secret: [UInt8]) throws {
         let id = unique
-        let stored = try KeyringControl.run(["store", "--schema", SecretServiceStorage.schemaName,
+        let stored = try KeyringControl.run(["store", "--schema", ItemSchema.name,
                                              "auth_environment_id=\(id)", "session_generation=00"], input: secret)
         #expect(stored.status == 0)
         #expect(try KeyringControl.count(["auth_environment_id=\(id)"]) == 1)
@@ -352,7 +352,7 @@ private extension String {
     ])
     func newerVersionsAreKeptAndReadAsSignedOut(_ document: String) throws {
         let id = unique
-        let stored = try KeyringControl.run(["store", "--schema", SecretServiceStorage.schemaName,
+        let stored = try KeyringControl.run(["store", "--schema", ItemSchema.name,
                                              "auth_environment_id=\(id)", "session_generation=00", "persisted_at=1"],
                                             input: Array(document.utf8))
         #expect(stored.status == 0)

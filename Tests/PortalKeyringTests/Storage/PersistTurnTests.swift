@@ -96,9 +96,9 @@ struct PersistTurnTests {
             let storage = store.storage.withTimeouts(KeyringTimeouts(callMilliseconds: milliseconds, promptMilliseconds: milliseconds))
             return Self.thread {
                 let start = monotonicMilliseconds()
-                let generation = PortalAuth.newGeneration()
+                let generation = ItemSchema.newGeneration()
                 do throws(StorageFailure) {
-                    _ = try storage.replace(authEnvironmentId: environment, generation: generation, now: PortalAuth.persistTimestamp(),
+                    _ = try storage.replace(authEnvironmentId: environment, generation: generation, now: ItemSchema.persistTimestamp(),
                                             label: "L") { persistedAt in
                         waited.withLock { $0[name] = $0[name] ?? monotonicMilliseconds() - start }
                         return SessionDocument.encode(authEnvironmentId: environment, endUserId: name, token: SecretBytes.copyingUTF8(of: "t"),

@@ -156,7 +156,7 @@ import Glibc
         let document = try #require(ours[0].item.secret.withUnsafeBytes { SessionDocument.decode($0) })
         #expect(document.endUserId.hasSuffix("-5"), "a loop's last persist ranks above its earlier ones")
         #expect(String(decoding: fileBytes(directory + "/restored") ?? [], as: UTF8.self) == document.endUserId + "\n")
-        #expect(try SecretTool.lookup(file: keyring, password: ourSecret, ["xdg:schema", SecretServiceStorage.schemaName])
+        #expect(try SecretTool.lookup(file: keyring, password: ourSecret, ["xdg:schema", ItemSchema.name])
                 == plainBytes(ours[0].item.secret))
         #expect(try SecretTool.lookup(file: keyring, password: ourSecret, ["account", "me"]) == binarySecret)
     }

@@ -40,9 +40,9 @@ final class FileStore: PlantingStorage, @unchecked Sendable {
     func plant(_ authEnvironmentId: String, secret: [UInt8], generation: String?, persistedAt: UInt64) throws -> String {
         try FileKeyringFile.makeDirectory(of: path)
         var keyring = try FileKeyringFile.load(path) ?? FileKeyring()
-        var attributes = Dictionary(uniqueKeysWithValues: SecretServiceStorage.match(authEnvironmentId))
-        attributes[SecretServiceStorage.generationAttribute] = generation
-        attributes[SecretServiceStorage.persistedAtAttribute] = String(persistedAt)
+        var attributes = Dictionary(uniqueKeysWithValues: ItemSchema.match(authEnvironmentId))
+        attributes[ItemSchema.generationAttribute] = generation
+        attributes[ItemSchema.persistedAtAttribute] = String(persistedAt)
         let item = FileKeyringItem(attributes: attributes, label: "planted", created: 1, modified: 1,
                                    secret: secret.withUnsafeBytes { SecretBytes(copying: $0) })
         let id = try keyring.add(item, key: try keyring.key(masterSecret: master(ourSecret))).id

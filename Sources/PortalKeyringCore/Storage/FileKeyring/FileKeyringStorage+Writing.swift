@@ -25,9 +25,9 @@ extension FileKeyringStorage {
                     now: now, generation: generation,
                     seen: { () throws(StorageFailure) in try ours(keyring, key, authEnvironmentId, secrets: false).map { $0.stored } },
                     create: { persistedAt throws(StorageFailure) in
-                        let attributes = SecretServiceStorage.match(authEnvironmentId) + [
-                            (SecretServiceStorage.generationAttribute, generation),
-                            (SecretServiceStorage.persistedAtAttribute, String(persistedAt)),
+                        let attributes = ItemSchema.match(authEnvironmentId) + [
+                            (ItemSchema.generationAttribute, generation),
+                            (ItemSchema.persistedAtAttribute, String(persistedAt)),
                         ]
                         let time = FileKeyring.now()
                         let item = FileKeyringItem(attributes: Dictionary(uniqueKeysWithValues: attributes), label: label,
@@ -51,7 +51,7 @@ extension FileKeyringStorage {
     /// schema (any auth environment: the id came from one of ours).
     func delete(itemId: String) throws(StorageFailure) {
         try transaction("delete", until: deadline(), creating: false, otherwise: ()) { keyring, key throws(StorageFailure) in
-            let query = ["xdg:schema": SecretServiceStorage.schemaName]
+            let query = ["xdg:schema": ItemSchema.name]
             let found = try mapping { () throws(FileKeyringError) in try keyring.search(query, key: key) }
                 .filter { keyring.items[$0.index].id == itemId }
             keyring.remove(found)

@@ -7,9 +7,8 @@ import Glibc
 /// `FileKeyringFile`) — the storage a Flatpak app's libsecret uses — under the key derived from
 /// the app's master secret (`FileKeyringMasterSecret`).
 ///
-/// Items are the Secret Service adapter's: the same attributes (`xdg:schema`, kept as an
-/// attribute as the Secret Service keeps it, `auth_environment_id`, `session_generation`,
-/// `persisted_at`: `SecretServiceStorage.match`, `isOurs`, `storedItem`), the same document and
+/// Items are the Secret Service adapter's: the same attributes (`ItemSchema`; `xdg:schema` kept as
+/// an attribute, as the Secret Service keeps it), the same document and
 /// the same order (`PersistOrder`, `ReadPolicy`). Every search names the schema and the auth
 /// environment (never an empty query), and both are confirmed on the decrypted attributes, so
 /// other applications' items are never read as ours, and every item this adapter does not remove
@@ -162,12 +161,12 @@ struct FileKeyringStorage: SessionStorage {
     /// schema and the auth environment, both confirmed on the decrypted attributes.
     func ours(_ keyring: FileKeyring, _ key: FileKeyringKey, _ authEnvironmentId: String,
               generation: String? = nil, secrets: Bool) throws(StorageFailure) -> [(found: FileKeyring.Found, stored: StoredSessionItem)] {
-        var query = Dictionary(uniqueKeysWithValues: SecretServiceStorage.match(authEnvironmentId))
-        if let generation { query[SecretServiceStorage.generationAttribute] = generation }
+        var query = Dictionary(uniqueKeysWithValues: ItemSchema.match(authEnvironmentId))
+        if let generation { query[ItemSchema.generationAttribute] = generation }
         let found = try mapping { () throws(FileKeyringError) in try keyring.search(query, key: key) }
-        return found.filter { SecretServiceStorage.isOurs($0.item.attributes, authEnvironmentId) }.map { found in
-            (found, SecretServiceStorage.storedItem(keyring.items[found.index].id, found.item.attributes,
-                                                    secret: secrets ? found.item.secret : nil))
+        return found.filter { ItemSchema.isOurs($0.item.attributes, authEnvironmentId) }.map { found in
+            (found, ItemSchema.storedItem(keyring.items[found.index].id, found.item.attributes,
+                                          secret: secrets ? found.item.secret : nil))
         }
     }
 
@@ -179,7 +178,7 @@ struct FileKeyringStorage: SessionStorage {
     /// How many items may be session items of ours but cannot be read: they show our schema's
     /// attribute names in clear and do not open under the key (or hold no well-formed item).
     func hidden(_ snapshot: Snapshot) throws(StorageFailure) -> Int {
-        let names = SecretServiceStorage.match("").map(\.0)
+        let names = ItemSchema.match("").map(\.0)
         return try mapping { () throws(FileKeyringError) in
             try snapshot.keyring.unreadable(key: snapshot.key, including: { $0.shows(names) })
         }

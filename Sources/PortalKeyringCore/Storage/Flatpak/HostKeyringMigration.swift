@@ -108,11 +108,11 @@ struct HostKeyringMigration: Sendable {
     /// the file's older items), and reads it back: a sign-in stored on the host during the move
     /// still ranks above the moved one at the next call.
     private func write(_ found: ReadPolicy.Restored, _ authEnvironmentId: String) throws(StorageFailure) {
-        let generation = found.generation ?? PortalAuth.newGeneration()
+        let generation = found.generation ?? ItemSchema.newGeneration()
         let document = found.document
         _ = try file.replace(authEnvironmentId: authEnvironmentId, generation: generation,
-                             now: document.persistedAt ?? PortalAuth.persistTimestamp(),
-                             label: PortalAuth.itemLabel(authEnvironmentId)) { persistedAt in
+                             now: document.persistedAt ?? ItemSchema.persistTimestamp(),
+                             label: ItemSchema.itemLabel(authEnvironmentId)) { persistedAt in
             SessionDocument.encode(authEnvironmentId: authEnvironmentId, endUserId: document.endUserId,
                                    token: document.token, generation: generation, persistedAt: persistedAt)
         }

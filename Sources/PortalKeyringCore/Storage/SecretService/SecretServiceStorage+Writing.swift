@@ -29,7 +29,7 @@ extension SecretServiceStorage {
             return try PersistOrder.replace(
                 now: now, generation: generation,
                 seen: { () throws(StorageFailure) in
-                    let before = try bus.search(Self.match(authEnvironmentId)).unlocked
+                    let before = try bus.search(ItemSchema.match(authEnvironmentId)).unlocked
                     return before.isEmpty ? [] : try confirmedAttributes(bus, before, authEnvironmentId)
                 },
                 create: { persistedAt throws(StorageFailure) in
@@ -37,7 +37,7 @@ extension SecretServiceStorage {
                                    persistedAt: persistedAt, label: label, secret: document(persistedAt))
                 },
                 found: { ours, seen in
-                    guard let found = try? bus.search(Self.match(authEnvironmentId)) else { return nil }
+                    guard let found = try? bus.search(ItemSchema.match(authEnvironmentId)) else { return nil }
                     let others = found.unlocked.filter { $0 != ours }
                     // The items seen before are confirmed already; only those stored meanwhile are read.
                     let seenIds = Set(seen.map { $0.itemId })
@@ -63,9 +63,9 @@ extension SecretServiceStorage {
     /// dismissed, it is `.refused`.
     private func createItem(_ bus: SecretBus, authEnvironmentId: String, generation: String, persistedAt: UInt64,
                             label: String, secret: SecretBytes) throws(StorageFailure) -> String {
-        let attributes = Self.match(authEnvironmentId) + [
-            (Self.generationAttribute, generation),
-            (Self.persistedAtAttribute, String(persistedAt)),
+        let attributes = ItemSchema.match(authEnvironmentId) + [
+            (ItemSchema.generationAttribute, generation),
+            (ItemSchema.persistedAtAttribute, String(persistedAt)),
         ]
         var collection = try resolveDefaultCollection(bus)
         var unlocked = false
@@ -108,7 +108,7 @@ extension SecretServiceStorage {
                 throw .refused("the keyring refused to store the item: its confirmation prompt completed, "
                                + "but the item it named is not the one stored")
             }
-            let found = try bus.search(Self.match(authEnvironmentId) + [(Self.generationAttribute, generation)])
+            let found = try bus.search(ItemSchema.match(authEnvironmentId) + [(ItemSchema.generationAttribute, generation)])
             guard let path = found.unlocked.first ?? found.locked.first else {
                 throw .refused("the keyring refused to store the item: its confirmation prompt completed, but no item was stored")
             }
@@ -119,7 +119,7 @@ extension SecretServiceStorage {
     /// Whether the item at `path` exists and holds the sign-in `generation` (its attributes).
     private func storedItem(_ bus: SecretBus, _ path: String, _ generation: String) throws(StorageFailure) -> Bool {
         do throws(StorageFailure.Classified) {
-            return try bus.attributes(path)[Self.generationAttribute] == generation
+            return try bus.attributes(path)[ItemSchema.generationAttribute] == generation
         } catch {
             if case .gone = error.kind { return false }
             throw error.storageFailure

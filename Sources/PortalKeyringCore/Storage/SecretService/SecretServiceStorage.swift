@@ -6,9 +6,7 @@ import Glibc
 /// The Secret Service adapter, spoken over GDBus (`SecretBus`, `BusCall`): the only code behind
 /// the storage protocol that reaches the keyring.
 ///
-/// Items use the vendor schema `io.portalhq.PortalKeyring.Session` (flags `SECRET_SCHEMA_NONE`, so
-/// `xdg:schema` must match and other applications' look-alike items are never seen) with the
-/// attributes `auth_environment_id`, `session_generation` and `persisted_at` (docs/storage.md#the-item).
+/// Items are of the schema in `ItemSchema` (docs/storage.md#the-item).
 ///
 /// The adapter keeps one endpoint of its own for the process: a private session-bus connection,
 /// the provider's unique name and an encrypted transfer session (`ServiceConnection`,
@@ -45,11 +43,6 @@ import Glibc
 /// storage rules exclude (docs/storage.md#persist-order): it would overwrite a newer sign-in stored meanwhile
 /// by another process.
 struct SecretServiceStorage: SessionStorage {
-    static let schemaName = "io.portalhq.PortalKeyring.Session"
-    static let authEnvironmentAttribute = "auth_environment_id"
-    static let generationAttribute = "session_generation"
-    static let persistedAtAttribute = "persisted_at"
-
     let timeouts: KeyringTimeouts
 
     init(timeouts: KeyringTimeouts = .default) {
@@ -83,7 +76,7 @@ struct SecretServiceStorage: SessionStorage {
     /// This auth environment's items with their attributes (confirmed ours), locked ones
     /// included: attributes can be read while an item is locked, so no unlock, no prompt.
     private func listed(_ bus: SecretBus, _ authEnvironmentId: String) throws(StorageFailure) -> [StoredSessionItem] {
-        let found = try bus.search(Self.match(authEnvironmentId))
+        let found = try bus.search(ItemSchema.match(authEnvironmentId))
         return try confirmedAttributes(bus, found.unlocked + found.locked, authEnvironmentId)
     }
 
@@ -199,8 +192,8 @@ struct SecretServiceStorage: SessionStorage {
             do throws(StorageFailure.Classified) {
                 guard let answer = read[item.itemId] else { continue }
                 let attributes = try answer.get()
-                guard Self.isOurs(attributes, authEnvironmentId) else { continue }
-                result.append(Self.storedItem(item.itemId, attributes, secret: item.secret))
+                guard ItemSchema.isOurs(attributes, authEnvironmentId) else { continue }
+                result.append(ItemSchema.storedItem(item.itemId, attributes, secret: item.secret))
             } catch {
                 switch error.kind {
                 case .gone: gone.append(item.itemId)
@@ -224,9 +217,9 @@ struct SecretServiceStorage: SessionStorage {
         for path in paths {
             do throws(StorageFailure.Classified) {
                 let attributes = try bus.attributes(path)
-                guard Self.isOurs(attributes, authEnvironmentId),
-                      generation == nil || attributes[Self.generationAttribute] == generation else { continue }
-                result.append(Self.storedItem(path, attributes, secret: nil))
+                guard ItemSchema.isOurs(attributes, authEnvironmentId),
+                      generation == nil || attributes[ItemSchema.generationAttribute] == generation else { continue }
+                result.append(ItemSchema.storedItem(path, attributes, secret: nil))
             } catch {
                 switch error.kind {
                 case .gone, .locked: continue
@@ -260,27 +253,6 @@ struct SecretServiceStorage: SessionStorage {
 
     // MARK: - Helpers
 
-    /// The search attributes for this schema's items of one auth environment: `xdg:schema` first
-    /// (what `SECRET_SCHEMA_NONE` means: other schemas' look-alike items never match).
-    static func match(_ authEnvironmentId: String) -> [(String, String)] {
-        [("xdg:schema", schemaName), (authEnvironmentAttribute, authEnvironmentId)]
-    }
-
-    /// Whether an item's attributes make it this schema's item of `authEnvironmentId` (restore,
-    /// clear, persist's cleanup and the watch all ask this): both compared for equality,
-    /// whatever the provider's search matched (KeePassXC's also returns
-    /// values that are ours plus a line end: docs/providers.md "Searches that over-match").
-    static func isOurs(_ attributes: [String: String], _ authEnvironmentId: String) -> Bool {
-        attributes["xdg:schema"] == schemaName && attributes[authEnvironmentAttribute] == authEnvironmentId
-    }
-
-    /// The item at `path` as its attributes describe it (`session_generation`, `persisted_at`;
-    /// 0 when absent or not a number), with `secret` when it was read.
-    static func storedItem(_ path: String, _ attributes: [String: String], secret: SecretBytes?) -> StoredSessionItem {
-        StoredSessionItem(itemId: path, generation: attributes[generationAttribute],
-                          persistedAt: attributes[persistedAtAttribute].flatMap { UInt64($0) } ?? 0, secret: secret)
-    }
-
     /// The unlocked paths of this auth environment's items (restricted to one generation when
     /// given), in every collection — never "none" while a collection that could hold one is
     /// locked (docs/storage.md#locked-is-not-absent: locked ≠ absent). Locked matches, and the locked places where a match
@@ -305,8 +277,8 @@ struct SecretServiceStorage: SessionStorage {
     /// `unlocked` is set when an unlock was needed (and succeeded) to find the items.
     func locate(_ bus: SecretBus, _ authEnvironmentId: String, generation: String? = nil,
                         unlocked: UnsafeMutablePointer<Bool>? = nil) throws(StorageFailure) -> [String] {
-        var match = Self.match(authEnvironmentId)
-        if let generation { match.append((Self.generationAttribute, generation)) }
+        var match = ItemSchema.match(authEnvironmentId)
+        if let generation { match.append((ItemSchema.generationAttribute, generation)) }
         var unlockAttempted = false
         var searchedAfterLockState = false
         while true {

@@ -15,7 +15,7 @@ import FoundationEssentials
 
     private func auth() throws -> PortalAuth {
         _ = try KeyringControl.environment()
-        let auth = try PortalAuth(authEnvironmentId: "totp-contract-\(PortalAuth.newGeneration().prefix(12))",
+        let auth = try PortalAuth(authEnvironmentId: "totp-contract-\(ItemSchema.newGeneration().prefix(12))",
                                   redirectUrl: redirect, apiHost: try FakePortalAPI.host(),
                                   keyringTimeouts: KeyringTimeouts(callMilliseconds: 5_000, promptMilliseconds: 1_000))
         try auth.pendingSignIn.record()

@@ -65,7 +65,7 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
     /// An auth over `storage` with a sign-in pending, at the TOTP step for `user`: (auth, JWT, code).
     private func atTotpStep(_ user: String, _ storage: FaultyWriteStorage) throws -> (PortalAuth, String, String) {
         _ = try KeyringControl.environment()
-        let auth = try PortalAuth(authEnvironmentId: "totp-retry-\(PortalAuth.newGeneration().prefix(12))",
+        let auth = try PortalAuth(authEnvironmentId: "totp-retry-\(ItemSchema.newGeneration().prefix(12))",
                                   redirectUrl: redirect, apiHost: try FakePortalAPI.host(), storage: storage,
                                   keyringTimeouts: storage.inner.timeouts)
         try auth.pendingSignIn.record()

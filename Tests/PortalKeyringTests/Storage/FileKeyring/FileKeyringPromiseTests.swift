@@ -63,9 +63,9 @@ import Glibc
             guard replaced == path, replaces.withLock({ $0 += 1; return $0 }) == 1 else { return }
             // The first writer's new file is written, not yet in place: the second writer starts.
             thread = startThread {
-                let generation = PortalAuth.newGeneration()
+                let generation = ItemSchema.newGeneration()
                 do throws(StorageFailure) {
-                    _ = try storage.replace(authEnvironmentId: "promise-second", generation: generation, now: PortalAuth.persistTimestamp(),
+                    _ = try storage.replace(authEnvironmentId: "promise-second", generation: generation, now: ItemSchema.persistTimestamp(),
                                             label: "L") { persistedAt in
                         SessionDocument.encode(authEnvironmentId: "promise-second", endUserId: "u2", token: SecretBytes.copyingUTF8(of: "t2"),
                                                generation: generation, persistedAt: persistedAt)

@@ -10,7 +10,7 @@ import Glibc
 /// (`secret-tool`, FileKeyringTestSupport.swift), items under another master secret, writers in
 /// several threads and processes, the lock's deadline, and files that must not be overwritten.
 @Suite(.serialized) struct FileKeyringStorageTests {
-    static let schema = SecretServiceStorage.schemaName
+    static let schema = ItemSchema.name
 
     private func auth(_ store: FileStore, id: String = "env") throws -> PortalAuth {
         try PortalAuth(authEnvironmentId: id, redirectUrl: "app://cb", apiHost: "api.portalhq.io", storage: store.storage)
@@ -361,10 +361,10 @@ func persistLoop(_ storage: FileKeyringStorage, worker: Int, rounds: Int) -> [Pe
     var results: [Persisted] = []
     for round in 0..<rounds {
         for environment in ["shared", "own-\(worker)"] {
-            let generation = PortalAuth.newGeneration()
+            let generation = ItemSchema.newGeneration()
             do throws(StorageFailure) {
                 let persistedAt = try storage.replace(authEnvironmentId: environment, generation: generation,
-                                                      now: PortalAuth.persistTimestamp(), label: "L") { persistedAt in
+                                                      now: ItemSchema.persistTimestamp(), label: "L") { persistedAt in
                     SessionDocument.encode(authEnvironmentId: environment, endUserId: "w\(worker)-\(round)",
                                            token: SecretBytes.copyingUTF8(of: "t"), generation: generation, persistedAt: persistedAt)
                 }

@@ -19,7 +19,7 @@ import Testing
 
     /// A migration with a file key of its own (the process remembers each key's done moves).
     func migration(_ host: any SessionStorage, _ file: any HostMigrationRecord) -> HostKeyringMigration {
-        HostKeyringMigration(host: host, file: file, fileKey: "/test/\(PortalAuth.newGeneration())/default.keyring")
+        HostKeyringMigration(host: host, file: file, fileKey: "/test/\(ItemSchema.newGeneration())/default.keyring")
     }
 
     func restored(_ storage: any SessionStorage, _ env: String? = nil) throws -> (user: String, token: String, generation: String?)? {
