@@ -19,7 +19,7 @@ struct TotpExchangeKey: Hashable, Sendable {
     /// transfer session needs it).
     init?(userJwt: SecretBytes) {
         var handle: gcry_md_hd_t?
-        guard TransferSession.Crypto.ready, gcry_md_open(&handle, Int32(GCRY_MD_SHA256.rawValue), 0) == 0,
+        guard Libgcrypt.ready, gcry_md_open(&handle, Int32(GCRY_MD_SHA256.rawValue), 0) == 0,
               let handle else { return nil }
         defer { gcry_md_close(handle) }
         userJwt.withUnsafeBytes { if $0.count > 0 { gcry_md_write(handle, $0.baseAddress, $0.count) } }

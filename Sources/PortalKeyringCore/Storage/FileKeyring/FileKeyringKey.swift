@@ -21,9 +21,9 @@ final class FileKeyringKey: Sendable {
     let salt: [UInt8]
     let iterations: UInt32
 
-    /// Whether libgcrypt is initialized: the process's one initialization, the transfer
-    /// session's (TransferCrypto.swift), so that it happens once whichever storage runs first.
-    static var ready: Bool { TransferSession.Crypto.ready }
+    /// Whether libgcrypt is initialized: the process's one initialization (`Libgcrypt`), shared
+    /// with the transfer session, so that it happens once whichever storage runs first.
+    static var ready: Bool { Libgcrypt.ready }
 
     /// Derives the key from `masterSecret` (any length; the portal's is 64 bytes) for `salt` and
     /// `iterations`. The cost grows with `iterations`, which a file supplies: the bounds of

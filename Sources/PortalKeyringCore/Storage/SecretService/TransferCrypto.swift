@@ -18,10 +18,6 @@ extension TransferSession {
         /// Bytes of the group's prime, and of a public key or shared value written out.
         static let groupSize = 128
 
-        /// Whether libgcrypt is initialized (once per process, only if nobody else did it). Checked
-        /// before every use: libgcrypt must be initialized before its first call from any thread.
-        static let ready: Bool = portal_gcrypt_initialize() != 0
-
         /// Whether the exponent goes into libgcrypt's secure memory: yes unless the
         /// process runs set-user-ID (real and effective user differ), where libgcrypt's pool set-up
         /// would reset the effective user.
@@ -76,7 +72,7 @@ extension TransferSession {
             /// decrypts (2 of the 5 such sessions in 2,000 CLI restores; fixed in KWallet in 2026,
             /// KDE bug 514194). About 1 draw in 256 is redrawn; any provider accepts the result.
             init(exponents draw: () -> OpaquePointer) throws(StorageFailure.Classified) {
-                guard Crypto.ready, let p = Crypto.prime() else {
+                guard Libgcrypt.ready, let p = Crypto.prime() else {
                     throw StorageFailure.Classified(kind: .other, message: "could not set up the key exchange")
                 }
                 defer { gcry_mpi_release(p) }
@@ -195,7 +191,7 @@ extension TransferSession {
         /// HMAC-SHA256 under `key` of the concatenated `parts`.
         private static func hmacSHA256(key: UnsafeRawBufferPointer, _ parts: [UnsafeRawBufferPointer]) -> SecretBytes? {
             var handle: gcry_md_hd_t?
-            guard ready, gcry_md_open(&handle, Int32(GCRY_MD_SHA256.rawValue), GCRY_MD_FLAG_HMAC.rawValue) == 0,
+            guard Libgcrypt.ready, gcry_md_open(&handle, Int32(GCRY_MD_SHA256.rawValue), GCRY_MD_FLAG_HMAC.rawValue) == 0,
                   let handle else { return nil }
             defer { gcry_md_close(handle) }
             guard gcry_md_setkey(handle, key.baseAddress, key.count) == 0 else { return nil }
@@ -243,7 +239,7 @@ extension TransferSession {
         /// Runs `body` with an AES-128-CBC handle keyed with `key` and `iv`; false on any failure.
         private static func cipher(key: SecretBytes, iv: [UInt8], _ body: (OpaquePointer) -> gcry_error_t) -> Bool {
             var handle: OpaquePointer?
-            guard ready, gcry_cipher_open(&handle, Int32(GCRY_CIPHER_AES.rawValue), Int32(GCRY_CIPHER_MODE_CBC.rawValue), 0) == 0,
+            guard Libgcrypt.ready, gcry_cipher_open(&handle, Int32(GCRY_CIPHER_AES.rawValue), Int32(GCRY_CIPHER_MODE_CBC.rawValue), 0) == 0,
                   let handle else { return false }
             defer { gcry_cipher_close(handle) }
             let keyed = key.withUnsafeBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) } == 0

@@ -53,7 +53,7 @@ final class TransferSession: @unchecked Sendable {
     /// that was every session KWallet garbled in that run.
     static func open(_ openSession: (String, OpaquePointer) throws(StorageFailure.Classified) -> OpaquePointer?,
                      close: (String) -> Void) throws(StorageFailure.Classified) -> TransferSession {
-        guard Crypto.ready else {
+        guard Libgcrypt.ready else {
             throw StorageFailure.Classified(kind: .other, message: "libgcrypt is older than the version built against")
         }
         // Eight sessions in a row with a leading zero byte: 1 in 2^64.
@@ -101,7 +101,7 @@ final class TransferSession: @unchecked Sendable {
             return Variant.tuple([g_variant_new_object_path(path), Crypto.byteArray(UnsafeRawBufferPointer(start: nil, count: 0)),
                                   value, g_variant_new_string(contentType)])
         }
-        guard Crypto.ready else { throw StorageFailure.Classified(kind: .other, message: "libgcrypt is not usable") }
+        guard Libgcrypt.ready else { throw StorageFailure.Classified(kind: .other, message: "libgcrypt is not usable") }
         var iv = [UInt8](repeating: 0, count: Crypto.blockSize)
         gcry_create_nonce(&iv, iv.count)
         let ciphertext = try Crypto.encrypt(secret, key: key, iv: iv)

@@ -43,7 +43,7 @@ struct TransferSessionTests {
     @Test("both sides of the key exchange derive the same 16-byte key; public keys are always 128 bytes")
     func keyAgreement() throws {
         // A value with leading zero bytes (1 public key in 256) is still written as 128 bytes.
-        #expect(Crypto.ready)
+        #expect(Libgcrypt.ready)
         let small = gcry_mpi_set_ui(nil, 258)
         defer { gcry_mpi_release(small) }
         #expect(Crypto.padded(small) == [UInt8](repeating: 0, count: 126) + [1, 2])
@@ -66,7 +66,7 @@ struct TransferSessionTests {
     /// ordinary heap MPI. Kills: secret-service/dh-exponent-not-secure.
     @Test("the Diffie-Hellman exponent is a secure-memory MPI")
     func exponentInSecureMemory() throws {
-        #expect(Crypto.ready)
+        #expect(Libgcrypt.ready)
         for _ in 0..<4 {
             let keys = try Crypto.KeyPair()
             #expect(gcry_mpi_get_flag(keys.secret, GCRYMPI_FLAG_SECURE) != 0, "the exponent is in ordinary memory")
@@ -186,7 +186,7 @@ struct KWalletSessionQuirkTests {
 
     @Test("a public value starting with 0xFF is never offered: its exponent is drawn again")
     func publicValuesStartingWithFFAreRedrawn() throws {
-        #expect(Crypto.ready)
+        #expect(Libgcrypt.ready)
         // 2^2183 mod p starts 0xFF 0x8…, which KWallet 5.103 reads one byte short.
         let refused = Draws([2183])
         #expect(throws: StorageFailure.Classified.self) { _ = try Crypto.KeyPair(exponents: refused.next) }
