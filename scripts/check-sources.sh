@@ -27,6 +27,12 @@
 #      one of that file's headings (scripts/check-links.py; Tests/tools/test_check_links.py shows
 #      it failing on planted dead ones). Code cites the docs by heading, so a renamed heading fails
 #      here until its citations follow.
+#  10. the core's dependencies run one way (docs/architecture.md#the-layer-rule): no Swift file
+#      of Sources/PortalKeyringCore names a type declared in a folder of a layer above its own,
+#      and no storage backend names a sibling backend's (scripts/check-layers.py).
+# Tests/tools/test_check_layers.py plants offences against rules 8 and 10 in a copy of the core
+# and its tests and runs this script there, with PORTAL_CHECK_NESTED=1: the copy skips what
+# needs the whole tree (links, the catalogue) and the self-tests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 failed=0
@@ -71,15 +77,22 @@ for root in Sources/PortalKeyringCore Tests/PortalKeyringTests; do
         "$count Swift files at the root of $root (at most $root_limit: put each in its folder, docs/architecture.md)" \
         "$root keeps its files in folders ($count at its root)"
 done
-# Rule 9: dead links and anchors (the checker prints each one), and the checker's own test.
-links=$(python3 scripts/check-links.py 2>&1) || [[ -n $links ]] || links="scripts/check-links.py failed"
-rule "$links" "dead links or anchors (FILE:LINE: TARGET)" "every link and docs citation resolves"
-if links_test=$(python3 Tests/tools/test_check_links.py 2>&1); then
-    echo "check-sources: the link check fails on planted dead links (Tests/tools/test_check_links.py)"
-else
-    printf 'check-sources: Tests/tools/test_check_links.py failed:\n%s\n' "$links_test"
-    failed=1
+# Rule 10: the layer rule (the checker prints each offence).
+rule "$(python3 scripts/check-layers.py Sources/PortalKeyringCore 2>&1)" \
+    "the core names types of a layer above (or a sibling backend's; docs/architecture.md#the-layer-rule)" \
+    "the core's files name no type of a layer above"
+if [[ -z ${PORTAL_CHECK_NESTED:-} ]]; then
+    # Rule 9: dead links and anchors (the checker prints each one), and the checker's own test.
+    links=$(python3 scripts/check-links.py 2>&1) || [[ -n $links ]] || links="scripts/check-links.py failed"
+    rule "$links" "dead links or anchors (FILE:LINE: TARGET)" "every link and docs citation resolves"
+    if links_test=$(python3 Tests/tools/test_check_links.py 2>&1); then
+        echo "check-sources: the link check fails on planted dead links (Tests/tools/test_check_links.py)"
+    else
+        printf 'check-sources: Tests/tools/test_check_links.py failed:\n%s\n' "$links_test"
+        failed=1
+    fi
+    python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
+    python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1
+    python3 Tests/tools/test_check_layers.py 2>&1 | tail -n 3 || failed=1
 fi
-python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
-python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1
 exit "$failed"
