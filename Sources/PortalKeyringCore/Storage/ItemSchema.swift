@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// The item schema both backends store sessions under (README, "Storage"): the vendor schema
+/// The item schema both backends store sessions under (docs/storage.md#the-item): the vendor schema
 /// `io.portalhq.PortalKeyring.Session` (flags `SECRET_SCHEMA_NONE`, so `xdg:schema` must match and
 /// other applications' look-alike items are never seen) with the attributes
 /// `auth_environment_id`, `session_generation` and `persisted_at`, and the label and values a new

@@ -33,7 +33,7 @@ private func expectInvalidArgument(_ name: String, _ comment: Comment? = nil, _ 
     /// A method outside the allowlist, a header name that is not an RFC 7230 token, and a header
     /// value with CR, LF or NUL are refused with invalidArgument naming the argument, and not a
     /// byte reaches the server (a listener posing as the Portal API host). A clean request with
-    /// a custom header does reach it. Kills: http/header-crlf, http/method-unchecked.
+    /// a custom header does reach it. Kills: auth/header-crlf, auth/method-unchecked.
     @Test func injectedMethodsAndHeadersAreRefusedBeforeSending() throws {
         let listener = try #require(RecordingListener(address: "127.0.0.1"))
         defer { listener.stop() }
@@ -73,7 +73,7 @@ private func expectInvalidArgument(_ name: String, _ comment: Comment? = nil, _ 
     /// control character is refused as an argument; a persisted end user id with a control
     /// character too. A CST stored by an earlier version may hold a line end: restore hands it
     /// out, but a request with it is refused and not a byte is sent. Kills:
-    /// http/bearer-header-unchecked, auth/identifier-control-accepted.
+    /// http/bearer-header-unchecked, values/identifier-control-accepted.
     @Test func lineEndsNeverReachAHeader() throws {
         for key in ["k\r\nX-Injected: 1", "a b", "k\tz", "k\n"] {
             expectInvalidArgument("apiKey", "key \(key.debugDescription)") { _ = try Portal(apiKey: key, apiHost: "127.0.0.1:9") }
