@@ -81,17 +81,8 @@ programs=(
     "memscan_test           | api               | 300 | PORTAL_SESSION_BIN | no token copy in memory after persist, restore, sign-in, request, invalidate"
 )
 
-passed=0
-failed=0
-pass() {
-    passed=$((passed + 1))
-    printf '  ok    %s\n' "$*"
-}
-fail() {
-    failed=$((failed + 1))
-    printf '  FAIL  %s\n' "$*"
-}
-section() { printf '\n== %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 
 # ------------------------------------------------------------------------------- build
 
@@ -141,7 +132,7 @@ awk '/^## C in 20 lines$/ {in_section=1} in_section && /^```c$/ {grab=1; next} g
 compile "README's C snippet" gcc -std=c99 "${warn[@]}" -I"$repo/Include" "$build/readme_app.c" \
     -o "$build/readme_app" "${link[@]}"
 if ((!built)); then
-    printf '\nrun.sh: %d passed, %d FAILED (build failed; nothing was run)\n' "$passed" "$failed"
+    harness_summary run.sh " (build failed; nothing was run)"
     exit 1
 fi
 
@@ -481,5 +472,4 @@ expect_line "$out" "restored session for end user user-9" "user-9 restored"
 
 # ------------------------------------------------------------------------------- summary
 
-printf '\nrun.sh: %d passed, %d failed\n' "$passed" "$failed"
-((failed == 0))
+harness_summary run.sh

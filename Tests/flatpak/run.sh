@@ -55,18 +55,11 @@ if [[ ! -x $kctl ]]; then
         { echo "flatpak/run.sh: could not build keyringctl" >&2; exit 2; }
 fi
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
-bad() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 sandbox() { "$PORTAL_TEST_IN_SANDBOX" "$@"; }
 # expect STATUS DESCRIPTION -- CMD...   (in the sandbox; stdout in $out, stderr in $err)
-expect() {
-    local want=$1 what=$2
-    shift 3
-    out=$(sandbox "$@" 2>"$work/err") && got=0 || got=$?
-    err=$(cat "$work/err")
-    if [[ $got == "$want" ]]; then ok "$what (exit $got)"; else bad "$what: exit $got, wanted $want; stdout: $out; stderr: $err"; fi
-}
+expect() { expect_exit "$1" "$2" -- sandbox "${@:4}"; } # WANT DESCRIPTION -- COMMAND... (in the sandbox)
 # secret-tool in the sandbox, bounded: libsecret 0.20.5 hangs now and then on the portal's
 # Response (tried again up to 3 times; counted in $work/hangs, since stool often runs in a
 # pipeline's subshell). A store's stdin (the secret) is read once and given to every try:
@@ -343,5 +336,4 @@ lib_hung=$(sandbox bash "$work/lookups.sh")
 printf '  info  libsecret %s: %s of %s secret-tool lookups hung (2 s each), %s more in the checks above\n' \
     "$(pkg-config --modversion libsecret-1 2>/dev/null)" "$lib_hung" "$lookup_rounds" "$(wc -l <"$work/hangs")"
 
-echo "flatpak/run.sh: $passed passed, $failed failed"
-((failed == 0))
+harness_summary flatpak/run.sh

@@ -21,9 +21,8 @@ ps_bin=${PORTAL_SESSION_BIN:-$libdir/portal-session}
 [[ -n ${DBUS_SESSION_BUS_ADDRESS:-} ]] || { echo "signals/run.sh: run me inside scripts/with-keyring.sh" >&2; exit 2; }
 [[ -f $libdir/libportal-keyring.so && -x $ps_bin ]] || { echo "signals/run.sh: build first (swift build)" >&2; exit 2; }
 mkdir -p "$build"
-failed=0
-ok() { printf '  ok    %s\n' "$*"; }
-bad() { printf '  FAIL  %s\n' "$*"; failed=1; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 
 gcc -std=c11 -O1 -Wall -Wextra -Werror -o "$build/signal_fuzzer" "$here/signal_fuzzer.c" $(pkg-config --cflags --libs gio-2.0) || exit 1
 gcc -std=c11 -O1 -Wall -Wextra -Werror -I"$repo/Include" -o "$build/watch_events" "$here/watch_events.c" \
@@ -78,5 +77,5 @@ pids=""
     bad "portal-session watch printed: $(tr '\n' '|' <"$out/cli")"
 [[ $(cat "$out/py") == $'watching\nsigned_in eu-signals\nsigned_out' ]] && ok "Python watcher: exactly signed_in, signed_out" ||
     bad "Python watcher printed: $(tr '\n' '|' <"$out/py")"
-((failed)) && { echo "signals/run.sh: FAILED"; cat "$out"/*.err; exit 1; }
-echo "signals/run.sh: all passed ($count signals, seed $seed)"
+((failed)) && cat "$out"/*.err
+harness_summary signals/run.sh " ($count signals, seed $seed)"
