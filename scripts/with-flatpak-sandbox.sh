@@ -70,9 +70,6 @@
 set -euo pipefail
 
 readonly ME="with-flatpak-sandbox"
-readonly SETUP_FAILED=125
-
-[[ -e /dev/fd/0 ]] || exec </dev/null
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/keyring-providers.sh

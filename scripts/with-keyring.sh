@@ -86,7 +86,7 @@
 #                           stores is "locked since login". Setup fails (125)
 #                           if it fails.
 #
-# Teardown: SIGCONT then SIGTERM (SIGKILL after 3 s) to the provider daemon,
+# Teardown (Tests/lib/private-env.sh): SIGCONT then SIGTERM (SIGKILL after 3 s) to the provider daemon,
 # dbus-daemon and any other process still carrying this run's
 # PORTAL_TEST_KEYRING_DIR in its environment (e.g. a replacement daemon a
 # test started), then rm -rf of the directory.
@@ -96,10 +96,6 @@
 set -euo pipefail
 
 readonly ME="with-keyring"
-readonly SETUP_FAILED=125
-
-# A closed stdin would be reused by the first file we open; give CMD /dev/null.
-[[ -e /dev/fd/0 ]] || exec </dev/null
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/keyring-providers.sh

@@ -475,15 +475,6 @@ else
 fi
 
 echo "== watch: a line per change made by other processes, until SIGINT/SIGTERM"
-# wait_for FILE PATTERN : up to 10 s for a line matching PATTERN (ERE) in FILE.
-wait_for() {
-    local i
-    for ((i = 0; i < 200; i++)); do
-        grep -qE "$2" "$1" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
 watch_out=/tmp/cli-watch-out.$$ watch_err=/tmp/cli-watch-err.$$
 # A file a background process writes is emptied here, before it starts: its own redirection runs
 # in the child, after this shell has gone on, so wait_for could still see the last watch's

@@ -169,15 +169,6 @@ expect 0 "after the unlock, restore" -- "${cli[@]}" restore --show-token
 [[ $out == "eu-flatpak"$'\n'"$token" ]] && ok "... the same session" || bad "restore after the unlock printed: $out"
 
 echo "== the session watch in one sandboxed process sees another's sign-in and sign-out (the file changed)"
-# wait_for FILE PATTERN : up to 10 s for a line matching PATTERN (ERE) in FILE.
-wait_for() {
-    local i
-    for ((i = 0; i < 200; i++)); do
-        grep -qE "$2" "$1" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
 : >"$work/watch-out"
 : >"$work/watch-err"
 sandbox "${cli[@]}" watch >"$work/watch-out" 2>"$work/watch-err" &

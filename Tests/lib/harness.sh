@@ -80,6 +80,16 @@ bounded() {
     return $rc
 }
 
+# wait_for FILE ERE [SECONDS]: true once FILE has a line matching ERE; false after SECONDS (10).
+wait_for() {
+    local i
+    for ((i = 0; i < ${3:-10} * 20; i++)); do
+        grep -qE -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
 # harness_summary NAME [MORE]: the closing line "NAME: N passed, M failed[MORE]" after a blank
 # line; true when nothing failed.
 harness_summary() {

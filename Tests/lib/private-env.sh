@@ -3,7 +3,7 @@
 # its dbus-daemon to the teardown that leaves nothing behind.
 #
 # The caller has sourced scripts/keyring-providers.sh (alive, ours, stop_pid), sets ME (the prefix
-# of its messages) and SETUP_FAILED (its exit status when setup fails), and defines
+# of its messages), and defines
 #   stop_daemons   stops the daemons it started on the bus (the teardown calls it before it stops
 #                  dbus-daemon)
 #   setup_logs     prints the paths of the logs to show when setup fails
@@ -19,6 +19,11 @@
 # Functions that run from traps look like dead code to shellcheck 0.9; the caller reads what is
 # set here.
 # shellcheck disable=SC2317,SC2034
+
+# The exit status when the environment could not be set up.
+readonly SETUP_FAILED=125
+# A closed stdin would be reused by the first file we open; give CMD /dev/null.
+[[ -e /dev/fd/0 ]] || exec </dev/null
 
 dir=""
 dbus_pid=""

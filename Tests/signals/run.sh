@@ -37,18 +37,10 @@ PYTHONPATH=$repo/python PORTAL_KEYRING_LIBRARY=$libdir/libportal-keyring.so \
     python3 "$here/watcher.py" "$env_id" >"$out/py" 2>"$out/py.err" & py_pid=$!
 pids="$c_pid $cli_pid $py_pid"
 
-# wait_for FILE PATTERN: up to 20 s.
-wait_for() {
-    local i
-    for ((i = 0; i < 200; i++)); do
-        grep -q -- "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
-wait_for "$out/c" '^watching$' || bad "C watcher did not start: $(cat "$out/c.err")"
-wait_for "$out/cli.err" "^watching $env_id\$" || bad "portal-session watch did not start: $(cat "$out/cli.err")"
-wait_for "$out/py" '^watching$' || bad "Python watcher did not start: $(cat "$out/py.err")"
+# Each watcher gets up to 20 s (wait_for: Tests/lib/harness.sh).
+wait_for "$out/c" '^watching$' 20 || bad "C watcher did not start: $(cat "$out/c.err")"
+wait_for "$out/cli.err" "^watching $env_id\$" 20 || bad "portal-session watch did not start: $(cat "$out/cli.err")"
+wait_for "$out/py" '^watching$' 20 || bad "Python watcher did not start: $(cat "$out/py.err")"
 
 echo "seed $seed (PORTAL_SIGNAL_FUZZ_SEED=$seed replays it)"
 fuzzed=$("$build/signal_fuzzer" "$count" "$seed") || bad "the fuzzer failed"
@@ -59,9 +51,9 @@ for name in c:$c_pid cli:$cli_pid python:$py_pid; do
     kill -0 "${name#*:}" 2>/dev/null && ok "${name%%:*} watcher alive after $count signals" || bad "${name%%:*} watcher died"
 done
 printf 'tok-signals' | "$ps_bin" --env "$env_id" persist --end-user-id eu-signals >/dev/null || bad "persist failed"
-wait_for "$out/c" '^signed-in eu-signals$' || bad "C watcher: no event for the real persist"
-wait_for "$out/cli" 'eu-signals' || bad "portal-session watch: no event for the real persist"
-wait_for "$out/py" '^signed_in eu-signals$' || bad "Python watcher: no event for the real persist"
+wait_for "$out/c" '^signed-in eu-signals$' 20 || bad "C watcher: no event for the real persist"
+wait_for "$out/cli" 'eu-signals' 20 || bad "portal-session watch: no event for the real persist"
+wait_for "$out/py" '^signed_in eu-signals$' 20 || bad "Python watcher: no event for the real persist"
 "$ps_bin" --env "$env_id" clear >/dev/null 2>&1
 sleep 0.3
 kill -TERM $c_pid $cli_pid $py_pid 2>/dev/null
