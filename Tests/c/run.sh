@@ -175,7 +175,7 @@ done
 others=$(nm -D --defined-only "$lib" | awk '{ print $3 }' | grep -vE '^portal_' |
     grep -vE '^(_init|_fini|_edata|_end|__bss_start)$' | grep -c . || true)
 if ((others > 0)); then
-    printf '  note  %s other (non-header) dynamic symbols are exported (only those the header declares should be)\n' "$others"
+    note "$others other (non-header) dynamic symbols are exported (only those the header declares should be)"
 fi
 
 # ------------------------------------------------------------------------------- programs
@@ -217,7 +217,7 @@ for row in "${programs[@]}"; do
         continue
     fi
     if [[ " ${needs[*]} " == *" gnome-keyring "* && $provider != gnome-keyring ]]; then
-        printf '  skip  %s: needs the gnome-keyring provider, not %s\n' "$name" "$provider"
+        skip "$name: needs the gnome-keyring provider, not $provider"
         continue
     fi
     environment=()
@@ -437,7 +437,7 @@ lock_keyring() {
     if [[ $provider == gnome-keyring-locked ]]; then "$restart" --locked >/dev/null; else "$kctl" lock; fi
 }
 if [[ $provider == gnome-keyring-passwordless || $provider == kwallet ]]; then
-    printf '  skip  first launch / restore while locked: %s unlocks without a user, so a lock is undone by the library'"'"'s own read\n' "$provider"
+    skip "first launch / restore while locked: $provider unlocks without a user, so a lock is undone by the library's own read"
 elif lock_keyring; then
     locked=1
     restore "$state_c" 2 "first launch while locked: the clear fails" --

@@ -298,8 +298,7 @@ n=$(wc -w <<<"$stored")
     bad "libsecret's items lost:${lost:- (none was stored)}; $(sort "$HOME/stores.err" 2>/dev/null | uniq -c | head -3)"
 [[ $(cat "$work/c.out") == 0 ]] && ok "... and none of the 20 persists failed" || bad "persists failed: $(cat "$work/c.out")"
 out=$(sandbox "${cli[@]}" restore 2>&1)
-printf '  note  after them restore says: %s (stores libsecret refused meanwhile: %s)\n' "$out" \
-    "$(grep -c 'externally modified' "$HOME/stores.err" 2>/dev/null)"
+note "after them restore says: $out (stores libsecret refused meanwhile: $(grep -c 'externally modified' "$HOME/stores.err" 2>/dev/null))"
 printf 'c-last\n' | sandbox "${cli[@]}" persist --end-user-id c >/dev/null || bad "persist after the race failed"
 for i in $(seq 20); do stool clear app_race "item-$i" >/dev/null 2>&1; done
 
@@ -324,7 +323,6 @@ done
 echo "\$hung"
 EOF
 lib_hung=$(sandbox bash "$work/lookups.sh")
-printf '  info  libsecret %s: %s of %s secret-tool lookups hung (2 s each), %s more in the checks above\n' \
-    "$(pkg-config --modversion libsecret-1 2>/dev/null)" "$lib_hung" "$lookup_rounds" "$(wc -l <"$work/hangs")"
+info "libsecret $(pkg-config --modversion libsecret-1 2>/dev/null): $lib_hung of $lookup_rounds secret-tool lookups hung (2 s each), $(wc -l <"$work/hangs") more in the checks above"
 
 harness_summary flatpak/run.sh
