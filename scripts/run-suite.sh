@@ -7,8 +7,8 @@
 # Kinds (the `suite:` lines of Tests/mutants/*.mutant name suites the same way):
 #   swift FILTER          swift test --skip-build --no-parallel --filter FILTER (must run a test)
 #   swift-on P FILTER     the same on provider P
-#   c PROGRAM             Tests/c/PROGRAM.c compiled against the library (into build/run-suite)
-#                         and run
+#   c PROGRAM             Tests/c/PROGRAM built by Tests/c/build.sh (into build/run-suite) and
+#                         run
 #   c-on P PROGRAM        the same on provider P
 #   pytest NODE           python3 -m pytest Tests/python/NODE (a file or file::test; must run a
 #                         test), with this tree's python/ package and library
@@ -104,10 +104,7 @@ swift)
     must_run_a_test "$log" 'Test run with [1-9][0-9]* tests?' "the filter '$arg'"
     ;;
 c)
-    # TODO: build with Tests/c/build.sh once it exists (one recipe per C program).
-    gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "$repo/Tests/c/$arg.c" \
-        -o "$out/$arg" -pthread -rdynamic $(pkg-config --cflags --libs glib-2.0) -L"$repo/.build/debug" -lportal-keyring \
-        -Wl,-rpath,"$repo/.build/debug" || { echo "$me: cannot compile $arg"; exit 3; }
+    Tests/c/build.sh "$arg" --out "$out" || { echo "$me: cannot compile $arg"; exit 3; }
     exec "${harnesses[@]}" "$out/$arg"
     ;;
 pytest)
