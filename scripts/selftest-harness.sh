@@ -59,13 +59,9 @@ expect_eq() {
     if [[ $2 == "$3" ]]; then ok "$1"; else not_ok "$1" "wanted: $2" "got:    $3"; fi
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-# True while PID exists and is not a zombie.
-alive() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-    stat=${stat##*) }
-    [[ ${stat%% *} != Z ]]
-}
+# alive PID: true while PID exists and is not a zombie.
+# shellcheck source=scripts/keyring-providers.sh
+source "$here/keyring-providers.sh"
 # Pids of live processes whose environment has PORTAL_TEST_KEYRING_DIR=$1.
 procs_of_env() {
     local f pid

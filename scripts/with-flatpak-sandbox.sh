@@ -72,9 +72,8 @@ set -euo pipefail
 readonly ME="with-flatpak-sandbox"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=scripts/keyring-providers.sh
-source "$here/keyring-providers.sh"
-# The directory, the bus, running CMD and the teardown (usage, note, fail_setup too).
+# The directory, the bus, running CMD and the teardown (usage, note, fail_setup too); the
+# providers (scripts/keyring-providers.sh) with it.
 # shellcheck source=Tests/lib/private-env.sh
 source "$here/../Tests/lib/private-env.sh"
 penv_what=sandbox

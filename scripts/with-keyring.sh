@@ -98,9 +98,8 @@ set -euo pipefail
 readonly ME="with-keyring"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=scripts/keyring-providers.sh
-source "$here/keyring-providers.sh"
-# The directory, the bus, running CMD and the teardown (usage, note, fail_setup too).
+# The directory, the bus, running CMD and the teardown (usage, note, fail_setup too); the
+# providers (scripts/keyring-providers.sh) with it.
 # shellcheck source=Tests/lib/private-env.sh
 source "$here/../Tests/lib/private-env.sh"
 penv_what=keyring

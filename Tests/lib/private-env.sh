@@ -2,8 +2,8 @@
 # scripts/with-flatpak-sandbox.sh: the life of a private test environment, from its directory and
 # its dbus-daemon to the teardown that leaves nothing behind.
 #
-# The caller has sourced scripts/keyring-providers.sh (alive, ours, stop_pid), sets ME (the prefix
-# of its messages), and defines
+# It sources scripts/keyring-providers.sh (alive, ours, stop_pid and the providers). The caller sets
+# ME (the prefix of its messages) and defines
 #   stop_daemons   stops the daemons it started on the bus (the teardown calls it before it stops
 #                  dbus-daemon)
 #   setup_logs     prints the paths of the logs to show when setup fails
@@ -19,6 +19,9 @@
 # Functions that run from traps look like dead code to shellcheck 0.9; the caller reads what is
 # set here.
 # shellcheck disable=SC2317,SC2034
+
+# shellcheck source=scripts/keyring-providers.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)/keyring-providers.sh"
 
 # The exit status when the environment could not be set up.
 readonly SETUP_FAILED=125
