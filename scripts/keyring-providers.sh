@@ -1,4 +1,5 @@
-# keyring-providers.sh — sourced (not run) by scripts/with-keyring.sh and
+# keyring-providers.sh — sourced (not run) by Tests/lib/private-env.sh (for
+# scripts/with-keyring.sh and scripts/with-flatpak-sandbox.sh) and
 # scripts/keyring-restart.sh: how each Secret Service provider of the test
 # matrix is prepared, started, recognised as ready and stopped.
 #

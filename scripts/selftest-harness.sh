@@ -16,7 +16,7 @@
 # PORTAL_KEYRING_REAL=1. It also records how the daemon behaves when an
 # unlock prompt cannot be shown and when CreateItem hits a locked collection
 # (and, with PORTAL_SELFTEST_SLOW=1, when the prompter exists but hangs).
-# Prints TAP-like "ok"/"not ok" lines; exits 1 if any check failed.
+# Prints an "ok" or "FAIL" line a check (Tests/lib/harness.sh); exits 1 if any check failed.
 
 # Single-quoted snippets below are run by `bash -c`/`sh -c` on purpose.
 # shellcheck disable=SC2016
@@ -42,26 +42,11 @@ K="$build_dir/keyringctl"
 
 # ---------------------------------------------------------------- helpers
 
-n=0
-failed=0
-ok() {
-    n=$((n + 1))
-    printf 'ok %d - %s\n' "$n" "$1"
-}
-not_ok() {
-    n=$((n + 1))
-    failed=$((failed + 1))
-    printf 'not ok %d - %s\n' "$n" "$1"
-    shift
-    local line
-    for line in "$@"; do printf '#   %s\n' "$line"; done
-}
-# check DESCRIPTION CMD... : CMD must succeed
-check() {
-    local desc=$1 out
-    shift
-    if out=$("$@" 2>&1); then ok "$desc"; else not_ok "$desc" "command: $*" "output: $out"; fi
-}
+# ok, fail, detail, section, check_quiet and the closing line: Tests/lib/harness.sh.
+# shellcheck source=Tests/lib/harness.sh
+source "$root/Tests/lib/harness.sh"
+not_ok() { fail "$1"; detail "${@:2}"; } # DESCRIPTION [DETAIL...]
+check() { check_quiet "$@"; }             # DESCRIPTION CMD... : CMD must succeed
 # expect_rc RC DESCRIPTION CMD... : CMD must exit with RC (its stderr is shown on mismatch)
 expect_rc() {
     local want=$1 desc=$2 rc=0 err
@@ -74,13 +59,9 @@ expect_eq() {
     if [[ $2 == "$3" ]]; then ok "$1"; else not_ok "$1" "wanted: $2" "got:    $3"; fi
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-# True while PID exists and is not a zombie.
-alive() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-    stat=${stat##*) }
-    [[ ${stat%% *} != Z ]]
-}
+# alive PID: true while PID exists and is not a zombie.
+# shellcheck source=scripts/keyring-providers.sh
+source "$here/keyring-providers.sh"
 # Pids of live processes whose environment has PORTAL_TEST_KEYRING_DIR=$1.
 procs_of_env() {
     local f pid
@@ -123,20 +104,20 @@ OTHER=org.example.Other
 
 # ------------------------------------------------------------------ build
 
-echo "# building keyringctl into $build_dir"
+section "building keyringctl into $build_dir"
 # shellcheck disable=SC2046  # pkg-config output must be word-split
 if gcc -O1 -Wall -Wextra -Werror -o "$K" "$root/Tests/tools/keyringctl.c" \
     $(pkg-config --cflags --libs libsecret-1); then
     ok "keyringctl builds with -Wall -Wextra -Werror"
 else
     not_ok "keyringctl builds with -Wall -Wextra -Werror"
-    echo "1..$n"
+    harness_summary selftest-harness.sh
     exit 1
 fi
 
 # -------------------------------------------------------------- isolation
 
-echo "# isolation of the private environment"
+section "isolation of the private environment"
 case $DBUS_SESSION_BUS_ADDRESS in
 "unix:path=$PORTAL_TEST_KEYRING_DIR/"*) ok "session bus address is inside the private dir" ;;
 *) not_ok "session bus address is inside the private dir" "$DBUS_SESSION_BUS_ADDRESS" ;;
@@ -166,7 +147,7 @@ expect_rc 2 "keyringctl refuses a bus outside PORTAL_TEST_KEYRING_DIR" \
 
 # ------------------------------------------------------ store / count / get
 
-echo "# store, count, get, attrs"
+section "store, count, get, attrs"
 expect_rc 1 "is-locked: the default collection starts unlocked (exit 1)" "$K" is-locked
 expect_eq "count: nothing stored yet" "0" "$("$K" count --schema "$SCHEMA")"
 expect_rc 1 "get: exit 1 when nothing matches" "$K" get --schema "$SCHEMA" auth_environment_id=env-a
@@ -193,7 +174,7 @@ expect_eq "store sends content type application/octet-stream by default, as the 
     "$(sent_content_type "$work/ct.txt" --schema "$SCHEMA" auth_environment_id=env-ct-default)"
 expect_eq "store --content-type sends the given type (seen on the bus)" "application/x-test" \
     "$(sent_content_type "$work/ct.txt" --schema "$SCHEMA" --content-type application/x-test auth_environment_id=env-ct-given)"
-echo "# observed: gnome-keyring returns content type '$("$K" content-type --schema "$SCHEMA" \
+note "observed: gnome-keyring returns content type '$("$K" content-type --schema "$SCHEMA" \
     auth_environment_id=env-ct-default)' for an item stored as application/octet-stream"
 "$K" delete-all --schema "$SCHEMA" auth_environment_id=env-ct-default >/dev/null
 "$K" delete-all --schema "$SCHEMA" auth_environment_id=env-ct-given >/dev/null
@@ -219,7 +200,7 @@ expect_eq "... and the label is set" "('a label',)" \
             "{'auth_environment_id': 'env-ct'}" | grep -o "/org/freedesktop/secrets/collection/login/[0-9]*" | head -1)" \
         --method org.freedesktop.DBus.Properties.Get org.freedesktop.Secret.Item Label | sed "s/<\(.*\)>/\1/")"
 
-echo "# byte-exact secrets"
+section "byte-exact secrets"
 printf 'a\0b\0\0c\xff\xfe\x80 \n\r\t"\134' >"$work/nul.bin"
 head -c 65536 /dev/urandom >"$work/64k.bin"
 head -c $((3 * 1024 * 1024)) /dev/urandom >"$work/3m.bin"
@@ -237,7 +218,7 @@ done
 check "secret-tool returns the NUL-containing secret byte-exact too" \
     bash -c 'secret-tool lookup xdg:schema "$1" auth_environment_id bin-nul | cmp - "$2"' _ "$SCHEMA" "$work/nul.bin"
 
-echo "# schema isolation"
+section "schema isolation"
 printf 'other' | "$K" store --schema "$OTHER" auth_environment_id=env-s >/dev/null
 printf 'mine' | "$K" store --schema "$SCHEMA" auth_environment_id=env-s >/dev/null
 expect_eq "count without --schema sees both schemas" "2" "$("$K" count auth_environment_id=env-s)"
@@ -250,7 +231,7 @@ expect_rc 2 "bad arguments are errors (exit 2): invalid UTF-8 attribute" "$K" co
 
 # ------------------------------------------------------------ lock/unlock
 
-echo "# lock / unlock"
+section "lock / unlock"
 printf '{"v":1,"clientSessionToken":"cst-L"}' >"$work/l.json"
 "$K" store --schema "$SCHEMA" auth_environment_id=env-l <"$work/l.json" >/dev/null
 check "lock" "$K" lock
@@ -273,7 +254,7 @@ expect_rc 2 "store on the locked collection fails (exit 2)" \
 t0=$(now_ms)
 create_err=$(printf x | "$K" store --schema "$SCHEMA" auth_environment_id=env-locked 2>&1 >/dev/null) || true
 t1=$(now_ms)
-echo "# observed: CreateItem on a locked collection -> $create_err ($((t1 - t0)) ms)"
+note "observed: CreateItem on a locked collection -> $create_err ($((t1 - t0)) ms)"
 expect_rc 2 "delete-all on a locked item fails (exit 2), nothing deleted" \
     "$K" delete-all --schema "$SCHEMA" auth_environment_id=env-l
 expect_rc 2 "unlock with a wrong password fails (exit 2)" env PORTAL_TEST_KEYRING_PASSWORD=wrong "$K" unlock
@@ -282,7 +263,7 @@ t0=$(now_ms)
 prompt_rc=0
 prompt_out=$("$K" unlock-prompt --wait 20000 2>&1) || prompt_rc=$?
 t1=$(now_ms)
-while IFS= read -r line; do echo "# observed: $line"; done <<<"$prompt_out"
+while IFS= read -r line; do note "observed: $line"; done <<<"$prompt_out"
 if [[ $prompt_rc == 1 ]] && ((t1 - t0 < 5000)); then
     ok "Service.Unlock's prompt is dismissed at once when no prompter exists ($((t1 - t0)) ms)"
 else
@@ -300,7 +281,7 @@ check "lock and unlock are idempotent" bash -c '"$1" unlock && "$1" lock && "$1"
 # A prompter that exists but never answers (opt-in: takes ~50 s, because
 # the daemon waits for it with GDBus's default 25 s timeout).
 if [[ ${PORTAL_SELFTEST_SLOW:-} == 1 ]]; then
-    echo "# unlock prompt with a prompter that never answers (PORTAL_SELFTEST_SLOW=1)"
+    section "unlock prompt with a prompter that never answers (PORTAL_SELFTEST_SLOW=1)"
     "$K" lock
     : >"$work/prompter.out"  # emptied before it starts: an earlier "ready" must not count
     "$K" stuck-prompter >"$work/prompter.out" 2>&1 &
@@ -314,13 +295,13 @@ if [[ ${PORTAL_SELFTEST_SLOW:-} == 1 ]]; then
     prompt_rc=0
     prompt_out=$("$K" unlock-prompt --wait 60000 2>&1) || prompt_rc=$?
     t1=$(now_ms)
-    while IFS= read -r line; do echo "# observed: $line"; done <<<"$prompt_out"
+    while IFS= read -r line; do note "observed: $line"; done <<<"$prompt_out"
     expect_eq "with a stuck prompter the prompt still ends dismissed ($((t1 - t0)) ms)" "1" "$prompt_rc"
     t0=$(now_ms)
     st_rc=0
     timeout 120 secret-tool lookup xdg:schema "$SCHEMA" auth_environment_id env-l >/dev/null 2>&1 || st_rc=$?
     t1=$(now_ms)
-    echo "# observed: secret-tool lookup on the locked collection with a stuck prompter: exit $st_rc after $((t1 - t0)) ms"
+    note "observed: secret-tool lookup on the locked collection with a stuck prompter: exit $st_rc after $((t1 - t0)) ms"
     kill "$prompter_pid"
     wait "$prompter_pid" 2>/dev/null || true
     "$K" unlock
@@ -328,7 +309,7 @@ fi
 
 # ------------------------------------------------------ bounded D-Bus calls
 
-echo "# bounded calls against a stopped daemon"
+section "bounded calls against a stopped daemon"
 kill -STOP "$PORTAL_TEST_KEYRING_PID"
 t0=$(now_ms)
 rc=0
@@ -360,12 +341,12 @@ if [[ ${PORTAL_SELFTEST_SLOW:-} == 1 ]]; then
     timeout 120 secret-tool lookup xdg:schema "$SCHEMA" auth_environment_id env-l >/dev/null 2>&1 || rc=$?
     t1=$(now_ms)
     kill -CONT "$PORTAL_TEST_KEYRING_PID"
-    echo "# observed: secret-tool lookup against a SIGSTOPped gnome-keyring-daemon: exit $rc after $((t1 - t0)) ms"
+    note "observed: secret-tool lookup against a SIGSTOPped gnome-keyring-daemon: exit $rc after $((t1 - t0)) ms"
 fi
 
 # ---------------------------------------------------------------- delete
 
-echo "# delete-all"
+section "delete-all"
 total=$("$K" count)
 expect_eq "delete-all without filters deletes every item" "$total" "$("$K" delete-all)"
 expect_eq "count is 0 afterwards" "0" "$("$K" count)"
@@ -374,7 +355,7 @@ expect_rc 1 "attrs: exit 1 when nothing matches" "$K" attrs --schema "$SCHEMA"
 
 # ------------------------------------------------ nested with-keyring runs
 
-echo "# with-keyring.sh itself (nested runs)"
+section "with-keyring.sh itself (nested runs)"
 rc=0
 "$with_keyring" sh -c 'exit 7' || rc=$?
 expect_eq "CMD's exit status is propagated" "7" "$rc"
@@ -501,9 +482,4 @@ expect_eq "PORTAL_KEYRING_REAL=1 keeps the current session bus" "$DBUS_SESSION_B
 check "PORTAL_KEYRING_REAL=1 prints a one-line notice on stderr" \
     bash -c '[ "$(wc -l <"$1")" = 1 ] && grep -q PORTAL_KEYRING_REAL "$1"' _ "$work/real.err"
 
-echo "1..$n"
-if ((failed)); then
-    echo "# FAILED $failed of $n checks"
-    exit 1
-fi
-echo "# all $n checks passed"
+harness_summary selftest-harness.sh

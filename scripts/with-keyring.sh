@@ -86,7 +86,7 @@
 #                           stores is "locked since login". Setup fails (125)
 #                           if it fails.
 #
-# Teardown: SIGCONT then SIGTERM (SIGKILL after 3 s) to the provider daemon,
+# Teardown (Tests/lib/private-env.sh): SIGCONT then SIGTERM (SIGKILL after 3 s) to the provider daemon,
 # dbus-daemon and any other process still carrying this run's
 # PORTAL_TEST_KEYRING_DIR in its environment (e.g. a replacement daemon a
 # test started), then rm -rf of the directory.
@@ -96,22 +96,13 @@
 set -euo pipefail
 
 readonly ME="with-keyring"
-readonly SETUP_FAILED=125
-
-# A closed stdin would be reused by the first file we open; give CMD /dev/null.
-[[ -e /dev/fd/0 ]] || exec </dev/null
-
-usage() { # --help: stdout, exit 0; no command: stderr, exit 2
-    if [[ ${1:-} == help ]]; then sed -n '2,/^$/{/^$/d;s/^# \{0,1\}//;p}' "$0"; exit 0; fi
-    sed -n '2,/^$/{/^$/d;s/^# \{0,1\}//;p}' "$0" >&2
-    exit 2
-}
-
-note() { printf '%s: %s\n' "$ME" "$*" >&2; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=scripts/keyring-providers.sh
-source "$here/keyring-providers.sh"
+# The directory, the bus, running CMD and the teardown (usage, note, fail_setup too); the
+# providers (scripts/keyring-providers.sh) with it.
+# shellcheck source=Tests/lib/private-env.sh
+source "$here/../Tests/lib/private-env.sh"
+penv_what=keyring
 
 unlock=1
 provider=gnome-keyring
@@ -168,117 +159,26 @@ fi
 
 # ------------------------------------------------------------------ helpers
 
-# Pids of processes (other than this script) whose environment carries this
-# run's PORTAL_TEST_KEYRING_DIR: everything started in the private env.
-leftover_pids() {
-    local proc pid
-    for proc in /proc/[0-9]*; do
-        pid=${proc#/proc/}
-        [[ $pid != "$$" && $pid != "${BASHPID:-$$}" ]] || continue
-        if ours "$pid" && alive "$pid"; then
-            printf '%s\n' "$pid"
-        fi
-    done
+setup_logs() {
+    printf '%s\n' "$dir/log/dbus-daemon.log"
+    kp_logs
 }
 
-show_log() {
-    local title=$1 file=$2
-    if [[ -s $file ]]; then
-        printf '%s: ---- %s ----\n' "$ME" "$title" >&2
-        sed 's/^/    /' "$file" >&2
-    else
-        printf '%s: (%s: no output)\n' "$ME" "$title" >&2
-    fi
-}
-
-fail_setup() {
-    note "error: $*"
-    [[ -n ${dir:-} ]] && show_log "dbus-daemon stderr" "$dir/log/dbus-daemon.log"
-    if [[ -n ${dir:-} ]]; then
-        local f
-        for f in $(kp_logs); do show_log "$(basename "$f")" "$f"; done
-    fi
-    exit "$SETUP_FAILED"
-}
-
-dir=""
-dbus_pid=""
 keyring_pid=""
-cmd_pid=""
-torn_down=0
 
-teardown() {
-    local rc=$? pid comm
-    ((torn_down)) && return 0
-    torn_down=1
-    trap - EXIT INT TERM HUP
-    set +e
-    # Our own helpers (grep, sleep) must not look like leftovers.
-    unset PORTAL_TEST_KEYRING_DIR
-    if [[ -n $cmd_pid ]] && alive "$cmd_pid"; then
-        stop_pid "$cmd_pid"
-    fi
+stop_daemons() {
     stop_pid "$keyring_pid"
     # A daemon started by scripts/keyring-restart.sh.
     if [[ -n $dir && -s $dir/keyring.pid ]]; then
         stop_pid "$(cat "$dir/keyring.pid" 2>/dev/null)"
     fi
-    stop_pid "$dbus_pid"
-    if [[ -n $dir ]]; then
-        for pid in $(leftover_pids); do
-            comm=$(cat "/proc/$pid/comm" 2>/dev/null)
-            note "stopping leftover process $pid ($comm) from this keyring environment"
-            stop_pid "$pid"
-        done
-        if [[ ${PORTAL_TEST_KEEP_KEYRING_DIR:-} == 1 ]]; then
-            note "kept $dir (PORTAL_TEST_KEEP_KEYRING_DIR=1)"
-        elif ! rm -rf -- "$dir" 2>/dev/null; then
-            sleep 0.2
-            rm -rf -- "$dir" || note "warning: could not remove $dir"
-        fi
-    fi
-    exit "$rc"
 }
 
-on_signal() {
-    local sig=$1 code=$2
-    # Asynchronous commands ignore SIGINT in a non-interactive shell, so the
-    # command is always asked to stop with SIGTERM.
-    if [[ -n $cmd_pid ]] && alive "$cmd_pid"; then
-        note "got SIG$sig, stopping the command"
-    fi
-    exit "$code"
-}
-
-trap teardown EXIT
-trap 'on_signal INT 130' INT
-trap 'on_signal TERM 143' TERM
-trap 'on_signal HUP 129' HUP
+penv_traps
 
 # ------------------------------------------------------------ environment
 
-tmp_base=${TMPDIR:-/tmp}
-# A unix socket path must fit in sun_path (108 bytes).
-if ((${#tmp_base} > 60)); then
-    tmp_base=/tmp
-fi
-dir=$(mktemp -d "$tmp_base/portal-keyring.XXXXXXXX") || fail_setup "mktemp -d failed"
-chmod 700 "$dir"
-mkdir -m 700 "$dir/home" "$dir/run" "$dir/data" "$dir/config" "$dir/cache" "$dir/state" "$dir/log"
-
-# Nothing of the real desktop session may leak in.
-unset DBUS_SESSION_BUS_ADDRESS DBUS_STARTER_ADDRESS DBUS_STARTER_BUS_TYPE \
-    GNOME_KEYRING_CONTROL GNOME_KEYRING_PID DISPLAY WAYLAND_DISPLAY XAUTHORITY \
-    SESSION_MANAGER DESKTOP_AUTOSTART_ID
-export HOME="$dir/home"
-export XDG_RUNTIME_DIR="$dir/run"
-export XDG_DATA_HOME="$dir/data"
-export XDG_CONFIG_HOME="$dir/config"
-export XDG_CACHE_HOME="$dir/cache"
-export XDG_STATE_HOME="$dir/state"
-export GIO_USE_VFS=local
-export GSETTINGS_BACKEND=memory
-export PORTAL_TEST_KEYRING_DIR="$dir"
+penv_make_dir portal-keyring
 export PORTAL_TEST_PROVIDER="$provider"
 export PORTAL_TEST_KEYRING_RESTART="$here/keyring-restart.sh"
 if ((!unlock)); then
@@ -291,66 +191,8 @@ fi
 
 # ------------------------------------------------------------ dbus-daemon
 
-xml_escape() {
-    local s=$1
-    s=${s//&/&amp;}
-    s=${s//</&lt;}
-    s=${s//>/&gt;}
-    s=${s//\"/&quot;}
-    printf '%s' "$s"
-}
-
-config="$dir/bus.conf"
-cat >"$config" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<!-- generated by scripts/with-keyring.sh: private test bus, no service
-     directories (nothing is auto-activated) -->
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$(xml_escape "$dir/bus")</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-EOF
-export PORTAL_TEST_DBUS_CONFIG="$config"
-
-# --print-address/--print-pid go to FIFOs that we hold open read-write (so no
-# open() can block and `read -t` bounds the wait); no pidfile, no races.
-mkfifo -m 600 "$dir/.address" "$dir/.pid"
-exec {addr_fd}<>"$dir/.address" {pid_fd}<>"$dir/.pid"
-(
-    exec {addr_fd}>&- {pid_fd}>&-
-    exec dbus-daemon --nofork --nopidfile --config-file="$config" \
-        --print-address=3 --print-pid=4 \
-        3>"$dir/.address" 4>"$dir/.pid" </dev/null 2>"$dir/log/dbus-daemon.log" >&2
-) &
-dbus_pid=$!
-address="" printed_pid="" part=""
-deadline=$((SECONDS + start_timeout))
-# A `read -t` that times out mid-line keeps what it consumed in $part: append it, or the
-# address loses its first bytes ("nix:path=…", seen on a loaded machine in the fault suite).
-until read -r -t 0.2 -u "$addr_fd" part; do
-    address+=$part
-    alive "$dbus_pid" || fail_setup "dbus-daemon exited during start-up"
-    ((SECONDS <= deadline)) || fail_setup "dbus-daemon printed no address within ${start_timeout}s"
-done
-address+=$part
-read -r -t 2 -u "$pid_fd" printed_pid || true
-exec {addr_fd}>&- {pid_fd}>&-
-rm -f "$dir/.address" "$dir/.pid"
-if [[ -z $address ]] || ! alive "$dbus_pid"; then
-    fail_setup "dbus-daemon did not start"
-fi
-if [[ $printed_pid != "$dbus_pid" ]]; then
-    fail_setup "dbus-daemon printed pid '$printed_pid' but was started as $dbus_pid"
-fi
-export DBUS_SESSION_BUS_ADDRESS="$address"
-export PORTAL_TEST_DBUS_PID="$dbus_pid"
+penv_start_bus "generated by scripts/with-keyring.sh: private test bus, no service
+     directories (nothing is auto-activated)"
 
 # ------------------------------------------------------- the provider
 
@@ -388,13 +230,7 @@ fi
 
 # ------------------------------------------------------------------- run
 
-# In the background so that INT/TERM reach our traps at once; stdin is passed
-# on explicitly (async commands would otherwise get /dev/null).
-"$@" <&0 &
-cmd_pid=$!
-rc=0
-wait "$cmd_pid" || rc=$?
-cmd_pid=""
+penv_run "$@"
 # A provider that died during CMD is reported as a crash, never taken for a test result: KeePassXC
 # 2.7.4 segfaults on a second delete prompt for one item (docs/providers.md). Only KeePassXC is
 # checked: the gnome-keyring suites stop and restart the daemon on purpose. The current daemon is

@@ -59,17 +59,8 @@ python=${PYTHON:-python3}
 cxx=${CXX:-g++}
 export PORTAL_KEYRING_LIBRARY=$lib PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH}
 
-passed=0
-failed=0
-pass() {
-    passed=$((passed + 1))
-    printf '  ok    %s\n' "$*"
-}
-fail() {
-    failed=$((failed + 1))
-    printf '  FAIL  %s\n' "$*"
-}
-section() { printf '\n== %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 
 # ------------------------------------------------------------------------------- tools
 
@@ -388,6 +379,4 @@ fi
 
 # ------------------------------------------------------------------------------- summary
 
-printf '\n%s: %d passed, %d failed (pytest: %s; %s)\n' "$me" "$passed" "$failed" \
-    "${pytest_summary:-not run}" "${cpp_summary:-cpp_wrapper_test not run}"
-((failed == 0))
+harness_summary "$me" " (pytest: ${pytest_summary:-not run}; ${cpp_summary:-cpp_wrapper_test not run})"

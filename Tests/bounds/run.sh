@@ -52,9 +52,8 @@ schema=io.portalhq.PortalKeyring.Session
 cli=("$ps_bin" --env "$env_id" --timeout-ms "$timeout_ms")
 keyring=${PORTAL_TEST_APP_DATA:-}/keyrings/default.keyring
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
-bad() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 # Where the app runs: in a sandbox instance, or here.
 app() { if [[ $mode == host ]]; then "$@"; else "$PORTAL_TEST_IN_SANDBOX" "$@"; fi; }
 
@@ -188,5 +187,4 @@ esac
 
 printf '\n| condition | operation | wall ms | exit |\n|---|---|---|---|\n'
 printf '%s\n' "${rows[@]}"
-printf '\nbounds/run.sh [%s]: %d passed, %d failed\n' "$mode" "$passed" "$failed"
-((failed == 0))
+harness_summary "bounds/run.sh [$mode]"

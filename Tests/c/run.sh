@@ -81,17 +81,8 @@ programs=(
     "memscan_test           | api               | 300 | PORTAL_SESSION_BIN | no token copy in memory after persist, restore, sign-in, request, invalidate"
 )
 
-passed=0
-failed=0
-pass() {
-    passed=$((passed + 1))
-    printf '  ok    %s\n' "$*"
-}
-fail() {
-    failed=$((failed + 1))
-    printf '  FAIL  %s\n' "$*"
-}
-section() { printf '\n== %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 
 # ------------------------------------------------------------------------------- build
 
@@ -141,7 +132,7 @@ awk '/^## C in 20 lines$/ {in_section=1} in_section && /^```c$/ {grab=1; next} g
 compile "README's C snippet" gcc -std=c99 "${warn[@]}" -I"$repo/Include" "$build/readme_app.c" \
     -o "$build/readme_app" "${link[@]}"
 if ((!built)); then
-    printf '\nrun.sh: %d passed, %d FAILED (build failed; nothing was run)\n' "$passed" "$failed"
+    harness_summary run.sh " (build failed; nothing was run)"
     exit 1
 fi
 
@@ -184,7 +175,7 @@ done
 others=$(nm -D --defined-only "$lib" | awk '{ print $3 }' | grep -vE '^portal_' |
     grep -vE '^(_init|_fini|_edata|_end|__bss_start)$' | grep -c . || true)
 if ((others > 0)); then
-    printf '  note  %s other (non-header) dynamic symbols are exported (only those the header declares should be)\n' "$others"
+    note "$others other (non-header) dynamic symbols are exported (only those the header declares should be)"
 fi
 
 # ------------------------------------------------------------------------------- programs
@@ -226,7 +217,7 @@ for row in "${programs[@]}"; do
         continue
     fi
     if [[ " ${needs[*]} " == *" gnome-keyring "* && $provider != gnome-keyring ]]; then
-        printf '  skip  %s: needs the gnome-keyring provider, not %s\n' "$name" "$provider"
+        skip "$name: needs the gnome-keyring provider, not $provider"
         continue
     fi
     environment=()
@@ -446,7 +437,7 @@ lock_keyring() {
     if [[ $provider == gnome-keyring-locked ]]; then "$restart" --locked >/dev/null; else "$kctl" lock; fi
 }
 if [[ $provider == gnome-keyring-passwordless || $provider == kwallet ]]; then
-    printf '  skip  first launch / restore while locked: %s unlocks without a user, so a lock is undone by the library'"'"'s own read\n' "$provider"
+    skip "first launch / restore while locked: $provider unlocks without a user, so a lock is undone by the library's own read"
 elif lock_keyring; then
     locked=1
     restore "$state_c" 2 "first launch while locked: the clear fails" --
@@ -481,5 +472,4 @@ expect_line "$out" "restored session for end user user-9" "user-9 restored"
 
 # ------------------------------------------------------------------------------- summary
 
-printf '\nrun.sh: %d passed, %d failed\n' "$passed" "$failed"
-((failed == 0))
+harness_summary run.sh

@@ -21,10 +21,8 @@ for var in PORTAL_TEST_KEYRING_PID PORTAL_TEST_API_URL PORTAL_TEST_API_HOST; do
 done
 [[ -x $ps_bin ]] || { echo "cli/hardening.sh: $ps_bin not built (swift build)" >&2; exit 2; }
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
-bad() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
-skip() { printf '  skip  %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 admin() { # admin METHOD PATH [JSON] → the "data" member as JSON
     python3 - "$PORTAL_TEST_API_URL/_admin/$2" "$1" "${3:-}" <<'PY'
 import json, sys, urllib.request
@@ -152,5 +150,4 @@ fi
 kill "$handler" 2>/dev/null
 wait "$handler" 2>/dev/null
 
-printf '\ncli/hardening.sh: %d passed, %d failed\n' "$passed" "$failed"
-((failed == 0))
+harness_summary cli/hardening.sh

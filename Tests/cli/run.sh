@@ -27,17 +27,10 @@ done
 [[ -x $ps_bin ]] || { echo "cli/run.sh: $ps_bin not built (swift build)" >&2; exit 2; }
 [[ -x $kctl ]] || { echo "cli/run.sh: keyringctl not built at $kctl" >&2; exit 2; }
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
-bad() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 # expect STATUS DESCRIPTION -- CMD...   (stdout in $out, stderr in $err)
-expect() {
-    local want=$1 what=$2
-    shift 3
-    out=$("$@" 2>/tmp/cli-err.$$) && got=0 || got=$?
-    err=$(cat /tmp/cli-err.$$)
-    if [[ $got == "$want" ]]; then ok "$what (exit $got)"; else bad "$what: exit $got, wanted $want; stdout: $out; stderr: $err"; fi
-}
+expect() { expect_exit "$@"; } # WANT DESCRIPTION -- COMMAND...
 admin() { # admin METHOD PATH [JSON] → the "data" member as JSON
     python3 - "$PORTAL_TEST_API_URL/_admin/$2" "$1" "${3:-}" <<'PY'
 import json, sys, urllib.request
@@ -55,7 +48,6 @@ export PORTAL_API_HOST=$PORTAL_TEST_API_HOST
 export PORTAL_MAGIC_LINK_FROM_EMAIL=login@example.com PORTAL_MAGIC_LINK_TEMPLATE_ID=tpl-cli
 provider=${PORTAL_TEST_PROVIDER:-gnome-keyring}
 restart=${PORTAL_TEST_KEYRING_RESTART:-$repo/scripts/keyring-restart.sh}
-skip() { printf '  skip  %s\n' "$*"; }
 # Plants and counts items (in a Flatpak sandbox $kctl is Tests/tools/keyringctl-sandbox.py).
 kstore() { timeout 30 "$kctl" store --schema "$@"; }  # kstore SCHEMA K=V... (the secret on stdin)
 kcount() { timeout 30 "$kctl" count --schema "$@"; }  # kcount SCHEMA K=V...: the number of items
@@ -483,15 +475,6 @@ else
 fi
 
 echo "== watch: a line per change made by other processes, until SIGINT/SIGTERM"
-# wait_for FILE PATTERN : up to 10 s for a line matching PATTERN (ERE) in FILE.
-wait_for() {
-    local i
-    for ((i = 0; i < 200; i++)); do
-        grep -qE "$2" "$1" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
 watch_out=/tmp/cli-watch-out.$$ watch_err=/tmp/cli-watch-err.$$
 # A file a background process writes is emptied here, before it starts: its own redirection runs
 # in the child, after this shell has gone on, so wait_for could still see the last watch's
@@ -668,5 +651,4 @@ expect 3 "no redirect within --sign-in-timeout-ms" -- "${dcli[@]}" sign-in-with-
 "${dcli[@]}" clear >/dev/null
 
 rm -f /tmp/cli-err.$$ /tmp/cli-out.$$ /tmp/cli-pattern.$$
-printf '\ncli/run.sh: %d passed, %d failed\n' "$passed" "$failed"
-((failed == 0))
+harness_summary cli/run.sh

@@ -38,32 +38,9 @@ SCHEMA=io.portalhq.PortalKeyring.Session
 
 # ------------------------------------------------------------------------ reporting
 
-passed=0
-failed=0
-# The report's stdout, for messages from steps whose own output goes to a log file.
-exec {report_fd}>&1
-ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
-fail() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
-check() { # DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    if "$@"; then ok "$what"; else fail "$what"; fi
-}
-timing() { printf '  time  %s\n' "$*"; }
-
-# bounded SECONDS STEP COMMAND...: runs COMMAND under a hard timeout; on expiry reports
-# "TIMEOUT: STEP" as a failure and returns 124.
-bounded() {
-    local limit=$1 step=$2 rc
-    shift 2
-    timeout --kill-after=10 "$limit" "$@"
-    rc=$?
-    if ((rc == 124 || rc == 137)); then
-        fail "TIMEOUT: $step did not finish within $limit s (killed)" >&"$report_fd"
-        return 124
-    fi
-    return $rc
-}
+# ok, fail, check, timing, section, bounded and the closing line: Tests/lib/harness.sh.
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 
 # The hard timeout of a condition, in seconds.
 condition_timeout() { # CONDITION
@@ -75,8 +52,6 @@ condition_timeout() { # CONDITION
     *) echo 120 ;;
     esac
 }
-section() { printf '\n== %s\n' "$*"; }
-
 # Counts ok/FAIL lines of a C program's output (already printed).
 absorb() { # FILE
     local n
@@ -630,5 +605,5 @@ if ((slow)); then
     check "long fuzz run found nothing (exit $rc)" [ "$rc" = 0 ]
 fi
 
-printf '\n(%d s)\nfault: %d passed, %d failed\n' "$(($(date +%s) - t_start))" "$passed" "$failed"
-((failed == 0))
+printf '\n(%d s)\n' "$(($(date +%s) - t_start))"
+harness_summary fault

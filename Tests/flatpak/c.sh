@@ -42,10 +42,8 @@ libdir=$(cd "${PORTAL_KEYRING_LIBDIR:-$repo/.build/debug}" 2>/dev/null && pwd) |
     { echo "flatpak/c.sh: libportal-keyring.so not built (swift build, or set PORTAL_KEYRING_LIBDIR)" >&2; exit 2; }
 cli=${PORTAL_SESSION_BIN:-$libdir/portal-session}
 
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
-bad() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 
 echo "== build into $build (library: $libdir)"
 programs=(invalidation_test listener_lifetime_test async_signin_test signin_contract_test memscan_test wipe_test fork_test
@@ -77,5 +75,4 @@ for name in "${programs[@]}"; do
     fi
 done
 
-echo "flatpak/c.sh: $passed passed, $failed failed"
-((failed == 0))
+harness_summary flatpak/c.sh

@@ -44,17 +44,13 @@ gcc -std=c11 -O1 -Wall -Wextra -Werror -rdynamic -I"$repo/Include" -o "$during" 
     -Wl,--no-as-needed $(pkg-config --libs libsecret-1) ||
     { echo "flatpak/migration.sh: could not build store_during_host_delete" >&2; exit 2; }
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
-bad() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 # expect WHERE STATUS DESCRIPTION -- CMD...   (WHERE: sandbox or host; stdout in $out, stderr in $err)
-expect() {
-    local where=$1 want=$2 what=$3
-    shift 4
-    if [[ $where == sandbox ]]; then set -- "$PORTAL_TEST_IN_SANDBOX" "$@"; fi
-    out=$("$@" 2>"$work/err") && got=0 || got=$?
-    err=$(cat "$work/err")
-    if [[ $got == "$want" ]]; then ok "$what (exit $got)"; else bad "$what: exit $got, wanted $want; stdout: $out; stderr: $err"; fi
+expect() { # host|sandbox WANT DESCRIPTION -- COMMAND...
+    local where=$1
+    shift
+    if [[ $where == sandbox ]]; then expect_exit "$1" "$2" -- "$PORTAL_TEST_IN_SANDBOX" "${@:4}"; else expect_exit "$@"; fi
 }
 schema=io.portalhq.PortalKeyring.Session
 keyring=$PORTAL_TEST_APP_DATA/keyrings/default.keyring
@@ -189,5 +185,4 @@ else
     bad "keyringctl lock"
 fi
 
-printf '\nmigration: %d passed, %d failed\n' "$passed" "$failed"
-((failed == 0))
+harness_summary migration

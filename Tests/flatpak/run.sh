@@ -55,18 +55,11 @@ if [[ ! -x $kctl ]]; then
         { echo "flatpak/run.sh: could not build keyringctl" >&2; exit 2; }
 fi
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$*"; }
-bad() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 sandbox() { "$PORTAL_TEST_IN_SANDBOX" "$@"; }
 # expect STATUS DESCRIPTION -- CMD...   (in the sandbox; stdout in $out, stderr in $err)
-expect() {
-    local want=$1 what=$2
-    shift 3
-    out=$(sandbox "$@" 2>"$work/err") && got=0 || got=$?
-    err=$(cat "$work/err")
-    if [[ $got == "$want" ]]; then ok "$what (exit $got)"; else bad "$what: exit $got, wanted $want; stdout: $out; stderr: $err"; fi
-}
+expect() { expect_exit "$1" "$2" -- sandbox "${@:4}"; } # WANT DESCRIPTION -- COMMAND... (in the sandbox)
 # secret-tool in the sandbox, bounded: libsecret 0.20.5 hangs now and then on the portal's
 # Response (tried again up to 3 times; counted in $work/hangs, since stool often runs in a
 # pipeline's subshell). A store's stdin (the secret) is read once and given to every try:
@@ -176,15 +169,6 @@ expect 0 "after the unlock, restore" -- "${cli[@]}" restore --show-token
 [[ $out == "eu-flatpak"$'\n'"$token" ]] && ok "... the same session" || bad "restore after the unlock printed: $out"
 
 echo "== the session watch in one sandboxed process sees another's sign-in and sign-out (the file changed)"
-# wait_for FILE PATTERN : up to 10 s for a line matching PATTERN (ERE) in FILE.
-wait_for() {
-    local i
-    for ((i = 0; i < 200; i++)); do
-        grep -qE "$2" "$1" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
 : >"$work/watch-out"
 : >"$work/watch-err"
 sandbox "${cli[@]}" watch >"$work/watch-out" 2>"$work/watch-err" &
@@ -314,8 +298,7 @@ n=$(wc -w <<<"$stored")
     bad "libsecret's items lost:${lost:- (none was stored)}; $(sort "$HOME/stores.err" 2>/dev/null | uniq -c | head -3)"
 [[ $(cat "$work/c.out") == 0 ]] && ok "... and none of the 20 persists failed" || bad "persists failed: $(cat "$work/c.out")"
 out=$(sandbox "${cli[@]}" restore 2>&1)
-printf '  note  after them restore says: %s (stores libsecret refused meanwhile: %s)\n' "$out" \
-    "$(grep -c 'externally modified' "$HOME/stores.err" 2>/dev/null)"
+note "after them restore says: $out (stores libsecret refused meanwhile: $(grep -c 'externally modified' "$HOME/stores.err" 2>/dev/null))"
 printf 'c-last\n' | sandbox "${cli[@]}" persist --end-user-id c >/dev/null || bad "persist after the race failed"
 for i in $(seq 20); do stool clear app_race "item-$i" >/dev/null 2>&1; done
 
@@ -340,8 +323,6 @@ done
 echo "\$hung"
 EOF
 lib_hung=$(sandbox bash "$work/lookups.sh")
-printf '  info  libsecret %s: %s of %s secret-tool lookups hung (2 s each), %s more in the checks above\n' \
-    "$(pkg-config --modversion libsecret-1 2>/dev/null)" "$lib_hung" "$lookup_rounds" "$(wc -l <"$work/hangs")"
+info "libsecret $(pkg-config --modversion libsecret-1 2>/dev/null): $lib_hung of $lookup_rounds secret-tool lookups hung (2 s each), $(wc -l <"$work/hangs") more in the checks above"
 
-echo "flatpak/run.sh: $passed passed, $failed failed"
-((failed == 0))
+harness_summary flatpak/run.sh

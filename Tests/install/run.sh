@@ -45,18 +45,8 @@ die() {
     exit 2
 }
 
-passed=0
-failed=0
-pass() {
-    passed=$((passed + 1))
-    printf '  ok    %s\n' "$*"
-}
-fail() {
-    failed=$((failed + 1))
-    printf '  FAIL  %s\n' "$*"
-}
-info() { printf '  info  %s\n' "$*"; }
-section() { printf '\n== %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 
 # ------------------------------------------------------------------------------ environment
 
@@ -105,7 +95,7 @@ if make >"$log" 2>&1; then
 else
     sed 's/^/  | /' "$log" | tail -n 40
     fail "make failed (log above)"
-    printf '\ninstall/run.sh: %d passed, %d FAILED (nothing else can run)\n' "$passed" "$failed"
+    harness_summary install/run.sh " (nothing else can run)"
     exit 1
 fi
 # The README's "C in 20 lines" built with the README's own build line, as written, after `make`
@@ -682,5 +672,4 @@ else
     fail "make uninstall PREFIX=... failed"
 fi
 
-printf '\ninstall/run.sh: %d passed, %d failed\n' "$passed" "$failed"
-((failed == 0))
+harness_summary install/run.sh

@@ -270,6 +270,7 @@ def check(directory, tree):
 
 # Files every suite depends on: a change to one of them can change any suite's verdict.
 HARNESS = ("scripts/with-keyring.sh", "scripts/with-portal-api.sh", "scripts/keyring-providers.sh",
+           "scripts/run-suite.sh", "Tests/lib/",
            "scripts/keyring-restart.sh", "Tests/portal-api/", "Package.swift")
 # The C header belongs to every suite that goes through the C ABI (C programs, the bindings, the
 # CLI and install scripts, the fault programs), not to the Swift tests: their target does not

@@ -33,7 +33,7 @@
 #   3. prints the table: mutant | promise | result | seconds.
 #   4. a full run (no --only, no --changed) in which every mutant was killed records HEAD's commit
 #      in Tests/mutants/green of the working tree: commit that file with the change.
-# Suite kinds (a mutant's `suite:` lines):
+# Suite kinds (a mutant's `suite:` lines; scripts/run-suite.sh KIND ARG... runs one by hand):
 #   swift FILTER     swift test --skip-build --filter FILTER, inside scripts/with-keyring.sh and
 #                    scripts/with-portal-api.sh (must run at least one test)
 #   script PATH      a test script of the tree (Tests/cli/hardening.sh) inside the same two
@@ -164,50 +164,13 @@ run_suite() {
 }
 
 run_suite_once() {
-    local suite=$1 limit=$2 log=$3 kind=${1%% *} arg=${1#* } rc
+    local suite=$1 limit=$2 log=$3 kind=${1%% *} arg=${1#* } args
     case $kind in
-    swift)
-        timeout --kill-after=10 "$limit" scripts/with-keyring.sh scripts/with-portal-api.sh \
-            swift test --skip-build --no-parallel --filter "$arg" >"$log" 2>&1
-        rc=$?
-        # A filter that matches nothing passes: treat it as a broken suite, never as "survived".
-        if ((rc == 0)) && ! grep -aqE 'Test run with [1-9][0-9]* tests?' "$log"; then
-            echo "run.sh: the filter '$arg' ran no test" >>"$log"
-            return 3
-        fi
-        return $rc
-        ;;
     c)
         Tests/c/build.sh "$arg" --out "$cbuild" --lib "$scratch/.build/debug" >"$log" 2>&1 ||
             { echo "run.sh: cannot compile $arg" >>"$log"; return 3; }
         timeout --kill-after=10 "$limit" \
             scripts/with-keyring.sh scripts/with-portal-api.sh "$cbuild/$arg" >>"$log" 2>&1
-        return $?
-        ;;
-    script)
-        # script PATH: a test script of the tree (e.g. Tests/cli/hardening.sh) inside the same two
-        # harnesses ($PORTAL_SESSION_BIN is the scratch copy's portal-session, exported above); a
-        # script of Tests/flatpak/ on the host side of the sandbox harness instead of the keyring's
-        # (the scratch copy's, so that the sandbox sees the scratch tree).
-        local keyring=(scripts/with-keyring.sh)
-        [[ $arg == Tests/flatpak/* ]] && keyring=("$scratch/scripts/with-flatpak-sandbox.sh" --host)
-        timeout --kill-after=10 "$limit" \
-            "${keyring[@]}" scripts/with-portal-api.sh "$scratch/$arg" >"$log" 2>&1
-        return $?
-        ;;
-    pytest)
-        # pytest NODE: Tests/python/NODE (a file or file::test) with the scratch copy's package and
-        # library, inside the same two harnesses; a selection that runs no test is an error.
-        timeout --kill-after=10 "$limit" env PYTHONPATH="$scratch/python" PYTHONDONTWRITEBYTECODE=1 \
-            PORTAL_KEYRING_LIBRARY="$scratch/.build/debug/libportal-keyring.so" \
-            scripts/with-keyring.sh scripts/with-portal-api.sh \
-            python3 -m pytest -q -p no:cacheprovider -W error "$scratch/Tests/python/$arg" >"$log" 2>&1
-        rc=$?
-        ((rc == 5)) && { echo "run.sh: the selection '$arg' ran no test" >>"$log"; return 3; }
-        return $rc
-        ;;
-    fault)
-        timeout --kill-after=10 "$limit" Tests/fault/run.sh "$arg" >"$log" 2>&1
         return $?
         ;;
     c-on)
@@ -219,28 +182,17 @@ run_suite_once() {
             "$cbuild/$program" >>"$log" 2>&1
         return $?
         ;;
-    swift-on)
-        # swift-on PROVIDER FILTER: the Swift filter under one provider of the matrix.
-        local provider=${arg%% *} filter=${arg#* }
-        timeout --kill-after=10 "$limit" scripts/with-keyring.sh --provider "$provider" scripts/with-portal-api.sh \
-            swift test --skip-build --no-parallel --filter "$filter" >"$log" 2>&1
-        rc=$?
-        if ((rc == 0)) && ! grep -aqE 'Test run with [1-9][0-9]* tests?' "$log"; then
-            echo "run.sh: the filter '$filter' ran no test" >>"$log"
-            return 3
-        fi
-        return $rc
-        ;;
-    provider)
-        # Tests/providers/run.sh on one provider of the matrix (gnome-keyring-locked, keepassxc, …).
-        timeout --kill-after=10 "$limit" scripts/with-keyring.sh --provider "$arg" Tests/providers/run.sh >"$log" 2>&1
-        return $?
-        ;;
+    swift | pytest | script | provider | fault) args=("$kind" "$arg") ;;
+    swift-on) args=(swift-on "${arg%% *}" "${arg#* }") ;;
     *)
         echo "run.sh: unknown suite kind '$kind' in '$suite'" >"$log"
         return 3
         ;;
     esac
+    # The other kinds as scripts/run-suite.sh runs them by hand (in the scratch copy, with its
+    # portal-session and keyringctl exported above); status 3 when a filter or selection ran no
+    # test (a filter that matches nothing passes: a broken suite, never "survived").
+    timeout --kill-after=10 "$limit" scripts/run-suite.sh "${args[@]}" >"$log" 2>&1
 }
 
 restore_file() { # FILE: the original, with a fresh mtime (mutants.py copy_fresh says why)

@@ -25,9 +25,8 @@ if [[ ${1:-} != --inside ]]; then
     exec timeout 120 dbus-run-session -- "$0" --inside
 fi
 
-passed=0 failed=0
-ok() { printf '  ok    %s\n' "$*"; passed=$((passed + 1)); }
-bad() { printf '  FAIL  %s\n' "$*"; failed=$((failed + 1)); }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 work=$(mktemp -d)
 provider=
 stop_provider() {
@@ -99,5 +98,4 @@ ps 0 "restore" honest -- restore --show-token
 ps 0 "clear" honest -- clear
 ps 1 "restore after the clear: signed out" honest -- restore
 
-printf '\nlying_prompts.sh: %d passed, %d failed\n' "$passed" "$failed"
-((failed == 0))
+harness_summary lying_prompts.sh

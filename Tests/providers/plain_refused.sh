@@ -18,9 +18,8 @@ if [[ ${1:-} != --inside ]]; then
     exec timeout 120 dbus-run-session -- "$0" --inside
 fi
 
-passed=0 failed=0
-ok() { printf '  ok    %s\n' "$*"; passed=$((passed + 1)); }
-bad() { printf '  FAIL  %s\n' "$*"; failed=$((failed + 1)); }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 log=$(mktemp)
 "$build/plain_only_provider" >"$log" 2>&1 &
 provider=$!
@@ -30,7 +29,7 @@ grep -q '^ready' "$log" || { echo "plain_refused.sh: FAIL: the fake provider did
 
 echo "== a provider that only offers the plain transfer algorithm"
 marker="plain-marker-$$-$RANDOM"
-check() { # name expected-exit -- args…  (stdin from $input)
+refused() { # name expected-exit -- args…  (stdin from $input)
     local name=$1 want=$2; shift 3
     local err out code
     err=$(mktemp)
@@ -43,9 +42,9 @@ check() { # name expected-exit -- args…  (stdin from $input)
     fi
     rm -f "$err"
 }
-input=$marker check "persist is refused" 2 -- persist --end-user-id eu_plain
-input='' check "restore is refused (not 'signed out')" 2 -- restore
-input='' check "clear is refused (not 'cleared')" 2 -- clear
+input=$marker refused "persist is refused" 2 -- persist --end-user-id eu_plain
+input='' refused "restore is refused (not 'signed out')" 2 -- restore
+input='' refused "clear is refused (not 'cleared')" 2 -- clear
 if grep -qE '^CALL (CreateItem|GetSecrets)' "$log"; then
     bad "the provider received CreateItem or GetSecrets: $(grep -E '^CALL' "$log" | sort | uniq -c | tr '\n' ' ')"
 else
@@ -53,5 +52,4 @@ else
 fi
 if grep -q "$marker" "$log"; then bad "the token reached the provider"; else ok "the token never reached the provider"; fi
 
-printf '\nplain_refused.sh: %d passed, %d failed\n' "$passed" "$failed"
-((failed == 0))
+harness_summary plain_refused.sh

@@ -48,11 +48,9 @@ done
 [[ -x $ps_bin ]] || { echo "providers/run.sh: $ps_bin not built (swift build)" >&2; exit 2; }
 [[ -x $kctl ]] || { echo "providers/run.sh: keyringctl not built at $kctl" >&2; exit 2; }
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); printf '  ok    [%s] %s\n' "$provider" "$*"; }
-bad() { failed=$((failed + 1)); printf '  FAIL  [%s] %s\n' "$provider" "$*"; }
-note() { printf '  note  [%s] %s\n' "$provider" "$*"; }
-skip() { printf '  skip  [%s] %s\n' "$provider" "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
+harness_tag=$provider
 tmp=$PORTAL_TEST_KEYRING_DIR/providers-test
 mkdir -p "$tmp"
 
@@ -221,10 +219,7 @@ PY
     )
     [[ $out == $'restored eu-py
 after clear None' ]] && ok "persist, restore and clear in one process" || bad "one process: $out"
-    printf '
-providers/run.sh [%s]: %d passed, %d failed
-' "$provider" "$passed" "$failed"
-    ((failed == 0))
+    harness_summary "providers/run.sh [$provider]"
     exit
 fi
 
@@ -486,5 +481,4 @@ else
     fi
 fi
 
-printf '\nproviders/run.sh [%s]: %d passed, %d failed\n' "$provider" "$passed" "$failed"
-((failed == 0))
+harness_summary "providers/run.sh [$provider]"

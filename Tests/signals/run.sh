@@ -21,9 +21,8 @@ ps_bin=${PORTAL_SESSION_BIN:-$libdir/portal-session}
 [[ -n ${DBUS_SESSION_BUS_ADDRESS:-} ]] || { echo "signals/run.sh: run me inside scripts/with-keyring.sh" >&2; exit 2; }
 [[ -f $libdir/libportal-keyring.so && -x $ps_bin ]] || { echo "signals/run.sh: build first (swift build)" >&2; exit 2; }
 mkdir -p "$build"
-failed=0
-ok() { printf '  ok    %s\n' "$*"; }
-bad() { printf '  FAIL  %s\n' "$*"; failed=1; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 
 gcc -std=c11 -O1 -Wall -Wextra -Werror -o "$build/signal_fuzzer" "$here/signal_fuzzer.c" $(pkg-config --cflags --libs gio-2.0) || exit 1
 gcc -std=c11 -O1 -Wall -Wextra -Werror -I"$repo/Include" -o "$build/watch_events" "$here/watch_events.c" \
@@ -38,18 +37,10 @@ PYTHONPATH=$repo/python PORTAL_KEYRING_LIBRARY=$libdir/libportal-keyring.so \
     python3 "$here/watcher.py" "$env_id" >"$out/py" 2>"$out/py.err" & py_pid=$!
 pids="$c_pid $cli_pid $py_pid"
 
-# wait_for FILE PATTERN: up to 20 s.
-wait_for() {
-    local i
-    for ((i = 0; i < 200; i++)); do
-        grep -q -- "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
-wait_for "$out/c" '^watching$' || bad "C watcher did not start: $(cat "$out/c.err")"
-wait_for "$out/cli.err" "^watching $env_id\$" || bad "portal-session watch did not start: $(cat "$out/cli.err")"
-wait_for "$out/py" '^watching$' || bad "Python watcher did not start: $(cat "$out/py.err")"
+# Each watcher gets up to 20 s (wait_for: Tests/lib/harness.sh).
+wait_for "$out/c" '^watching$' 20 || bad "C watcher did not start: $(cat "$out/c.err")"
+wait_for "$out/cli.err" "^watching $env_id\$" 20 || bad "portal-session watch did not start: $(cat "$out/cli.err")"
+wait_for "$out/py" '^watching$' 20 || bad "Python watcher did not start: $(cat "$out/py.err")"
 
 echo "seed $seed (PORTAL_SIGNAL_FUZZ_SEED=$seed replays it)"
 fuzzed=$("$build/signal_fuzzer" "$count" "$seed") || bad "the fuzzer failed"
@@ -60,9 +51,9 @@ for name in c:$c_pid cli:$cli_pid python:$py_pid; do
     kill -0 "${name#*:}" 2>/dev/null && ok "${name%%:*} watcher alive after $count signals" || bad "${name%%:*} watcher died"
 done
 printf 'tok-signals' | "$ps_bin" --env "$env_id" persist --end-user-id eu-signals >/dev/null || bad "persist failed"
-wait_for "$out/c" '^signed-in eu-signals$' || bad "C watcher: no event for the real persist"
-wait_for "$out/cli" 'eu-signals' || bad "portal-session watch: no event for the real persist"
-wait_for "$out/py" '^signed_in eu-signals$' || bad "Python watcher: no event for the real persist"
+wait_for "$out/c" '^signed-in eu-signals$' 20 || bad "C watcher: no event for the real persist"
+wait_for "$out/cli" 'eu-signals' 20 || bad "portal-session watch: no event for the real persist"
+wait_for "$out/py" '^signed_in eu-signals$' 20 || bad "Python watcher: no event for the real persist"
 "$ps_bin" --env "$env_id" clear >/dev/null 2>&1
 sleep 0.3
 kill -TERM $c_pid $cli_pid $py_pid 2>/dev/null
@@ -78,5 +69,5 @@ pids=""
     bad "portal-session watch printed: $(tr '\n' '|' <"$out/cli")"
 [[ $(cat "$out/py") == $'watching\nsigned_in eu-signals\nsigned_out' ]] && ok "Python watcher: exactly signed_in, signed_out" ||
     bad "Python watcher printed: $(tr '\n' '|' <"$out/py")"
-((failed)) && { echo "signals/run.sh: FAILED"; cat "$out"/*.err; exit 1; }
-echo "signals/run.sh: all passed ($count signals, seed $seed)"
+((failed)) && cat "$out"/*.err
+harness_summary signals/run.sh " ($count signals, seed $seed)"

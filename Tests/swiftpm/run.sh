@@ -15,9 +15,8 @@ set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=${1:-$(mktemp -d /tmp/portal-swiftpm.XXXXXX)}
 mkdir -p "$work"
-failed=0
-ok() { printf '  ok    %s\n' "$*"; }
-bad() { failed=1; printf '  FAIL  %s\n' "$*"; }
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
 
 # The guide's snippet, with the URL dependency swapped for the path one it mentions.
 snippet=$(awk '/^```swift$/ {grab=1; next} grab && /^```$/ {exit} grab {print}' "$repo/docs/swift.md")
@@ -53,5 +52,4 @@ if grep -i "warning:" "$log"; then bad "the dependent's build printed warnings (
 out=$(cd "$work/app" && "$(swift build --show-bin-path 2>/dev/null)/MyApp" 2>&1)
 expected=$'invalid argument: redirectUrl\napi.portalhq.io'
 [[ $out == "$expected" ]] && ok "it runs: a bad redirect URL is refused, the default host is used" || bad "MyApp printed: $out"
-((failed)) && { echo "swiftpm/run.sh: FAILED"; exit 1; }
-echo "swiftpm/run.sh: all passed"
+harness_summary swiftpm/run.sh
