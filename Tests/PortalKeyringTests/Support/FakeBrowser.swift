@@ -39,8 +39,8 @@ enum FakeBrowser {
 
     /// Tests/tools/fake_browser.sh, the browser itself (shared with Tests/c/desktop_signin_test.c).
     static let script: String = {
-        // #filePath is …/Tests/PortalKeyringTests/Support/FakeBrowser.swift.
-        let tests = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false).dropLast(2)
+        // #filePath is …/Tests/PortalKeyringTests/Support/FakeBrowser.swift: three folders up is Tests/.
+        let tests = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false).dropLast(3)
         return tests.joined(separator: "/") + "/tools/fake_browser.sh"
     }()
 
