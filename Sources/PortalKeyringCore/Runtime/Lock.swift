@@ -4,9 +4,10 @@ import Glibc
 
 /// A value guarded by a `pthread_mutex_t`, with the `withLock` shape of `Synchronization.Mutex`,
 /// and a condition to wait on for the value to change (`withLock(when:until:_:)`): the library's
-/// one lock type for state shared between threads. Across processes it uses `flock` on files in
-/// its `PrivateDirectory` (`PrivateDirectory.lock`), never this. `scripts/check-sources.sh` refuses
-/// a `pthread_mutex_`/`pthread_cond_` call, a GLib mutex or a `Mutex<` anywhere else in Sources/.
+/// one lock type for state shared between threads. Between processes the library locks files
+/// with `flock` (`PrivateDirectory.lock`, `FileKeyringLock`), never with this.
+/// `scripts/check-sources.sh` refuses a `pthread_mutex_`/`pthread_cond_` call, a GLib mutex or a
+/// `Mutex<` anywhere else in Sources/.
 ///
 /// Package-wide: the Swift API module's `async` calls and the C ABI's tables use it too. Used
 /// instead of `Synchronization.Mutex`: on Linux, `Mutex` locks with raw futex calls that
