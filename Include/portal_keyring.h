@@ -78,8 +78,8 @@
  * xdg:schema and auth_environment_id are confirmed (a version-2 document names its auth
  * environment). Nothing secret is stored in attributes or the label.
  *
- * Storage backends (README, "Flatpak"; docs/providers.md, "The Flatpak sandbox"). Where a
- * portal_auth keeps sessions is decided from the environment when portal_auth_new() makes it:
+ * Storage backends (docs/flatpak.md#where-sessions-are-kept, docs/storage.md#the-file-keyring-storage-override).
+ * Where a portal_auth keeps sessions is decided from the environment when portal_auth_new() makes it:
  *  - Outside a Flatpak sandbox: the Secret Service (org.freedesktop.secrets on the session bus).
  *  - Inside one (/.flatpak-info exists), as libsecret decides there: the first keyring operation
  *    of the process asks the Secret portal (org.freedesktop.portal.Secret) for its version,
