@@ -74,14 +74,16 @@ final class SerialDelivery: @unchecked Sendable {
 
     private func work() {
         state.withLock { $0.thread = pthread_self() }
-        while let job = nextJob() {
-            var job: (@Sendable () -> Void)? = job
+        var job = nextJob()
+        while job != nil {
             job?()
+            // Released before it counts as run: `wait()` returns with the job's captures gone.
             job = nil
             state.withLock { s in
                 s.ran += 1
                 state.broadcast()
             }
+            job = nextJob()
         }
     }
 
