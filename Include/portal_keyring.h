@@ -30,27 +30,36 @@
  *    threads. portal_last_error_message() is per thread.
  *  - Non-blocking variants (*_async, section "Non-blocking calls") of the keyring and Portal
  *    calls never block and complete on the caller's GLib main context or on a pollable fd.
- *  - Blocking: functions marked "Blocks" talk to the Secret Service over D-Bus and block the
- *    calling thread for at most the keyring deadlines (default 5000 ms in total for the provider
- *    calls, Secret portal calls and keyring-file work of one operation — in a Flatpak sandbox
- *    the move of the host's session included — plus 30000 ms for an unlock prompt if one is
- *    shown; time spent in a prompt does not count against the call deadline, and a persist may
- *    first wait up to the call deadline for its turn behind another persist); see
- *    portal_auth_set_keyring_timeouts(). A prompt
- *    not answered in time is left open, never dismissed; a later call in the same process waits
- *    for that prompt instead of opening another. Do not call them from a GUI thread if a prompt
- *    may appear: use their *_async variants there.
+ *  - Blocking: every function says in one sentence how long it can block the calling thread at
+ *    worst ("Worst case: …"). "Never blocks" means no I/O and no waiting for another thread,
+ *    beyond the library's short internal locks (user code it is documented to run on the calling
+ *    thread, such as a destroy_notify, takes what it takes). The bounds named there:
+ *      - the call deadline: the provider calls, Secret portal calls and keyring-file work of one
+ *        keyring operation together (a restore, a persist, a delete; in a Flatpak sandbox the
+ *        move of the host's session included). Default 5000 ms; portal_auth_set_keyring_timeouts().
+ *      - the prompt deadline: one provider prompt (an unlock; with KeePassXC also the
+ *        confirmation it shows for each item stored or deleted), including a wait for another
+ *        thread's prompt to end. Default 30000 ms. Not counted against the call deadline.
+ *      - the keyring bound of one operation: its call deadline plus the prompt deadline for each
+ *        prompt the provider shows (no prompt: the call deadline alone).
+ *      - the persist turn: persists of one auth environment take turns, across this user's
+ *        threads (in arrival order) and processes (a file lock in the library's private
+ *        directory). A persist queued behind another waits for its turn at most one call
+ *        deadline (default 5000 ms), not counted against its own call deadline, which then
+ *        still bounds its own work; past that wait (the other persist is at a prompt) it runs
+ *        without its turn, and the store order alone decides which of the two sign-ins stays.
+ *        So a persist blocks at most two call deadlines (default 10000 ms) plus the prompt
+ *        deadline for each prompt shown.
+ *      - an HTTP request: 10 s to connect, 30 s in all (section "portal" below).
+ *    A prompt not answered in time is left open, never dismissed; a later call in the same
+ *    process waits for that prompt instead of opening another. Do not call keyring functions
+ *    from a GUI thread if a prompt may appear: use their *_async variants there.
  *  - Connection: the library keeps its own session-bus connection (not GLib's shared one), so a
  *    restarted bus or Secret Service provider is reconnected on the next call and never
  *    terminates the host process.
- *  - PORTAL_ERR_SESSION_STORAGE messages start with one of: "Secret Service unavailable: no
- *    session bus: …", "Secret Service unavailable: …" (no provider), "Secret Service did not
- *    answer <operation> within N ms", "keyring locked: …" (dismissed, could not be shown, or not
- *    answered within N ms), "keyring refused: …" (the provider's confirmation prompt for storing
- *    or deleting the item was dismissed or not answered; KeePassXC asks for every store and
- *    delete), "no default keyring: …", "Secret Service error: …", or (from the sign-in starters only)
- *    "pending sign-in marker: …". None of them deletes anything
- *    or means signed out; a locked keyring is never reported as "nothing stored".
+ *  - PORTAL_ERR_SESSION_STORAGE messages start with one of the prefixes listed under "Storage
+ *    failure messages" below. None of them deletes anything or means signed out; a locked
+ *    keyring is never reported as "nothing stored".
  *  - Prompts: every prompt a provider returns (unlock, and KeePassXC's for each store and delete)
  *    is run with an empty window id, under the prompt deadline.
  *  - fork(): a child of a process that has used the library (or any GLib D-Bus connection) cannot
@@ -68,6 +77,86 @@
  * is still read and rewritten at the next persist. Before an item is deleted or restored, its
  * xdg:schema and auth_environment_id are confirmed (a version-2 document names its auth
  * environment). Nothing secret is stored in attributes or the label.
+ *
+ * Storage backends (docs/flatpak.md#where-sessions-are-kept, docs/storage.md#the-file-keyring-storage-override).
+ * Where a portal_auth keeps sessions is decided from the environment when portal_auth_new() makes it:
+ *  - Outside a Flatpak sandbox: the Secret Service (org.freedesktop.secrets on the session bus).
+ *  - Inside one (/.flatpak-info exists), as libsecret decides there: the first keyring operation
+ *    of the process asks the Secret portal (org.freedesktop.portal.Secret) for its version,
+ *    within that operation's call deadline, and the answer holds for the life of the process.
+ *    Version 1: the file keyring at $XDG_DATA_HOME/keyrings/default.keyring (in the sandbox
+ *    ~/.var/app/APP_ID/data/keyrings/; $HOME/.local/share/keyrings/ when XDG_DATA_HOME is not an
+ *    absolute path), in libsecret's file format, keyed by the master secret the portal hands
+ *    out for the app. Another version, or a portal without the Secret interface: the Secret
+ *    Service, as outside (the app needs --talk-name=org.freedesktop.secrets). A portal that
+ *    cannot be asked (not running, no answer) fails that operation ("Secret portal: …") and is
+ *    asked again at the next one, so sessions never go to one keyring for a while and to the
+ *    other later. When neither XDG_DATA_HOME nor HOME is an absolute path, every keyring call
+ *    fails with "keyring backend misconfigured: …".
+ *  - Host-keyring migration (file keyring only): before the first operation on the file for an
+ *    auth environment, while the sandbox still reaches the host's Secret Service (an earlier
+ *    release of the app stored its session there), the newest sign-in stored on the host is
+ *    written into the file and read back, the host items that were read are deleted, and the
+ *    move is recorded in the file; once recorded it never runs again for that file and auth
+ *    environment. A host sign-in of an end user other than the file's stays on the host. A host
+ *    that cannot be reached has nothing to move. The move runs inside the operation that needed
+ *    it, under that operation's call deadline: one it cuts short, or a failed step, fails that
+ *    operation with nothing lost ("file keyring …" or the host's own message), and the next
+ *    call goes on from there.
+ *  - PORTAL_KEYRING_BACKEND, for tests and unusual setups, overrides the choice: unset or empty,
+ *    the choice above; "secret-service", the Secret Service, also in a sandbox;
+ *    "file:/absolute/path/default.keyring", that file keyring, keyed by the master secret in the
+ *    file PORTAL_KEYRING_MASTER_SECRET_FILE names (an absolute path to a regular file of this
+ *    user, mode 0600 or stricter, 1 to 4096 bytes, read each time a key must be derived) or,
+ *    with that variable unset, by the Secret portal's. Any other value, or a master secret
+ *    variable that is not an absolute path: every keyring call fails with "keyring backend
+ *    misconfigured: …" naming the variable; never a silent fall back to another keyring.
+ * portal_auth_watch() follows the same choice: the Secret Service's signals, or changes of the
+ * keyring file.
+ *
+ * Storage failure messages: the message of PORTAL_ERR_SESSION_STORAGE starts with one of these
+ * prefixes (N is a deadline in milliseconds). What it means; what the app does:
+ *  - "Secret Service unavailable: no session bus: …", "Secret Service unavailable: …": no session
+ *    bus, or no provider owns org.freedesktop.secrets (not installed, not started, crashed);
+ *    in a fork() child of a process that used D-Bus, the message names fork(). Offer a retry
+ *    (the next call reconnects); in a fork() child, call the library after exec.
+ *  - "Secret Service did not answer <operation> within N ms": the provider was too slow. Retry;
+ *    on slow machines raise the call deadline (portal_auth_set_keyring_timeouts()).
+ *  - "<operation> did not finish within N ms: reading the stored items took the rest of the
+ *    deadline …": the provider answered, but reading what it handed out used up the call
+ *    deadline. As the previous one.
+ *  - "keyring locked: …": the collection or item is locked and the unlock prompt was dismissed,
+ *    could not be shown, or was not answered within N ms. Ask the end user to unlock the
+ *    keyring, then retry (the retry prompts again).
+ *  - "keyring refused: …": the provider's confirmation prompt for storing or deleting the item
+ *    was dismissed or not answered (KeePassXC asks for every store and delete). Tell the end
+ *    user; retry only when they ask.
+ *  - "no default keyring: …": the Secret Service has no collection with the alias "default".
+ *    The end user creates or chooses a default keyring (for example in Seahorse); then retry.
+ *  - "Secret Service error: …": any other provider error, its text quoted. Show it; retry later.
+ *  - "another sign-in was stored at the same moment and replaced this one: …": a persist (or
+ *    the persist of a sign-in) lost to a sign-in stored at the same moment by another thread or
+ *    process; the other one is the stored session. Do not persist again: restore to get it.
+ *  - "file keyring …": the file keyring could not be used this time — its lock was not given
+ *    within N ms, the operation ran out of time or was cancelled (nothing was written or
+ *    deleted), the file cannot be accessed or is not a keyring file this library can read (it is
+ *    left as it is), items of this schema do not open under the app's key, its key could not
+ *    be derived, the watch cannot watch it, or the host's session could not be moved into it.
+ *    Retry for the time-outs; a file that cannot be read needs the end user (or the app's
+ *    support) to repair or move it.
+ *  - "Secret portal: …": in a sandbox, the Secret portal could not be asked or could not hand
+ *    out the app's master secret: not reachable, no answer within N ms, or the request was
+ *    cancelled or refused (for example the host's keyring is locked and nobody unlocked it).
+ *    Nothing was read or deleted. Retry later; the portal (xdg-desktop-portal) must be running.
+ *  - "keyring backend misconfigured: …": PORTAL_KEYRING_BACKEND or
+ *    PORTAL_KEYRING_MASTER_SECRET_FILE names no usable storage, its master secret file is not
+ *    as required, or in a sandbox no data directory is known (see "Storage backends"). Not
+ *    retryable: fix the environment.
+ *  - "pending sign-in marker: …" (portal_auth_send_magic_link(), portal_auth_login_with_google()
+ *    / _apple() and the desktop sign-ins only): the marker file could not be written; nothing
+ *    was sent. Check $XDG_RUNTIME_DIR / $XDG_STATE_HOME; retry.
+ *  - "no encrypted transfer session: libgcrypt is not usable" (portal_auth_verify_totp() only):
+ *    no code was sent. Install libgcrypt (Debian: libgcrypt20).
  */
 #ifndef PORTAL_KEYRING_H
 #define PORTAL_KEYRING_H
@@ -99,11 +188,15 @@ extern "C" {
 
 /**
  * The version of the loaded library, as MAJOR*1000000 + MINOR*1000 + PATCH. Compare with
- * PORTAL_KEYRING_VERSION_NUMBER to detect a header/library mismatch. Thread-safe, never blocks.
+ * PORTAL_KEYRING_VERSION_NUMBER to detect a header/library mismatch. Thread-safe.
+ * Worst case: never blocks.
  */
 PORTAL_API uint32_t portal_keyring_version_number(void);
 
-/** The version of the loaded library as a static string such as "0.1.0"; never NULL, not freed. */
+/**
+ * The version of the loaded library as a static string such as "0.1.0"; never NULL, not freed.
+ * Worst case: never blocks.
+ */
 PORTAL_API const char *portal_keyring_version(void);
 
 /* ---------------------------------------------------------------------------------------------
@@ -200,7 +293,8 @@ typedef enum portal_status {
 
 /**
  * A static, human-readable name for a status code ("ok", "invalid argument", …); never NULL,
- * not freed. Unknown codes give "unknown status". Thread-safe, never blocks.
+ * not freed. Unknown codes give "unknown status". Thread-safe.
+ * Worst case: never blocks.
  */
 PORTAL_API const char *portal_status_str(portal_status status);
 
@@ -211,6 +305,7 @@ PORTAL_API const char *portal_status_str(portal_status status);
  * on the same thread; copy it to keep it. Never contains a token, nor control characters (C0,
  * DEL, C1: text from a server, D-Bus or a redirect URL is stripped of them), so it is safe to
  * print to a terminal.
+ * Worst case: never blocks.
  */
 PORTAL_API const char *portal_last_error_message(void);
 
@@ -225,6 +320,7 @@ PORTAL_API const char *portal_last_error_message(void);
  * response body with NUL bytes inside is wiped to its end, not to its first NUL). NULL, a
  * pointer the library did not return and a second free of the same pointer are no-ops.
  * Thread-safe.
+ * Worst case: never blocks.
  */
 PORTAL_API void portal_string_free(char *string);
 
@@ -240,6 +336,8 @@ typedef struct portal_session portal_session;
 
 /**
  * Creates client auth for an auth environment. Does no I/O.
+ *
+ * Worst case: never blocks.
  *
  * @param[out] out               receives the new handle; free it with portal_auth_free().
  * @param auth_environment_id    the auth environment id; not blank, at most 2048 bytes, no control
@@ -257,11 +355,16 @@ typedef struct portal_session portal_session;
 PORTAL_API portal_status portal_auth_new(portal_auth **out, const char *auth_environment_id,
                                          const char *redirect_url, const char *api_host);
 
-/** Frees a handle from portal_auth_new(). NULL is a no-op. Sessions it returned stay valid. */
+/**
+ * Frees a handle from portal_auth_new(). NULL is a no-op. Sessions it returned stay valid.
+ * Worst case: never blocks.
+ */
 PORTAL_API void portal_auth_free(portal_auth *auth);
 
 /**
  * Sets the keyring deadlines used by later calls on this handle (all threads).
+ *
+ * Worst case: never blocks.
  *
  * @param call_timeout_ms    bound for the provider calls, Secret portal calls and keyring-file
  *                           work of one operation together, in milliseconds (1 … 600000;
@@ -281,6 +384,8 @@ PORTAL_API portal_status portal_auth_set_keyring_timeouts(portal_auth *auth, uin
  * Calls that start after this returns, on any thread, use the new values; a call already running
  * (or an _async one already started) keeps the values it started with. Thread-safe; safe at any
  * time, typically right after portal_auth_new().
+ *
+ * Worst case: never blocks.
  *
  * @param from_email   the sender address (borrowed for the call; copied); with template_id NULL
  *                     too, clears the configuration.
@@ -308,12 +413,18 @@ typedef enum portal_account_abstraction {
  * it they return PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE. Does no I/O; threads as
  * portal_auth_set_magic_link().
  *
+ * Worst case: never blocks.
+ *
  * @return PORTAL_OK, or PORTAL_ERR_INVALID_ARGUMENT (NULL auth, a value not listed above).
  */
 PORTAL_API portal_status portal_auth_set_account_abstraction(portal_auth *auth, portal_account_abstraction value);
 
 /**
  * Restores the persisted session without a network call. Blocks (keyring I/O).
+ *
+ * Worst case: the keyring bound of one operation: the call deadline (default 5000 ms) plus the
+ * prompt deadline (default 30000 ms) for each prompt the provider shows (in a Flatpak sandbox, the
+ * Secret portal's version query and the host-keyring migration included).
  *
  * @param[out] out  on PORTAL_OK receives the session, or NULL when the end user is signed out
  *                  (nothing stored, or only unusable items, which were deleted). Free a session
@@ -328,6 +439,11 @@ PORTAL_API portal_status portal_auth_restore_session(portal_auth *auth, portal_s
  * Deletes every stored session for this auth environment (sign-out, or a clean slate on the first
  * launch after install). Succeeds when nothing is stored. Never fires invalidation listeners.
  * Blocks (keyring I/O).
+ *
+ * Worst case: as long as sign-in exchanges running on this handle on other threads take (it waits
+ * for them; each bounded as portal_auth_handle_redirect()), then the keyring bound of one
+ * operation: the call deadline (default 5000 ms) plus the prompt deadline (default 30000 ms) for
+ * each prompt the provider shows.
  *
  * @return PORTAL_OK, PORTAL_ERR_SESSION_STORAGE or PORTAL_ERR_INVALID_ARGUMENT.
  */
@@ -349,6 +465,9 @@ PORTAL_API portal_status portal_auth_clear_persisted_session(portal_auth *auth);
  * handed out whole (an escaped NUL, invalid UTF-8, over 64 KiB) is unusable: restore deletes it
  * and reports signed out.
  *
+ * Worst case: the persist turn and its own call deadline (two call deadlines, default 10000 ms)
+ * plus the prompt deadline (default 30000 ms) for each prompt the provider shows.
+ *
  * @param end_user_id           the Portal end user id; not blank, at most 2048 bytes, no control
  *                               character (one stored by an earlier version still restores).
  * @param client_session_token  the CST (borrowed; the library keeps its own wiped-on-release copy).
@@ -362,11 +481,13 @@ PORTAL_API portal_status portal_auth_persist_session(portal_auth *auth, const ch
                                                      portal_session **out);
 
 /* ---------------------------------------------------------------------------------------------
- * Sign-in (network; each function blocks for at most the HTTP timeouts, 10 s connect / 30 s total)
+ * Sign-in (network; the calls that persist also keyring I/O: each states its worst case)
  * ------------------------------------------------------------------------------------------- */
 
 /**
  * The sign-in methods the auth environment allows (GET /api/v3/auth/methods). Blocks (network).
+ *
+ * Worst case: one HTTP request: 30 s (10 s of it to connect).
  *
  * @param[out] methods_out             receives a comma-separated list such as
  *                                     "EMAIL_MAGIC_LINK,GOOGLE,APPLE"; free with portal_string_free().
@@ -392,6 +513,9 @@ PORTAL_API portal_status portal_auth_get_methods(portal_auth *auth, char **metho
  * written this returns PORTAL_ERR_SESSION_STORAGE (message "pending sign-in marker: …") and sends
  * nothing.
  *
+ * Worst case: writing the pending sign-in marker (a local file), then one HTTP request: 30 s (10 s
+ * of it to connect).
+ *
  * @return PORTAL_OK, PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED, PORTAL_ERR_INVALID_ARGUMENT,
  *         PORTAL_ERR_RATE_LIMITED, PORTAL_ERR_ACCOUNT_ABSTRACTION_UNAVAILABLE, PORTAL_ERR_NETWORK,
  *         PORTAL_ERR_SESSION_STORAGE, PORTAL_ERR_SERVER, PORTAL_ERR_REQUEST_REFUSED or
@@ -408,10 +532,16 @@ PORTAL_API portal_status portal_auth_send_magic_link(portal_auth *auth, const ch
  * redirect URL Portal does not allow, or a half-configured provider (Portal does not say which);
  * otherwise the errors of portal_auth_send_magic_link() except PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED.
  *
+ * Worst case: writing the pending sign-in marker (a local file), then one HTTP request: 30 s (10 s
+ * of it to connect).
+ *
  * @param[out] url_out  receives the URL; free with portal_string_free().
  */
 PORTAL_API portal_status portal_auth_login_with_google(portal_auth *auth, char **url_out);
-/** See portal_auth_login_with_google(). */
+/**
+ * See portal_auth_login_with_google().
+ * Worst case: as portal_auth_login_with_google().
+ */
 PORTAL_API portal_status portal_auth_login_with_apple(portal_auth *auth, char **url_out);
 
 /** What portal_auth_handle_redirect() made of a URL. */
@@ -468,6 +598,11 @@ typedef enum portal_redirect_flags {
  * retryable. portal_auth_clear_persisted_session() forgets remembered grants. Blocks (network,
  * keyring).
  *
+ * Worst case: one HTTP request (30 s), a restore (one call deadline) and a persist (two call
+ * deadlines): 45 s with the default deadlines, plus the prompt deadline (default 30000 ms) for
+ * each prompt the provider shows; a call delivering the same URL on this handle on another thread
+ * is waited for first.
+ *
  * @param url                   the URL the browser opened, UTF-8; not NULL. One longer than 8192
  *                               UTF-16 code units is not handled, before it is parsed (at most
  *                               24576 bytes are read). An error parameter appears in
@@ -503,6 +638,7 @@ PORTAL_API portal_status portal_auth_handle_redirect(portal_auth *auth, const ch
  * second one; on another handle or in another process the grant is spent, so the end user signs in
  * again. Returns the same kinds (never a new one) and statuses as portal_auth_handle_redirect(),
  * plus PORTAL_ERR_INVALID_ARGUMENT for unknown flag bits. Thread-safe; blocks (network, keyring).
+ * Worst case: as portal_auth_handle_redirect().
  */
 PORTAL_API portal_status portal_auth_handle_redirect_v2(portal_auth *auth, const char *url, uint32_t flags,
                                                         portal_redirect_kind *kind_out, portal_session **session_out,
@@ -533,6 +669,11 @@ PORTAL_API portal_status portal_auth_handle_redirect_v2(portal_auth *auth, const
  * PORTAL_ERR_SIGN_IN_IN_PROGRESS at once. Blocks until then (network, keyring, the end user in
  * the browser): GUI threads use portal_auth_sign_in_with_google_async(), which can be cancelled.
  *
+ * Worst case: two call deadlines (reading the stored state, starting the session watch; default
+ * 10000 ms) plus a bus round trip, one HTTP request (30 s), the browser's launch, then timeout_ms
+ * (0: 900000 ms) for the redirect and at most one restore's keyring bound past it (the call
+ * deadline, default 5000 ms, plus the prompt deadline, default 30000 ms, for each prompt shown).
+ *
  * @param timeout_ms   how long to wait for the redirect once the page is open, in milliseconds;
  *                     0 is the default and maximum, 900000 (15 minutes: the pending sign-in
  *                     marker's lifetime). More: PORTAL_ERR_INVALID_ARGUMENT.
@@ -548,7 +689,11 @@ PORTAL_API portal_status portal_auth_handle_redirect_v2(portal_auth *auth, const
 PORTAL_API portal_status portal_auth_sign_in_with_google(portal_auth *auth, uint32_t timeout_ms,
                                                          portal_redirect_kind *kind_out, portal_session **session_out,
                                                          char **user_jwt_out, char **totp_link_out);
-/** See portal_auth_sign_in_with_google(); PORTAL_ERR_AUTH_METHOD_UNAVAILABLE when Apple is not enabled. */
+/**
+ * See portal_auth_sign_in_with_google(); PORTAL_ERR_AUTH_METHOD_UNAVAILABLE when Apple is not
+ * enabled.
+ * Worst case: as portal_auth_sign_in_with_google().
+ */
 PORTAL_API portal_status portal_auth_sign_in_with_apple(portal_auth *auth, uint32_t timeout_ms,
                                                         portal_redirect_kind *kind_out, portal_session **session_out,
                                                         char **user_jwt_out, char **totp_link_out);
@@ -573,6 +718,11 @@ PORTAL_API portal_status portal_auth_sign_in_with_apple(portal_auth *auth, uint3
  * same JWT while one runs waits for it. A rejected or unanswered exchange is not remembered;
  * another handle or process cannot retry (the end user signs in again). Thread-safe.
  *
+ * Worst case: one HTTP request (30 s), a restore (one call deadline) and a persist (two call
+ * deadlines): 45 s with the default deadlines, plus the prompt deadline (default 30000 ms) for
+ * each prompt the provider shows; a call with the same user JWT on this handle on another thread
+ * is waited for first.
+ *
  * @param[out] out  optional: receives the session (portal_session_free()); it answers
  *                  portal_session_get_client_id() and portal_session_get_is_account_abstracted().
  * @return PORTAL_OK, PORTAL_ERR_INVALID_USER_JWT (no endUserId claim; nothing sent),
@@ -586,7 +736,9 @@ PORTAL_API portal_status portal_auth_verify_totp(portal_auth *auth, const char *
 /**
  * The end user of a TOTP step: the endUserId claim of its user JWT (read, not verified: Portal
  * verifies the JWT), the end user portal_auth_verify_totp() will persist the session for. For
- * showing who is signing in before the code is asked for. Never blocks; no I/O; thread-safe.
+ * showing who is signing in before the code is asked for. No I/O; thread-safe.
+ *
+ * Worst case: never blocks.
  *
  * @param user_jwt  the user JWT from portal_auth_handle_redirect() (borrowed for the call).
  * @param[out] out  receives the end user id (portal_string_free()).
@@ -601,6 +753,8 @@ PORTAL_API portal_status portal_user_jwt_get_end_user_id(const char *user_jwt, c
  * is base32 (A-Z, 2-7, optional trailing '='). A secret: wipe it with portal_string_free(). Never
  * blocks; no I/O; thread-safe.
  *
+ * Worst case: never blocks.
+ *
  * @param totp_link  the otpauth:// link from portal_auth_handle_redirect() (borrowed for the call).
  * @param[out] out   receives the secret (portal_string_free()), or NULL when the link is not an
  *                   otpauth:// link or carries no valid secret.
@@ -612,8 +766,10 @@ PORTAL_API portal_status portal_totp_link_get_secret(const char *totp_link, char
  * A TOTP enrolment link as a QR code for an authenticator app to scan: error-correction level M,
  * byte mode, the smallest version that holds it, a 4-module quiet zone included in the size. It
  * encodes the link as portal_totp_link_get_secret() reads it (trimmed, decoded as a whole when it
- * came percent-encoded). libqrencode is loaded on the first call, not before. Never blocks; no
+ * came percent-encoded). libqrencode is loaded on the first call, not before. No
  * network; thread-safe. The modules encode the secret: show them, never log or store them.
+ *
+ * Worst case: never blocks (beyond loading libqrencode on the first call).
  *
  * @param totp_link        the otpauth:// link (borrowed for the call).
  * @param[out] size_out    receives the number of modules on one side (29 for the smallest code).
@@ -628,6 +784,8 @@ PORTAL_API portal_status portal_totp_qr_code(const char *totp_link, size_t *size
  * portal_totp_qr_code() as an SVG document: one unit per module, black on an opaque white
  * square, for toolkits that draw SVG (scale it without smoothing). Same errors.
  *
+ * Worst case: as portal_totp_qr_code().
+ *
  * @param[out] svg_out  receives the document (portal_string_free(), which wipes).
  */
 PORTAL_API portal_status portal_totp_qr_svg(const char *totp_link, char **svg_out);
@@ -637,13 +795,17 @@ PORTAL_API portal_status portal_totp_qr_svg(const char *totp_link, char **svg_ou
  * ------------------------------------------------------------------------------------------- */
 
 /**
- * The session's end user id. Borrowed: valid until portal_session_free(session). Never blocks.
+ * The session's end user id. Borrowed: valid until portal_session_free(session).
+ * Worst case: never blocks.
+ *
  * @return the id, or NULL when session is NULL (then the last error is set).
  */
 PORTAL_API const char *portal_session_get_end_user_id(const portal_session *session);
 
 /**
  * The session's auth environment id. Borrowed: valid until portal_session_free(session).
+ * Worst case: never blocks.
+ *
  * @return the id, or NULL when session is NULL (then the last error is set).
  */
 PORTAL_API const char *portal_session_get_auth_environment_id(const portal_session *session);
@@ -651,7 +813,9 @@ PORTAL_API const char *portal_session_get_auth_environment_id(const portal_sessi
 /**
  * The Portal client the sign-in that returned this handle named (portal_auth_handle_redirect(),
  * portal_auth_verify_totp() and their _async forms). Borrowed: valid until
- * portal_session_free(session). Never blocks.
+ * portal_session_free(session).
+ * Worst case: never blocks.
+ *
  * @return the client id; NULL when the Portal API named none, for a handle from any other call
  *         (a restored or transferred session), or when session is NULL (then the last error is
  *         set; otherwise it is cleared).
@@ -660,14 +824,18 @@ PORTAL_API const char *portal_session_get_client_id(const portal_session *sessio
 
 /**
  * Whether the sign-in that returned this handle reported an account-abstracted client (see
- * portal_session_get_client_id() for which handles know). Never blocks.
+ * portal_session_get_client_id() for which handles know).
+ * Worst case: never blocks.
+ *
  * @return 1 or 0 as reported; -1 when unknown (not reported, another kind of handle) or when
  *         session is NULL (then the last error is set).
  */
 PORTAL_API int portal_session_get_is_account_abstracted(const portal_session *session);
 
 /**
- * Copies the session's Client Session Token. Never blocks.
+ * Copies the session's Client Session Token.
+ *
+ * Worst case: never blocks.
  *
  * @param[out] out  receives a NUL-terminated copy owned by the caller; release it with
  *                  portal_string_free(), which wipes it. Keep the copy as briefly as possible.
@@ -676,7 +844,10 @@ PORTAL_API int portal_session_get_is_account_abstracted(const portal_session *se
  */
 PORTAL_API portal_status portal_session_copy_token(const portal_session *session, char **out);
 
-/** Frees a session handle, wiping its token. NULL is a no-op. Does not touch the keyring. */
+/**
+ * Frees a session handle, wiping its token. NULL is a no-op. Does not touch the keyring.
+ * Worst case: never blocks.
+ */
 PORTAL_API void portal_session_free(portal_session *session);
 
 /**
@@ -685,6 +856,9 @@ PORTAL_API void portal_session_free(portal_session *session);
  * sign-in persisted meanwhile — by this or another process — is never wiped. Idempotent; a repeat
  * after a failed delete retries the delete. Does not fire listeners (see portal_report_unauthorized).
  * Blocks (keyring I/O).
+ *
+ * Worst case: the keyring bound of one operation: the call deadline (default 5000 ms) plus the
+ * prompt deadline (default 30000 ms) for each prompt the provider shows.
  *
  * @return PORTAL_OK, PORTAL_ERR_SESSION_STORAGE (the token is gone from memory regardless) or
  *         PORTAL_ERR_INVALID_ARGUMENT.
@@ -730,6 +904,8 @@ typedef void (*portal_destroy_notify)(void *user_data);
  * (the call does not wait for it). If that request gets HTTP 401 the session is invalidated and
  * listeners fire — including listeners registered after this call returns (replay).
  *
+ * Worst case: never blocks: the validation request runs on a library thread.
+ *
  * @param[out] out   receives the handle; free it with portal_free().
  * @param session    the credential (borrowed; the portal keeps its own reference, so the session
  *                   handle may be freed first). The portal and the session handle share state:
@@ -744,6 +920,8 @@ PORTAL_API portal_status portal_new(portal **out, const portal_session *session,
 /**
  * Creates a Portal client from a static API key. It never invalidates anything; registering a
  * listener succeeds with handle 0 and calls destroy_notify at once.
+ *
+ * Worst case: never blocks.
  *
  * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT.
  */
@@ -762,11 +940,16 @@ PORTAL_API portal_status portal_new_with_api_key(portal **out, const char *api_k
  * exits: a request still running on a library thread while the process tears down its TLS
  * library at exit can crash the process. From a main loop's thread use portal_free_async(),
  * which does the waiting on a worker thread.
+ * Worst case: about a second (libcurl's progress interval) for its requests to abort, plus as long
+ * as a listener callback already running on another thread takes to return (nothing when called
+ * from that callback).
  */
 PORTAL_API void portal_free(portal *portal);
 
 /**
  * Registers a listener for session invalidation.
+ *
+ * Worst case: never blocks.
  *
  * @param callback        called at most once, on a library thread (see above).
  * @param user_data       passed to callback and destroy_notify.
@@ -788,6 +971,9 @@ PORTAL_API portal_status portal_on_session_invalidated(portal *portal, portal_se
  * another thread, this waits for it to return; called from inside the callback itself, it does
  * not wait). Unknown, already-cancelled and 0 handles are ignored.
  *
+ * Worst case: never blocks, unless the registration's callback is running on another thread: then
+ * as long as that callback takes to return.
+ *
  * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT (NULL portal).
  */
 PORTAL_API portal_status portal_listener_cancel(portal *portal, uint64_t handle);
@@ -796,6 +982,10 @@ PORTAL_API portal_status portal_listener_cancel(portal *portal, uint64_t handle)
  * Reports that a request the app made itself, with rejected_token as bearer to the Portal API
  * host, got HTTP 401. If rejected_token is the session's current token, invalidates the session
  * (keyring I/O: blocks) and fires the listeners once; otherwise does nothing.
+ *
+ * Worst case: when it invalidates, the keyring bound of one operation: the call deadline (default
+ * 5000 ms) plus the prompt deadline (default 30000 ms) for each prompt the provider shows;
+ * otherwise never blocks.
  *
  * @param[out] invalidated_out  optional: receives true if this call invalidated the session.
  * @return PORTAL_OK, PORTAL_ERR_SESSION_STORAGE (the delete failed; the session is invalidated in
@@ -808,6 +998,10 @@ PORTAL_API portal_status portal_report_unauthorized(portal *portal, const char *
  * Host-initiated sign-out: drops the token from memory and deletes every stored session of the
  * auth environment. Never fires listeners. Blocks (keyring I/O).
  *
+ * Worst case: two keyring operations (the sign-in's item, then every stored session of the auth
+ * environment): two call deadlines (default 10000 ms) plus the prompt deadline (default 30000 ms)
+ * for each prompt the provider shows.
+ *
  * @return PORTAL_OK, PORTAL_ERR_SESSION_STORAGE or PORTAL_ERR_INVALID_ARGUMENT.
  */
 PORTAL_API portal_status portal_clear_session(portal *portal);
@@ -816,6 +1010,10 @@ PORTAL_API portal_status portal_clear_session(portal *portal);
  * Sends an authenticated request and waits for the response. Blocks (network, up to 30 s).
  * The bearer is attached only when target is a path ("/api/v3/...") or an absolute URL on the
  * Portal API host exactly; a 401 from that host invalidates the session as described above.
+ *
+ * Worst case: one HTTP request (30 s, 10 s of it to connect); a 401 that invalidates the session
+ * adds the keyring bound of one operation: the call deadline (default 5000 ms) plus the prompt
+ * deadline (default 30000 ms) for each prompt the provider shows.
  *
  * @param method            "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD" or "OPTIONS", exactly
  *                          (upper case); anything else (including CR, LF or other bytes that could
@@ -917,10 +1115,12 @@ typedef void (*portal_completion_cb)(portal_status status, portal_result *result
 /**
  * Creates a queue whose completions run from a GLib main context.
  *
+ * Worst case: never blocks.
+ *
  * @param[out] out          receives the queue; free it with portal_completion_queue_free().
  * @param main_context      a GMainContext * (the queue keeps a reference), or NULL for the calling
  *                          thread's thread-default context at this call.
- * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT (NULL out). Never blocks.
+ * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT (NULL out).
  */
 PORTAL_API portal_status portal_completion_queue_new_for_main_context(portal_completion_queue **out,
                                                                       void *main_context);
@@ -928,14 +1128,18 @@ PORTAL_API portal_status portal_completion_queue_new_for_main_context(portal_com
 /**
  * Creates a pollable queue: completions wait until portal_completion_queue_dispatch() runs them.
  *
+ * Worst case: never blocks.
+ *
  * @param[out] out  receives the queue; free it with portal_completion_queue_free().
- * @return PORTAL_OK, PORTAL_ERR_INTERNAL (no eventfd) or PORTAL_ERR_INVALID_ARGUMENT. Never blocks.
+ * @return PORTAL_OK, PORTAL_ERR_INTERNAL (no eventfd) or PORTAL_ERR_INVALID_ARGUMENT.
  */
 PORTAL_API portal_status portal_completion_queue_new_pollable(portal_completion_queue **out);
 
 /**
  * The file descriptor of a pollable queue: readable (POLLIN) while completions are ready. Owned by
  * the queue (closed by portal_completion_queue_free()); only poll it, never read or close it.
+ * Worst case: never blocks.
+ *
  * @return the fd, or -1 for a main-context queue, NULL or a freed queue (then the last error is set).
  */
 PORTAL_API int portal_completion_queue_get_fd(const portal_completion_queue *queue);
@@ -946,6 +1150,8 @@ PORTAL_API int portal_completion_queue_get_fd(const portal_completion_queue *que
  * next round), and may free the queue: the round stops there, and its other completions are
  * dropped (destroy_notify only). Call it from one thread at a time (the thread that owns your loop).
  *
+ * Worst case: never waits; it takes as long as the callbacks it runs.
+ *
  * @param[out] ran_out  optional: receives how many completions ran.
  * @return PORTAL_OK, or PORTAL_ERR_INVALID_ARGUMENT (NULL, freed or main-context queue).
  */
@@ -955,13 +1161,16 @@ PORTAL_API portal_status portal_completion_queue_dispatch(portal_completion_queu
  * Releases the caller's queue handle. Operations still running keep the queue alive: a
  * main-context queue still delivers them; a pollable queue drops its ready completions at once
  * (destroy_notify on the calling thread) and later ones as they arrive (on the worker), and its
- * fd is closed when the last of them is gone — stop polling it now. NULL is a no-op. Never blocks.
+ * fd is closed when the last of them is gone — stop polling it now. NULL is a no-op.
+ * Worst case: never blocks.
  */
 PORTAL_API void portal_completion_queue_free(portal_completion_queue *queue);
 
 /**
  * Cancels a non-blocking operation (see "Cancellation" above). Unknown, 0 and already completed
- * operations are ignored. Never blocks; may be called from any thread, including a callback.
+ * operations are ignored. May be called from any thread, including a callback.
+ * Worst case: never blocks.
+ *
  * @return PORTAL_OK.
  */
 PORTAL_API portal_status portal_operation_cancel(uint64_t operation);
@@ -982,6 +1191,7 @@ PORTAL_API portal_status portal_operation_cancel(uint64_t operation);
 /**
  * portal_auth_restore_session() without blocking. result->session: the session, or NULL when
  * signed out (status PORTAL_OK). Errors as the blocking call, plus PORTAL_ERR_CANCELLED.
+ * Worst case: never blocks: the work runs on a worker thread.
  */
 PORTAL_API portal_status portal_auth_restore_session_async(portal_auth *auth, portal_completion_queue *queue,
                                                            portal_completion_cb callback, void *user_data,
@@ -991,6 +1201,7 @@ PORTAL_API portal_status portal_auth_restore_session_async(portal_auth *auth, po
 /**
  * portal_auth_persist_session() without blocking. The strings are copied before this returns.
  * result->session: the stored session. Errors as the blocking call, plus PORTAL_ERR_CANCELLED.
+ * Worst case: never blocks: the work runs on a worker thread.
  */
 PORTAL_API portal_status portal_auth_persist_session_async(portal_auth *auth, const char *end_user_id,
                                                            const char *client_session_token,
@@ -999,7 +1210,10 @@ PORTAL_API portal_status portal_auth_persist_session_async(portal_auth *auth, co
                                                            portal_destroy_notify destroy_notify,
                                                            uint64_t *operation_out);
 
-/** portal_auth_clear_persisted_session() without blocking. No result fields. */
+/**
+ * portal_auth_clear_persisted_session() without blocking. No result fields.
+ * Worst case: never blocks: the work runs on a worker thread.
+ */
 PORTAL_API portal_status portal_auth_clear_persisted_session_async(portal_auth *auth, portal_completion_queue *queue,
                                                                    portal_completion_cb callback, void *user_data,
                                                                    portal_destroy_notify destroy_notify,
@@ -1008,6 +1222,7 @@ PORTAL_API portal_status portal_auth_clear_persisted_session_async(portal_auth *
 /**
  * portal_session_invalidate() without blocking. The token is dropped from memory before this
  * returns; the keyring delete runs on a worker. No result fields.
+ * Worst case: never blocks: the work runs on a worker thread.
  */
 PORTAL_API portal_status portal_session_invalidate_async(portal_session *session, portal_completion_queue *queue,
                                                          portal_completion_cb callback, void *user_data,
@@ -1018,20 +1233,27 @@ PORTAL_API portal_status portal_session_invalidate_async(portal_session *session
  * portal_request() without blocking. The strings are copied before this returns.
  * result->http_status, result->body, result->body_len. Errors as the blocking call, plus
  * PORTAL_ERR_CANCELLED.
+ * Worst case: never blocks: the work runs on a worker thread.
  */
 PORTAL_API portal_status portal_request_async(portal *portal, const char *method, const char *target,
                                               const char *body, portal_completion_queue *queue,
                                               portal_completion_cb callback, void *user_data,
                                               portal_destroy_notify destroy_notify, uint64_t *operation_out);
 
-/** portal_report_unauthorized() without blocking. result->invalidated. */
+/**
+ * portal_report_unauthorized() without blocking. result->invalidated.
+ * Worst case: never blocks: the work runs on a worker thread.
+ */
 PORTAL_API portal_status portal_report_unauthorized_async(portal *portal, const char *rejected_token,
                                                           portal_completion_queue *queue,
                                                           portal_completion_cb callback, void *user_data,
                                                           portal_destroy_notify destroy_notify,
                                                           uint64_t *operation_out);
 
-/** portal_clear_session() without blocking. No result fields. */
+/**
+ * portal_clear_session() without blocking. No result fields.
+ * Worst case: never blocks: the work runs on a worker thread.
+ */
 PORTAL_API portal_status portal_clear_session_async(portal *portal, portal_completion_queue *queue,
                                                     portal_completion_cb callback, void *user_data,
                                                     portal_destroy_notify destroy_notify,
@@ -1047,6 +1269,7 @@ PORTAL_API portal_status portal_clear_session_async(portal *portal, portal_compl
  * Unlike portal_on_session_invalidated(), cancel and free stop a delivery only until it is
  * queued: once the invalidation has been handed to the queue, the callback runs there even if
  * portal_listener_cancel() or portal_free() is called meanwhile.
+ * Worst case: never blocks.
  */
 PORTAL_API portal_status portal_on_session_invalidated_queued(portal *portal, portal_completion_queue *queue,
                                                               portal_session_invalidated_cb callback,
@@ -1063,6 +1286,7 @@ PORTAL_API portal_status portal_on_session_invalidated_queued(portal *portal, po
  * loop. When all of that is over, callback (optional) runs once on queue with PORTAL_OK: only
  * then is it safe to exit the process (see portal_free()). NULL portal:
  * PORTAL_ERR_INVALID_ARGUMENT.
+ * Worst case: never blocks: the waiting runs on a worker thread.
  */
 PORTAL_API portal_status portal_free_async(portal *portal, portal_completion_queue *queue,
                                            portal_completion_cb callback, void *user_data,
@@ -1115,6 +1339,7 @@ typedef void (*portal_sign_in_cb)(portal_status status, portal_sign_in_result *r
 /**
  * portal_auth_get_methods() without blocking. result->text: the comma-separated methods,
  * result->auto_create_wallet. Errors as the blocking call, plus PORTAL_ERR_CANCELLED.
+ * Worst case: never blocks: the work runs on a worker thread.
  */
 PORTAL_API portal_status portal_auth_get_methods_async(portal_auth *auth, portal_completion_queue *queue,
                                                        portal_sign_in_cb callback, void *user_data,
@@ -1126,6 +1351,7 @@ PORTAL_API portal_status portal_auth_get_methods_async(portal_auth *auth, portal
  * PORTAL_ERR_INVALID_ARGUMENT and nothing was sent). The pending sign-in marker is written on the worker, before the request. No result
  * fields. Errors as the blocking call, plus PORTAL_ERR_CANCELLED: a cancelled request may still
  * have reached Portal (an email may be sent; never retried).
+ * Worst case: never blocks: the work runs on a worker thread.
  */
 PORTAL_API portal_status portal_auth_send_magic_link_async(portal_auth *auth, const char *email,
                                                            portal_completion_queue *queue, portal_sign_in_cb callback,
@@ -1135,13 +1361,17 @@ PORTAL_API portal_status portal_auth_send_magic_link_async(portal_auth *auth, co
 /**
  * portal_auth_login_with_google() without blocking. result->text: the authorize URL. Errors as
  * the blocking call, plus PORTAL_ERR_CANCELLED.
+ * Worst case: never blocks: the work runs on a worker thread.
  */
 PORTAL_API portal_status portal_auth_login_with_google_async(portal_auth *auth, portal_completion_queue *queue,
                                                              portal_sign_in_cb callback, void *user_data,
                                                              portal_destroy_notify destroy_notify,
                                                              uint64_t *operation_out);
 
-/** portal_auth_login_with_apple() without blocking; see portal_auth_login_with_google_async(). */
+/**
+ * portal_auth_login_with_apple() without blocking; see portal_auth_login_with_google_async().
+ * Worst case: never blocks: the work runs on a worker thread.
+ */
 PORTAL_API portal_status portal_auth_login_with_apple_async(portal_auth *auth, portal_completion_queue *queue,
                                                             portal_sign_in_cb callback, void *user_data,
                                                             portal_destroy_notify destroy_notify,
@@ -1156,6 +1386,7 @@ PORTAL_API portal_status portal_auth_login_with_apple_async(portal_auth *auth, p
  * PORTAL_ERR_CANCELLED: a cancel after the grant exchange leaves the session persisted or not
  * (never half), and a repeat delivery of the URL on the same handle returns the remembered
  * exchange.
+ * Worst case: never blocks: the work runs on a worker thread.
  */
 PORTAL_API portal_status portal_auth_handle_redirect_async(portal_auth *auth, const char *url, uint32_t flags,
                                                            portal_completion_queue *queue, portal_sign_in_cb callback,
@@ -1170,13 +1401,17 @@ PORTAL_API portal_status portal_auth_handle_redirect_async(portal_auth *auth, co
  * PORTAL_ERR_CANCELLED: portal_operation_cancel() ends the wait at once (before the page opened,
  * none is opened) and the call persists nothing afterwards. The wait holds one of the library's
  * network worker threads.
+ * Worst case: never blocks: the work runs on a worker thread.
  */
 PORTAL_API portal_status portal_auth_sign_in_with_google_async(portal_auth *auth, uint32_t timeout_ms,
                                                                portal_completion_queue *queue, portal_sign_in_cb callback,
                                                                void *user_data, portal_destroy_notify destroy_notify,
                                                                uint64_t *operation_out);
 
-/** portal_auth_sign_in_with_apple() without blocking; see portal_auth_sign_in_with_google_async(). */
+/**
+ * portal_auth_sign_in_with_apple() without blocking; see portal_auth_sign_in_with_google_async().
+ * Worst case: never blocks: the work runs on a worker thread.
+ */
 PORTAL_API portal_status portal_auth_sign_in_with_apple_async(portal_auth *auth, uint32_t timeout_ms,
                                                               portal_completion_queue *queue, portal_sign_in_cb callback,
                                                               void *user_data, portal_destroy_notify destroy_notify,
@@ -1189,6 +1424,7 @@ PORTAL_API portal_status portal_auth_sign_in_with_apple_async(portal_auth *auth,
  * (the call deadline still bounds it): the worker persists the session when the keyring allows,
  * else keeps the exchange, and portal_auth_verify_totp() or this function with the same JWT on
  * the same handle returns the session without a second exchange.
+ * Worst case: never blocks: the work runs on a worker thread.
  */
 PORTAL_API portal_status portal_auth_verify_totp_async(portal_auth *auth, const char *code, const char *user_jwt,
                                                        portal_completion_queue *queue, portal_sign_in_cb callback,
@@ -1257,8 +1493,8 @@ typedef void (*portal_watch_cb)(portal_watch_event event, const char *end_user_i
  * is reported. So an app waiting for sign-in calls portal_auth_watch(), then
  * portal_auth_restore_session(), and shows sign-in until PORTAL_WATCH_SIGNED_IN arrives.
  *
- * Blocks for at most the auth's call deadline (portal_auth_set_keyring_timeouts(), default
- * 5000 ms) plus one bus round trip; never shows a prompt. A provider that is not running, or a
+ * Worst case: the auth's call deadline (portal_auth_set_keyring_timeouts(), default 5000 ms)
+ * plus one bus round trip; never shows a prompt. A provider that is not running, or a
  * keyring that cannot be read now, is not an error: the watch reports PORTAL_WATCH_RESYNC when a
  * provider takes the name org.freedesktop.secrets.
  *
@@ -1295,6 +1531,7 @@ PORTAL_API portal_status portal_auth_watch(portal_auth *auth, portal_completion_
  * Arguments, ownership, threads and destroy_notify as portal_auth_watch(); argument errors are
  * returned at once (PORTAL_ERR_INVALID_ARGUMENT, destroy_notify run before the return), as is
  * PORTAL_ERR_SESSION_STORAGE when D-Bus is unusable after fork().
+ * Worst case: never blocks: the subscription and the baseline read run on the watch's thread.
  */
 PORTAL_API portal_status portal_auth_watch_async(portal_auth *auth, portal_completion_queue *queue,
                                                  portal_watch_cb callback, void *user_data,
@@ -1307,6 +1544,7 @@ PORTAL_API portal_status portal_auth_watch_async(portal_auth *auth, portal_compl
  * queue's thread (a callback already running on another thread may still finish). Events queued
  * and not yet delivered are skipped. May be called from the watch's own callback. NULL is a
  * no-op; a second free is ignored.
+ * Worst case: never blocks.
  */
 PORTAL_API void portal_watch_free(portal_watch *watch);
 

@@ -30,6 +30,11 @@
 #  10. the core's dependencies run one way (docs/architecture.md#the-layer-rule): no Swift file
 #      of Sources/PortalKeyringCore names a type declared in a folder of a layer above its own,
 #      and no storage backend names a sibling backend's (scripts/check-layers.py).
+#  11. one lock type in process: no `pthread_mutex_`/`pthread_cond_` call, GLib mutex (`GMutex`,
+#      `g_mutex_`) or `Synchronization.Mutex` (`Mutex<`) in Sources/ outside Runtime/Lock*.swift
+#      (`Lock`: what ThreadSanitizer sees, storage that never moves); across processes, `flock`.
+#      The rule is first tried on a planted file holding each of them, and fails unless it finds
+#      every one (Tests/mutants/ci/lock-rule-misses-mutex).
 # Tests/tools/test_check_layers.py plants offences against rules 8 and 10 in a copy of the core
 # and its tests and runs this script there, with PORTAL_CHECK_NESTED=1: the copy skips what
 # needs the whole tree (links, the catalogue) and the self-tests.
@@ -81,7 +86,20 @@ done
 rule "$(python3 scripts/check-layers.py Sources/PortalKeyringCore 2>&1)" \
     "the core names types of a layer above (or a sibling backend's; docs/architecture.md#the-layer-rule)" \
     "the core's files name no type of a layer above"
+# Rule 11: lock primitives outside Runtime/Lock*.swift (first shown firing on a planted file).
+lock_primitives='pthread_mutex_|pthread_cond_|\bGMutex\b|\bg_mutex_|\bMutex<'
+lock_uses() { code_lines "$lock_primitives" "$@" | grep -vE '^Sources/PortalKeyringCore/Runtime/Lock[^/]*\.swift:' || true; }
+rule "$(lock_uses Sources)" \
+    "a lock primitive outside Runtime/Lock*.swift (use Lock: Sources/PortalKeyringCore/Runtime/Lock.swift)" \
+    "every in-process lock in Sources/ is a Lock"
 if [[ -z ${PORTAL_CHECK_NESTED:-} ]]; then
+    plant=$(mktemp -d)
+    printf '%s\n' 'pthread_mutex_lock(m)' 'pthread_cond_wait(c, m)' 'let m = GMutex()' 'g_mutex_lock(m)' \
+        'let s = Mutex<Int>(0)' >"$plant/planted.swift"
+    planted=$(lock_uses "$plant" | grep -c . || true)
+    rm -rf "$plant"
+    rule "$( ((planted < 5)) && echo "found $planted of the 5 planted lock primitives")" \
+        "rule 11 misses planted lock primitives" "rule 11 finds each planted lock primitive"
     # Rule 9: dead links and anchors (the checker prints each one), and the checker's own test.
     links=$(python3 scripts/check-links.py 2>&1) || [[ -n $links ]] || links="scripts/check-links.py failed"
     rule "$links" "dead links or anchors (FILE:LINE: TARGET)" "every link and docs citation resolves"

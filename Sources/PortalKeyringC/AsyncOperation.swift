@@ -140,7 +140,7 @@ final class AsyncOperation: Sendable {
 
 /// Operations started and not completed, by id (portal_operation_cancel()).
 enum AsyncOperations {
-    private static let live = Mutex<(next: UInt64, operations: [UInt64: AsyncOperation])>((0, [:]))
+    private static let live = Lock<(next: UInt64, operations: [UInt64: AsyncOperation])>((0, [:]))
 
     static func start(queue: CompletionQueue, callbacks: CCallbacks) -> AsyncOperation {
         live.withLock { state in
@@ -220,18 +220,15 @@ private func startAsync(_ queue: OpaquePointer?, _ callback: CCallbacks.Callback
 
 /// An operation's work, taken once by the worker that runs it (then only the worker holds it).
 private final class WorkBox: @unchecked Sendable {
-    private var work: PreparedWork?
-    private var lock = pthread_mutex_t()
+    private let work: Lock<PreparedWork?>
     init(_ work: @escaping PreparedWork) {
-        self.work = work
-        pthread_mutex_init(&lock, nil)
+        self.work = Lock(work)
     }
-    deinit { pthread_mutex_destroy(&lock) }
     private func take() -> PreparedWork? {
-        pthread_mutex_lock(&lock)
-        defer { pthread_mutex_unlock(&lock) }
-        defer { work = nil }
-        return work
+        work.withLock { work in
+            defer { work = nil }
+            return work
+        }
     }
 
     /// Runs the work under the operation's token; nil when it was cancelled while queued. The

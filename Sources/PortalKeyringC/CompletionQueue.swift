@@ -1,5 +1,5 @@
 import CGLib
-import Synchronization
+import PortalKeyringCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,7 +37,7 @@ final class CompletionQueue: @unchecked Sendable {
 
     private let target: Target
     /// Pollable mode: ready jobs and whether `close()` ran.
-    private let pending = Mutex<(jobs: [Job], closed: Bool)>(([], false))
+    private let pending = Lock<(jobs: [Job], closed: Bool)>(([], false))
 
     /// A queue for `context` (a GMainContext; referenced), or for the calling thread's
     /// thread-default context now when nil.

@@ -3,7 +3,6 @@
 // a status code and a message.
 import CPortalKeyring
 @_spi(Bindings) import PortalKeyringCore
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -209,8 +208,8 @@ func mallocCString(_ text: String) throws(CFailure) -> UnsafeMutablePointer<CCha
 /// Behind `portal_auth *`. The core's `PortalAuth` is immutable; changing the timeouts swaps in
 /// a new one under the lock.
 final class AuthHandle: Sendable {
-    let auth: Mutex<PortalAuthBox>
-    init(_ auth: PortalAuth) { self.auth = Mutex(PortalAuthBox(value: auth)) }
+    let auth: Lock<PortalAuthBox>
+    init(_ auth: PortalAuth) { self.auth = Lock(PortalAuthBox(value: auth)) }
     var current: PortalAuth { auth.withLock { $0.value } }
 }
 
@@ -264,9 +263,9 @@ final class SessionHandle {
 // live again, so a stale pointer to it acts on the new object; and freeing a handle while
 // another thread is still inside a call with it (the call keeps the object alive, but the
 // caller broke the contract). One process-wide lock; held only for a dictionary operation.
-private let liveHandles = Mutex<[UInt: ObjectIdentifier]>([:])
+private let liveHandles = Lock<[UInt: ObjectIdentifier]>([:])
 /// Caller-owned strings by address, with the number of bytes to wipe when they come back.
-private let liveStrings = Mutex<[UInt: Int]>([:])
+private let liveStrings = Lock<[UInt: Int]>([:])
 
 func retainHandle(_ object: AnyObject) -> OpaquePointer {
     let pointer = Unmanaged.passRetained(object).toOpaque()

@@ -48,8 +48,8 @@ private final class WatchCallbacks: @unchecked Sendable {
 /// with them — are released by the freeing thread or the last queued delivery, never by the
 /// watch thread, which may still be finishing a keyring read.
 private final class CallbackSlot: Sendable {
-    private let slot: Mutex<WatchCallbacks?>
-    init(_ callbacks: WatchCallbacks) { slot = Mutex(callbacks) }
+    private let slot: Lock<WatchCallbacks?>
+    init(_ callbacks: WatchCallbacks) { slot = Lock(callbacks) }
     var callbacks: WatchCallbacks? { slot.withLock { $0 } }
     func empty() { slot.withLock { $0 = nil } }
 }

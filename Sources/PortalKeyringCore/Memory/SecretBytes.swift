@@ -153,26 +153,27 @@ final class SecretBytes: @unchecked Sendable {
 /// 64 KiB chunk). Chunks (and the pages of larger secrets) are also locked in RAM (`mlock`), as
 /// libsecret's secure memory is, so that a token is never written to swap — within
 /// `RLIMIT_MEMLOCK`: once the limit is reached, memory is used unlocked (still excluded from
-/// core dumps and wiped), and `lockedBytes`/`unlockedBytes` say how much of each. Thread-safe (one pthread mutex, held across fork() by an atfork handler so that
+/// core dumps and wiped), and `lockedBytes`/`unlockedBytes` say how much of each. Thread-safe (one `Lock`, held across fork() by an atfork handler so that
 /// a child never inherits it locked).
 enum SecretPool {
     static let slotSize = 512
     private static let chunkSize = 64 * 1024
 
-    nonisolated(unsafe) private static var freeSlots: [UnsafeMutableRawPointer] = []
-    nonisolated(unsafe) private static let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
-        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        pthread_atfork({ pthread_mutex_lock(SecretPool.mutex) },
-                       { pthread_mutex_unlock(SecretPool.mutex) },
-                       { pthread_mutex_unlock(SecretPool.mutex) })
-        return mutex
+    /// The slots free to hand out.
+    private static let available: Lock<[UnsafeMutableRawPointer]> = {
+        let available = Lock<[UnsafeMutableRawPointer]>([])
+        pthread_atfork({ SecretPool.available.lockBeforeFork() },
+                       { SecretPool.available.unlockAfterFork(inChild: false) },
+                       { SecretPool.available.unlockAfterFork(inChild: true) })
+        return available
     }()
 
     /// A zeroed slot of `slotSize` bytes, or nil when no chunk can be mapped.
     static func take() -> UnsafeMutableRawPointer? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        available.withLock { freeSlots in take(from: &freeSlots) }
+    }
+
+    private static func take(from freeSlots: inout [UnsafeMutableRawPointer]) -> UnsafeMutableRawPointer? {
         if freeSlots.isEmpty {
             let address = mmap(nil, chunkSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
             guard let address, address != MAP_FAILED else { return nil }
@@ -190,36 +191,22 @@ enum SecretPool {
     /// granted at all) leaves it unlocked, counted.
     static func lock(_ address: UnsafeMutableRawPointer, _ length: Int) {
         let locked = mlock(address, length) == 0
-        pthread_mutex_lock(countMutex)
-        if locked { lockedTotal += length } else { unlockedTotal += length }
-        pthread_mutex_unlock(countMutex)
+        totals.withLock { totals in
+            if locked { totals.locked += length } else { totals.unlocked += length }
+        }
     }
 
     /// Bytes of secret memory mapped so far that `mlock` accepted, and that it refused (pages of
     /// large secrets count while they are mapped and after; the figures are for diagnostics).
-    static var lockedBytes: Int { counts().locked }
-    static var unlockedBytes: Int { counts().unlocked }
+    static var lockedBytes: Int { totals.withLock { $0.locked } }
+    static var unlockedBytes: Int { totals.withLock { $0.unlocked } }
 
-    private static func counts() -> (locked: Int, unlocked: Int) {
-        pthread_mutex_lock(countMutex)
-        defer { pthread_mutex_unlock(countMutex) }
-        return (lockedTotal, unlockedTotal)
-    }
-
-    nonisolated(unsafe) private static var lockedTotal = 0
-    nonisolated(unsafe) private static var unlockedTotal = 0
-    nonisolated(unsafe) private static let countMutex: UnsafeMutablePointer<pthread_mutex_t> = {
-        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        return mutex
-    }()
+    private static let totals = Lock((locked: 0, unlocked: 0))
 
     /// Wipes a slot from `take()` and makes it available again.
     static func give(_ slot: UnsafeMutableRawPointer) {
         explicit_bzero(slot, slotSize)
-        pthread_mutex_lock(mutex)
-        freeSlots.append(slot)
-        pthread_mutex_unlock(mutex)
+        available.withLock { $0.append(slot) }
     }
 }
 

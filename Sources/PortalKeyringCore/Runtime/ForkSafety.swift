@@ -71,53 +71,46 @@ enum ForkSafety {
 /// One process-wide object that a fork child must not inherit: `get` returns the instance created
 /// in this process, creating it on first use (also on first use after a fork).
 final class ProcessLocal<Value: AnyObject>: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private var value: Value?
+    private let value = Lock<Value?>(nil)
     private let make: () -> Value
 
     init(_ make: @escaping () -> Value) {
         self.make = make
-        pthread_mutex_init(mutex, nil)
         ProcessLocalRegistry.add(self)
     }
 
     var get: Value {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        if let value { return value }
-        let created = make()
-        value = created
-        return created
+        value.withLock { value in
+            if let value { return value }
+            let created = make()
+            value = created
+            return created
+        }
     }
 
     /// Called in the child, single-threaded: the lock may have been held by a thread that no longer
     /// exists, and the parent's instance belongs to threads that no longer exist. Both are abandoned
     /// (the instance is leaked, never deinitialized, as its resources are the parent's).
     fileprivate func resetAfterFork() {
-        pthread_mutex_init(mutex, nil)
-        if let value { _ = Unmanaged.passRetained(value) }
-        value = nil
+        value.resetAfterFork()
+        value.withLock { value in
+            if let value { _ = Unmanaged.passRetained(value) }
+            value = nil
+        }
     }
 }
 
 /// The `ProcessLocal` slots, reset in a fork child.
 private enum ProcessLocalRegistry {
-    nonisolated(unsafe) private static let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
-        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        return mutex
-    }()
-    nonisolated(unsafe) private static var slots: [() -> Void] = []
-
     /// Slots live for the process (they are static); they are never removed.
+    private static let slots = Lock<[() -> Void]>([])
+
     static func add<Value>(_ slot: ProcessLocal<Value>) {
-        pthread_mutex_lock(mutex)
-        slots.append { [unowned slot] in slot.resetAfterFork() }
-        pthread_mutex_unlock(mutex)
+        slots.withLock { $0.append { [unowned slot] in slot.resetAfterFork() } }
     }
 
     static func resetAfterFork() {
-        pthread_mutex_init(mutex, nil)
-        for reset in slots { reset() }
+        slots.resetAfterFork()
+        for reset in slots.withLock({ $0 }) { reset() }
     }
 }

@@ -30,72 +30,45 @@ public enum OperationWorkers {
         }
     }
 
-    private static let networkPool = Pool(mutex: poolMutex, ready: poolReady, maxThreads: maxThreads)
-    private static let keyringPool = Pool(mutex: keyringMutex, ready: keyringReady, maxThreads: maxKeyringThreads)
+    private static let networkPool = Pool(state: networkState, maxThreads: maxThreads)
+    private static let keyringPool = Pool(state: keyringState, maxThreads: maxKeyringThreads)
 
-    /// Each pool's lock and condition. Held across `fork()` (a `pthread_atfork` handler), so that a
-    /// child never inherits them mid-use by a worker thread it does not have; the child gets
-    /// fresh conditions (no waiter of the parent's survives).
-    nonisolated(unsafe) fileprivate static let poolMutex: UnsafeMutablePointer<pthread_mutex_t> = newMutex()
-    nonisolated(unsafe) fileprivate static let keyringMutex: UnsafeMutablePointer<pthread_mutex_t> = newMutex()
-    nonisolated(unsafe) fileprivate static let poolReady: UnsafeMutablePointer<pthread_cond_t> = newCondition()
-    nonisolated(unsafe) fileprivate static let keyringReady: UnsafeMutablePointer<pthread_cond_t> = newCondition()
+    /// Each pool's lock. Held across `fork()` (a `pthread_atfork` handler), so that a child never
+    /// inherits it mid-use by a worker thread it does not have; the child gets a fresh condition
+    /// (no waiter of the parent's survives).
+    fileprivate static let networkState = Lock(PoolState())
+    fileprivate static let keyringState = Lock(PoolState())
     private static let forkHandlers: Void = {
         pthread_atfork({
-                           pthread_mutex_lock(OperationWorkers.poolMutex)
-                           pthread_mutex_lock(OperationWorkers.keyringMutex)
+                           OperationWorkers.networkState.lockBeforeFork()
+                           OperationWorkers.keyringState.lockBeforeFork()
                        },
                        {
-                           pthread_mutex_unlock(OperationWorkers.keyringMutex)
-                           pthread_mutex_unlock(OperationWorkers.poolMutex)
+                           OperationWorkers.keyringState.unlockAfterFork(inChild: false)
+                           OperationWorkers.networkState.unlockAfterFork(inChild: false)
                        },
                        {
-                           pthread_cond_init(OperationWorkers.poolReady, nil)
-                           pthread_cond_init(OperationWorkers.keyringReady, nil)
-                           pthread_mutex_unlock(OperationWorkers.keyringMutex)
-                           pthread_mutex_unlock(OperationWorkers.poolMutex)
+                           OperationWorkers.keyringState.unlockAfterFork(inChild: true)
+                           OperationWorkers.networkState.unlockAfterFork(inChild: true)
                        })
     }()
 
-    private static func newMutex() -> UnsafeMutablePointer<pthread_mutex_t> {
-        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        return mutex
-    }
-
-    private static func newCondition() -> UnsafeMutablePointer<pthread_cond_t> {
-        let ready = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-        pthread_cond_init(ready, nil)
-        return ready
-    }
-
-    private final class Pool: @unchecked Sendable {
-        private let ready: UnsafeMutablePointer<pthread_cond_t>
-        private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-        private let maxThreads: Int
-
-        init(mutex: UnsafeMutablePointer<pthread_mutex_t>, ready: UnsafeMutablePointer<pthread_cond_t>, maxThreads: Int) {
-            OperationWorkers.forkHandlers
-            self.mutex = mutex
-            self.ready = ready
-            self.maxThreads = maxThreads
-        }
-        /// Guarded by `mutex`. A job's slot is emptied when a worker takes it: a finished job must
-        /// not keep what it captured (a Portal, its listeners, a token) alive.
-        private var jobs: [(@Sendable () -> Void)?] = []
-        private var head = 0
-        private var threads = 0
-        private var idle = 0
-
-
+    /// A pool's jobs and threads; signalled when a job is queued.
+    fileprivate struct PoolState {
+        /// A job's slot is emptied when a worker takes it: a finished job must not keep what it
+        /// captured (a Portal, its listeners, a token) alive.
+        var jobs: [(@Sendable () -> Void)?] = []
+        var head = 0
+        var threads = 0
+        var idle = 0
         /// The process whose threads `threads` counts. Threads do not survive `fork()`: in a child
         /// the count (and the jobs queued for the parent's threads) are the parent's, so the first
         /// submit there starts afresh; otherwise the child's jobs would wait forever for threads
         /// it does not have.
-        private var owner = getpid()
+        var owner = getpid()
 
-        func submit(_ job: @escaping @Sendable () -> Void) {
-            pthread_mutex_lock(mutex)
+        /// Queues `job`: whether a thread is to be started for it.
+        mutating func add(_ job: @escaping @Sendable () -> Void, maxThreads: Int) -> Bool {
             if owner != getpid() {
                 owner = getpid()
                 jobs.removeAll()
@@ -106,8 +79,40 @@ public enum OperationWorkers {
             jobs.append(job)
             let spawn = jobs.count - head > idle && threads < maxThreads
             if spawn { threads += 1 }
-            pthread_cond_signal(ready)
-            pthread_mutex_unlock(mutex)
+            return spawn
+        }
+
+        /// Takes the first queued job (there is one).
+        mutating func take() -> (@Sendable () -> Void)? {
+            let job = jobs[head].take()
+            head += 1
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 64, head * 2 > jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            return job
+        }
+    }
+
+    private final class Pool: Sendable {
+        private let state: Lock<PoolState>
+        private let maxThreads: Int
+
+        init(state: Lock<PoolState>, maxThreads: Int) {
+            OperationWorkers.forkHandlers
+            self.state = state
+            self.maxThreads = maxThreads
+        }
+
+        func submit(_ job: @escaping @Sendable () -> Void) {
+            let spawn = state.withLock { s in
+                let spawn = s.add(job, maxThreads: maxThreads)
+                state.signal()
+                return spawn
+            }
             if spawn { start() }
         }
 
@@ -121,29 +126,24 @@ public enum OperationWorkers {
             g_thread_unref(thread)
         }
 
-        private func next(wait: Bool) -> (@Sendable () -> Void)? {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            while head == jobs.count {
-                guard wait else { return nil }
-                idle += 1
-                pthread_cond_wait(ready, mutex)
-                idle -= 1
-            }
-            let job = jobs[head].take()
-            head += 1
-            if head == jobs.count {
-                jobs.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head > 64, head * 2 > jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
-            return job
+        /// The next job, waited for (counted in `idle` while it waits).
+        private func next() -> (@Sendable () -> Void)? {
+            var waiting = false
+            return state.withLock(when: { s in
+                let ready = s.head < s.jobs.count
+                if !ready && !waiting {
+                    s.idle += 1
+                    waiting = true
+                } else if ready && waiting {
+                    s.idle -= 1
+                    waiting = false
+                }
+                return ready
+            }) { s, _ in s.take() }
         }
 
         private func work() {
-            while let job = next(wait: true) { job() }
+            while let job = next() { job() }
         }
     }
 }

@@ -13,41 +13,43 @@ import Glibc
 /// A finished job's closure is released before the next runs (it must not keep what it captured
 /// alive).
 final class SerialDelivery: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let finished = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    /// Guarded by `mutex`.
-    private var jobs: [@Sendable () -> Void] = []
-    private var running = false
-    /// Jobs queued and jobs run since the start: `wait()` waits for the second to reach the first.
-    private var queued: UInt64 = 0
-    private var ran: UInt64 = 0
-    /// The delivery thread while it runs (`wait()` on it must not wait for itself).
-    private var thread: pthread_t?
-    /// The process whose thread `running` speaks of: after `fork()` the child has no such thread,
-    /// so its first job starts one (the parent's queued jobs are the parent's).
-    private var owner = getpid()
+    private struct State {
+        var jobs: [@Sendable () -> Void] = []
+        var running = false
+        /// Jobs queued and jobs run since the start: `wait()` waits for the second to reach the first.
+        var queued: UInt64 = 0
+        var ran: UInt64 = 0
+        /// The delivery thread while it runs (`wait()` on it must not wait for itself).
+        var thread: pthread_t?
+        /// The process whose thread `running` speaks of: after `fork()` the child has no such thread,
+        /// so its first job starts one (the parent's queued jobs are the parent's).
+        var owner = getpid()
 
-    init() {
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(finished, nil)
+        /// In a `fork()` child the parent's queue is not this process's: its jobs never run here, so
+        /// neither may `async` count on the parent's thread nor `wait` wait for them (a child's
+        /// `portal_free` waited forever for a delivery queued in the parent).
+        mutating func forgetParentAfterFork() {
+            guard owner != getpid() else { return }
+            owner = getpid()
+            jobs.removeAll()
+            running = false
+            thread = nil
+            ran = queued
+        }
     }
-
-    deinit {
-        pthread_cond_destroy(finished)
-        pthread_mutex_destroy(mutex)
-        finished.deallocate()
-        mutex.deallocate()
-    }
+    /// Broadcast when a job has run.
+    private let state = Lock(State())
 
     /// Queues `job`; never blocks and never runs it on the calling thread.
     func async(_ job: @escaping @Sendable () -> Void) {
-        pthread_mutex_lock(mutex)
-        forgetParentAfterFork()
-        jobs.append(job)
-        queued += 1
-        let start = !running
-        running = true
-        pthread_mutex_unlock(mutex)
+        let start = state.withLock { s -> Bool in
+            s.forgetParentAfterFork()
+            s.jobs.append(job)
+            s.queued += 1
+            let start = !s.running
+            s.running = true
+            return start
+        }
         if start {
             let context = Unmanaged.passRetained(self).toOpaque()
             let thread = g_thread_new("portal-listen", { raw in
@@ -61,40 +63,39 @@ final class SerialDelivery: @unchecked Sendable {
     /// Waits until the jobs queued before this call have run. From a job itself it returns at
     /// once (the job cannot wait for itself to finish).
     func wait() {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        forgetParentAfterFork()
-        if let thread, pthread_equal(thread, pthread_self()) != 0 { return }
-        let target = queued
-        while ran < target { pthread_cond_wait(finished, mutex) }
-    }
-
-    /// In a `fork()` child the parent's queue is not this process's: its jobs never run here, so
-    /// neither may `async` count on the parent's thread nor `wait` wait for them (a child's
-    /// `portal_free` waited forever for a delivery queued in the parent). Called with `mutex` held.
-    private func forgetParentAfterFork() {
-        guard owner != getpid() else { return }
-        owner = getpid()
-        jobs.removeAll()
-        running = false
-        thread = nil
-        ran = queued
+        let target = state.withLock { s -> UInt64? in
+            s.forgetParentAfterFork()
+            if let thread = s.thread, pthread_equal(thread, pthread_self()) != 0 { return nil }
+            return s.queued
+        }
+        guard let target else { return }
+        state.withLock(when: { $0.ran >= target }) { _, _ in }
     }
 
     private func work() {
-        pthread_mutex_lock(mutex)
-        thread = pthread_self()
-        while !jobs.isEmpty {
-            var job: (@Sendable () -> Void)? = jobs.removeFirst()
-            pthread_mutex_unlock(mutex)
+        state.withLock { $0.thread = pthread_self() }
+        var job = nextJob()
+        while job != nil {
             job?()
+            // Released before it counts as run: `wait()` returns with the job's captures gone.
             job = nil
-            pthread_mutex_lock(mutex)
-            ran += 1
-            pthread_cond_broadcast(finished)
+            state.withLock { s in
+                s.ran += 1
+                state.broadcast()
+            }
+            job = nextJob()
         }
-        running = false
-        thread = nil
-        pthread_mutex_unlock(mutex)
+    }
+
+    /// The next job, or nil when none is left (then the thread ends: `running` is false).
+    private func nextJob() -> (@Sendable () -> Void)? {
+        state.withLock { s in
+            guard !s.jobs.isEmpty else {
+                s.running = false
+                s.thread = nil
+                return nil
+            }
+            return s.jobs.removeFirst()
+        }
     }
 }

@@ -1,4 +1,3 @@
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,65 +36,53 @@ public final class SessionInvalidatedHandle: Sendable {
 /// the closures captured as soon as the registration is finished, so a listener whose closure
 /// holds its own handle is no reference cycle.
 final class ListenerRegistration: @unchecked Sendable {
-    // Guarded by `mutex`. nil once delivered or cancelled.
-    private var callback: (@Sendable () -> Void)?
-    // Guarded by `mutex`. nil once run (or when there is none).
-    private var release: (@Sendable () -> Void)?
-    // A pthread mutex and condition: cancel() may need to wait for a running delivery.
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
-    private var deliveringThread: pthread_t?
+    private struct State {
+        /// nil once delivered or cancelled.
+        var callback: (@Sendable () -> Void)?
+        /// nil once run (or when there is none).
+        var release: (@Sendable () -> Void)?
+        var deliveringThread: pthread_t?
+
+        /// Takes the release hook (at most once over the registration's life).
+        mutating func takeRelease() -> (@Sendable () -> Void)? {
+            let hook = release
+            release = nil
+            return hook
+        }
+    }
+    /// Broadcast when a delivery ends: cancel() may need to wait for a running delivery.
+    private let state: Lock<State>
 
     init(callback: @escaping @Sendable () -> Void, release: (@Sendable () -> Void)?) {
-        self.callback = callback
-        self.release = release
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&condition, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(&condition)
-        pthread_mutex_destroy(&mutex)
+        state = Lock(State(callback: callback, release: release))
     }
 
     var isFinished: Bool {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return callback == nil
-    }
-
-    /// Takes the release hook (at most once over the registration's life). Call with `mutex` held.
-    private func takeRelease() -> (@Sendable () -> Void)? {
-        let hook = release
-        release = nil
-        return hook
+        state.withLock { $0.callback == nil }
     }
 
     /// Calls the listener once unless cancelled; releases it afterwards. No lock is held while
     /// user code runs.
     func deliver() {
-        pthread_mutex_lock(&mutex)
-        guard let listener = callback else {
-            pthread_mutex_unlock(&mutex)
-            return
+        let taken = state.withLock { s -> (@Sendable () -> Void)? in
+            guard let listener = s.callback else { return nil }
+            s.callback = nil
+            s.deliveringThread = pthread_self()
+            return listener
         }
-        callback = nil
-        deliveringThread = pthread_self()
-        pthread_mutex_unlock(&mutex)
+        guard let listener = taken else { return }
 
         listener()
 
         // Release before marking the delivery finished: a cancel() (or portal_free) waiting on
         // another thread must not return while destroy-notify is still to run.
-        pthread_mutex_lock(&mutex)
-        let hook = takeRelease()
-        pthread_mutex_unlock(&mutex)
+        let hook = state.withLock { $0.takeRelease() }
         hook?()
 
-        pthread_mutex_lock(&mutex)
-        deliveringThread = nil
-        pthread_cond_broadcast(&condition)
-        pthread_mutex_unlock(&mutex)
+        state.withLock { s in
+            s.deliveringThread = nil
+            state.broadcast()
+        }
     }
 
     /// Prevents future delivery; releases once. `wait`: also waits for a delivery running on
@@ -103,17 +90,15 @@ final class ListenerRegistration: @unchecked Sendable {
     /// `portal_free_async`) a running delivery finishes on its own and releases after it, as it
     /// does when cancelled from inside its own callback.
     func cancel(wait: Bool = true) {
-        pthread_mutex_lock(&mutex)
-        let dropped = callback
-        callback = nil
-        if let thread = deliveringThread, !wait || pthread_equal(thread, pthread_self()) != 0 {
-            // deliver() releases after the callback returns.
-            pthread_mutex_unlock(&mutex)
-            return
+        let (dropped, hook) = state.withLock(when: { s in
+            // Not waited for: deliver() releases after the callback returns.
+            guard let thread = s.deliveringThread else { return true }
+            return !wait || pthread_equal(thread, pthread_self()) != 0
+        }) { s, _ in
+            let dropped = s.callback
+            s.callback = nil
+            return (dropped, s.deliveringThread == nil ? s.takeRelease() : nil)
         }
-        while deliveringThread != nil { pthread_cond_wait(&condition, &mutex) }
-        let hook = takeRelease()
-        pthread_mutex_unlock(&mutex)
         // The captures of an undelivered listener go outside the lock: their deinit is user code.
         _ = consume dropped
         hook?()

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Remembers exchanged redirect grants and accepted TOTP exchanges (single-use on the server) so a
 /// repeat delivery or retry neither exchanges twice nor loses a sign-in whose keyring write
 /// failed. In memory only; a TOTP exchange is filed under `TotpExchangeKey` (a digest of the user
@@ -15,42 +11,34 @@ final class GrantLedger: @unchecked Sendable {
     enum TotpStart { case exchange, cached(AuthenticatedResult), persistOnly(PortalAuth.TotpExchange) }
     private enum TotpEntry { case inFlight, done(AuthenticatedResult), unpersisted(PortalAuth.TotpExchange) }
 
-    private var entries: [String: Entry] = [:]
-    private var totps: [TotpExchangeKey: TotpEntry] = [:]
-    private var mutex = pthread_mutex_t()
-    private var changed = pthread_cond_t()
-
-    init() {
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&changed, nil)
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var totps: [TotpExchangeKey: TotpEntry] = [:]
+        var settled: Bool {
+            !entries.values.contains { if case .inFlight = $0 { true } else { false } }
+                && !totps.values.contains { if case .inFlight = $0 { true } else { false } }
+        }
     }
-
-    deinit {
-        pthread_cond_destroy(&changed)
-        pthread_mutex_destroy(&mutex)
-    }
+    /// Broadcast on every change: waiters wait for an exchange in flight to settle.
+    private let state = Lock(State())
 
     /// Claims `grant`: waits while another thread exchanges it, then says what to do.
     func begin(_ grant: String) -> Start {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        while true {
-            switch entries[grant] {
-            case .inFlight?:
-                pthread_cond_wait(&changed, &mutex)
+        state.withLock(when: { s in if case .inFlight? = s.entries[grant] { false } else { true } }) { s, _ in
+            switch s.entries[grant] {
             case .done(let result)?:
                 // A sign-in whose session was signed out or invalidated since is no sign-in to
                 // replay: the grant is spent, so delivering it again fails like a used link.
                 if case .authenticated(let signedIn) = result, signedIn.session.isInvalidated {
-                    entries[grant] = .inFlight
+                    s.entries[grant] = .inFlight
                     return .exchange
                 }
                 return .cached(result)
             case .unpersisted(let exchange)?:
-                entries[grant] = .inFlight
+                s.entries[grant] = .inFlight
                 return .persistOnly(exchange)
-            case nil:
-                entries[grant] = .inFlight
+            case nil, .inFlight?:  // not in flight: waited for above
+                s.entries[grant] = .inFlight
                 return .exchange
             }
         }
@@ -63,23 +51,19 @@ final class GrantLedger: @unchecked Sendable {
     /// Claims the TOTP exchange `key`: waits while another thread verifies a code with the same
     /// user JWT, then says what to do.
     func beginTotp(_ key: TotpExchangeKey) -> TotpStart {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        while true {
-            switch totps[key] {
-            case .inFlight?:
-                pthread_cond_wait(&changed, &mutex)
+        state.withLock(when: { s in if case .inFlight? = s.totps[key] { false } else { true } }) { s, _ in
+            switch s.totps[key] {
             case .done(let result)?:
                 if result.session.isInvalidated {  // signed out since: as for grants, above
-                    totps[key] = .inFlight
+                    s.totps[key] = .inFlight
                     return .exchange
                 }
                 return .cached(result)
             case .unpersisted(let exchange)?:
-                totps[key] = .inFlight
+                s.totps[key] = .inFlight
                 return .persistOnly(exchange)
-            case nil:
-                totps[key] = .inFlight
+            case nil, .inFlight?:  // not in flight: waited for above
+                s.totps[key] = .inFlight
                 return .exchange
             }
         }
@@ -90,14 +74,14 @@ final class GrantLedger: @unchecked Sendable {
     /// The redirect whose TOTP step `userJwt` completed now replays as the sign-in it became
     /// (PortalSwift's rule), not as a step whose JWT Portal has spent.
     func completeTotpStep(userJwt: String, _ result: AuthenticatedResult) {
-        pthread_mutex_lock(&mutex)
-        for (grant, entry) in entries {
-            if case .done(.totpRequired(let step)) = entry, step.userJwt == userJwt {
-                entries[grant] = .done(.authenticated(result))
+        state.withLock { s in
+            for (grant, entry) in s.entries {
+                if case .done(.totpRequired(let step)) = entry, step.userJwt == userJwt {
+                    s.entries[grant] = .done(.authenticated(result))
+                }
             }
+            state.broadcast()
         }
-        pthread_cond_broadcast(&changed)
-        pthread_mutex_unlock(&mutex)
     }
     func totpExchangedButNotPersisted(_ key: TotpExchangeKey, _ exchange: PortalAuth.TotpExchange) {
         setTotp(key, .unpersisted(exchange))
@@ -107,27 +91,23 @@ final class GrantLedger: @unchecked Sendable {
     /// Forgets every grant and TOTP exchange (their tokens are wiped once no caller holds them),
     /// after waiting for exchanges in flight to settle.
     func forgetAll() {
-        pthread_mutex_lock(&mutex)
-        while entries.values.contains(where: { if case .inFlight = $0 { return true } else { return false } })
-            || totps.values.contains(where: { if case .inFlight = $0 { return true } else { return false } }) {
-            pthread_cond_wait(&changed, &mutex)
+        state.withLock(when: { $0.settled }) { s, _ in
+            s.entries.removeAll()
+            s.totps.removeAll()
         }
-        entries.removeAll()
-        totps.removeAll()
-        pthread_mutex_unlock(&mutex)
     }
 
     private func setTotp(_ key: TotpExchangeKey, _ entry: TotpEntry?) {
-        pthread_mutex_lock(&mutex)
-        totps[key] = entry
-        pthread_cond_broadcast(&changed)
-        pthread_mutex_unlock(&mutex)
+        state.withLock { s in
+            s.totps[key] = entry
+            state.broadcast()
+        }
     }
 
     private func set(_ grant: String, _ entry: Entry?) {
-        pthread_mutex_lock(&mutex)
-        entries[grant] = entry
-        pthread_cond_broadcast(&changed)
-        pthread_mutex_unlock(&mutex)
+        state.withLock { s in
+            s.entries[grant] = entry
+            state.broadcast()
+        }
     }
 }

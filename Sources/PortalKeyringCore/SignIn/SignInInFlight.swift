@@ -9,14 +9,13 @@ import Glibc
 /// environment (an in-process delivery), the sign-in's `SessionWatch` reports a sign-in stored
 /// by any process, and cancellation reports itself.
 ///
-/// One mutex and one monotonic condition for every waiter: a change wakes them all and each
-/// checks its own state. pthread, not GMutex/GCond, for ThreadSanitizer (as `PersistTurn`).
+/// One `Lock` for every waiter: a change wakes them all and each checks its own state.
 final class SignInInFlight: @unchecked Sendable {
     /// This process's sign-ins (a fork child starts with none: `ProcessLocal`).
     static var shared: SignInInFlight { slot.get }
     private static let slot = ProcessLocal { SignInInFlight() }
 
-    /// One waiting sign-in. Its fields are guarded by the registry's `mutex`.
+    /// One waiting sign-in. Its fields are guarded by the registry's `waiting` lock.
     final class Waiter: @unchecked Sendable {
         fileprivate let authEnvironmentId: String
         /// How the wait ends without the keyring: an in-process delivery's result or error, or
@@ -49,34 +48,19 @@ final class SignInInFlight: @unchecked Sendable {
         case timedOut
     }
 
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
-    /// Guarded by `mutex`: the waiting sign-in of each auth environment.
-    private var waiting: [String: Waiter] = [:]
+    /// The waiting sign-in of each auth environment; broadcast on every change of a waiter.
+    private let waiting = Lock<[String: Waiter]>([:])
 
-    private init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        condition = .allocate(capacity: 1)
-        condition.initialize(to: pthread_cond_t())
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
-    }
+    private init() {}
 
-    private func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return body()
+    private func locked<T>(_ body: (inout [String: Waiter]) -> T) -> T {
+        waiting.withLock(body)
     }
 
     /// Registers the sign-in of `authEnvironmentId`.
     /// - Throws: `signInInProgress` when one is waiting already (nothing else is done).
     func claim(_ authEnvironmentId: String) throws(PortalAuthError) -> Waiter {
-        let waiter = locked { () -> Waiter? in
+        let waiter = locked { waiting -> Waiter? in
             guard waiting[authEnvironmentId] == nil else { return nil }
             let waiter = Waiter(authEnvironmentId)
             waiting[authEnvironmentId] = waiter
@@ -88,20 +72,20 @@ final class SignInInFlight: @unchecked Sendable {
 
     /// Ends `waiter`'s registration: a new sign-in of its auth environment may start.
     func release(_ waiter: Waiter) {
-        locked {
+        locked { waiting in
             if waiting[waiter.authEnvironmentId] === waiter { waiting[waiter.authEnvironmentId] = nil }
         }
     }
 
     /// Records the `state` of the authorize URL `waiter`'s sign-in is about to open.
     func expect(state: String?, for waiter: Waiter) {
-        locked { waiter.state = state }
+        locked { _ in waiter.state = state }
     }
 
     /// A `handleRedirect` of `authEnvironmentId` starts: the waiting sign-in, if any, to report
     /// its outcome to with `endDelivery`.
     func beginDelivery(_ authEnvironmentId: String) -> Waiter? {
-        locked { () -> Waiter? in
+        locked { waiting -> Waiter? in
             guard let waiter = waiting[authEnvironmentId] else { return nil }
             waiter.deliveries += 1
             return waiter
@@ -127,19 +111,19 @@ final class SignInInFlight: @unchecked Sendable {
         case .success(.notHandled), .failure(.unsolicitedRedirect), .failure(.cancelled): ending = nil
         case .failure(let error): ending = .failure(error)
         }
-        locked {
+        locked { _ in
             waiter.deliveries -= 1
             let ours = errorRedirect.map { $0.state != nil && $0.state == waiter.state } ?? true
             if waiter.outcome == nil, ours, let ending { waiter.outcome = ending }
-            pthread_cond_broadcast(condition)
+            waiting.broadcast()
         }
     }
 
     /// The sign-in's watch saw a new sign-in stored (by this process or another).
     func signInStored(_ waiter: Waiter) {
-        locked {
+        locked { _ in
             waiter.stored = true
-            pthread_cond_broadcast(condition)
+            waiting.broadcast()
         }
     }
 
@@ -147,29 +131,24 @@ final class SignInInFlight: @unchecked Sendable {
     /// once: the `async` caller is resumed before the worker thread has unwound, and a sign-in
     /// started right after the cancel must not find this one still in flight.
     func cancel(_ waiter: Waiter) {
-        locked {
+        locked { waiting in
             if waiter.outcome == nil { waiter.outcome = .failure(.cancelled) }
             if waiting[waiter.authEnvironmentId] === waiter { waiting[waiter.authEnvironmentId] = nil }
-            pthread_cond_broadcast(condition)
+            self.waiting.broadcast()
         }
     }
 
     /// Waits until `waiter` has an outcome, a sign-in was stored while no in-process delivery
     /// runs (the flag is then taken), or `end` (`g_get_monotonic_time()` microseconds) passes.
     func wait(_ waiter: Waiter, until end: Int) -> Wake {
-        locked { () -> Wake in
-            var deadline = timespec(tv_sec: end / 1_000_000, tv_nsec: (end % 1_000_000) * 1000)
-            while true {
-                if let outcome = waiter.outcome { return .outcome(outcome) }
-                if waiter.stored && waiter.deliveries == 0 {
-                    waiter.stored = false
-                    return .stored
-                }
-                if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT, waiter.outcome == nil,
-                   !(waiter.stored && waiter.deliveries == 0) {
-                    return .timedOut
-                }
+        waiting.withLock(when: { _ in waiter.outcome != nil || (waiter.stored && waiter.deliveries == 0) },
+                         until: end) { _, _ -> Wake in
+            if let outcome = waiter.outcome { return .outcome(outcome) }
+            if waiter.stored && waiter.deliveries == 0 {
+                waiter.stored = false
+                return .stored
             }
+            return .timedOut
         }
     }
 }

@@ -19,28 +19,23 @@ final class PersistTurn: @unchecked Sendable {
     static var shared: PersistTurn { slot.get }
     private static let slot = ProcessLocal { PersistTurn() }
 
-    // pthread, not GMutex/GCond: GLib's futex-based mutex is invisible to ThreadSanitizer, which
-    // then reports every access under it as a race (seen in the slow fault checks).
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// Waits on the monotonic clock, like `g_get_monotonic_time` that the deadlines use.
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
-    /// Guarded by `mutex`: per auth environment, the waiting threads' tickets in arrival order;
-    /// the first one holds the turn.
-    private var queues: [String: [UInt64]] = [:]
-    private var nextTicket: UInt64 = 0
+    private struct Queues {
+        /// Per auth environment, the waiting threads' tickets in arrival order; the first one
+        /// holds the turn.
+        var waiting: [String: [UInt64]] = [:]
+        var nextTicket: UInt64 = 0
 
-    private init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        condition = .allocate(capacity: 1)
-        condition.initialize(to: pthread_cond_t())
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
+        /// Takes `ticket` out of the queue (the next one may be first now).
+        mutating func remove(_ key: String, _ ticket: UInt64) {
+            waiting[key]?.removeAll { $0 == ticket }
+            if waiting[key]?.isEmpty == true { waiting[key] = nil }
+        }
     }
+    /// Broadcast when a ticket leaves a queue. A `Lock`, which ThreadSanitizer sees (Lock.swift
+    /// says why not GLib's mutex); it waits on the monotonic clock, like the deadlines.
+    private let queues = Lock(Queues())
+
+    private init() {}
 
     /// Runs `body` in this auth environment's turn, waited for at most `milliseconds`. Within an
     /// operation (`OperationDeadline`) a persist's waits are not counted against its deadline, up
@@ -59,40 +54,30 @@ final class PersistTurn: @unchecked Sendable {
 
     /// How many threads of this process hold or wait for `authEnvironmentId`'s turn (tests).
     func queued(_ authEnvironmentId: String) -> Int {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return queues[authEnvironmentId]?.count ?? 0
+        queues.withLock { $0.waiting[authEnvironmentId]?.count ?? 0 }
     }
 
     /// Queues this thread and waits until it is first: its ticket, or nil when `end` passed first
     /// (then it has left the queue).
     private func enter(_ key: String, until end: Int) -> UInt64? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        var deadline = timespec(tv_sec: end / 1_000_000, tv_nsec: (end % 1_000_000) * 1000)
-        let ticket = nextTicket
-        nextTicket &+= 1
-        queues[key, default: []].append(ticket)
-        while queues[key]?.first != ticket {
-            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT && queues[key]?.first != ticket {
-                remove(key, ticket)
-                return nil
-            }
+        let ticket = queues.withLock { q -> UInt64 in
+            let ticket = q.nextTicket
+            q.nextTicket &+= 1
+            q.waiting[key, default: []].append(ticket)
+            return ticket
         }
-        return ticket
+        return queues.withLock(when: { $0.waiting[key]?.first == ticket }, until: end) { q, first -> UInt64? in
+            if first { return ticket }
+            q.remove(key, ticket)
+            queues.broadcast()
+            return nil
+        }
     }
 
     private func leave(_ key: String, _ ticket: UInt64) {
-        pthread_mutex_lock(mutex)
-        remove(key, ticket)
-        pthread_mutex_unlock(mutex)
-    }
-
-    /// Takes `ticket` out of the queue and wakes the waiters (the next one may be first now).
-    /// Called with `mutex` held.
-    private func remove(_ key: String, _ ticket: UInt64) {
-        queues[key]?.removeAll { $0 == ticket }
-        if queues[key]?.isEmpty == true { queues[key] = nil }
-        pthread_cond_broadcast(condition)
+        queues.withLock { q in
+            q.remove(key, ticket)
+            queues.broadcast()
+        }
     }
 }

@@ -168,17 +168,23 @@ func threadsBecome(_ count: Int) async -> Bool {
     }
 }
 
-/// A task on the cooperative pool that notes the largest gap between its 10 ms sleeps.
-final class Heartbeat: @unchecked Sendable {
-    var running = true
-    var maxGap = 0
+/// A task on the cooperative pool that notes the largest gap between its 10 ms sleeps. The test's
+/// thread stops it while the task reads: the state is behind a `Lock` (ThreadSanitizer saw the
+/// plain fields race).
+final class Heartbeat: Sendable {
+    private let state = Lock((running: true, maxGap: 0))
+    var running: Bool {
+        get { state.withLock { $0.running } }
+        set { state.withLock { $0.running = newValue } }
+    }
+    var maxGap: Int { state.withLock { $0.maxGap } }
 
     func run() async {
         var last = monotonicMilliseconds()
         while running {
             try? await Task.sleep(for: .milliseconds(10))
             let now = monotonicMilliseconds()
-            maxGap = max(maxGap, now - last)
+            state.withLock { $0.maxGap = max($0.maxGap, now - last) }
             last = now
         }
     }

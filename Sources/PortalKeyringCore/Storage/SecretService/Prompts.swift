@@ -27,21 +27,12 @@ final class Prompts: @unchecked Sendable {
     static var shared: Prompts { slot.get }
     private static let slot = ProcessLocal { Prompts() }
 
-    private let mutex: UnsafeMutablePointer<GMutex>
-    private let condition: UnsafeMutablePointer<GCond>
-    /// Guarded by `mutex`: a thread is running or waiting for a prompt.
-    private var busy = false
+    /// Whether a thread is running or waiting for a prompt; broadcast when it is done.
+    private let busy = Lock(false)
     /// A prompt left open by a call whose deadline passed. Only the thread that set `busy` uses it.
     private var pending: PendingPrompt?
 
-    private init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: GMutex())
-        g_mutex_init(mutex)
-        condition = .allocate(capacity: 1)
-        condition.initialize(to: GCond())
-        g_cond_init(condition)
-    }
+    private init() {}
 
     /// Unlocks the objects at `paths` through the provider's prompt, waiting at most
     /// `milliseconds` in all (for another thread's prompt, the D-Bus calls and the answer).
@@ -156,20 +147,17 @@ final class Prompts: @unchecked Sendable {
     }
 
     private func enter(until end: Int) -> Bool {
-        g_mutex_lock(mutex)
-        defer { g_mutex_unlock(mutex) }
-        while busy {
-            if g_cond_wait_until(condition, mutex, end) == 0 && busy { return false }
+        busy.withLock(when: { !$0 }, until: end) { busy, free in
+            if free { busy = true }
+            return free
         }
-        busy = true
-        return true
     }
 
     private func leave() {
-        g_mutex_lock(mutex)
-        busy = false
-        g_cond_broadcast(condition)
-        g_mutex_unlock(mutex)
+        busy.withLock { busy in
+            busy = false
+            self.busy.broadcast()
+        }
     }
 
     /// An exclusive `flock` on `prompt.lock` in the library's `PrivateDirectory` (only this user
