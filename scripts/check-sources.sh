@@ -35,6 +35,9 @@
 #      (`Lock`: what ThreadSanitizer sees, storage that never moves); across processes, `flock`.
 #      The rule is first tried on a planted file holding each of them, and fails unless it finds
 #      every one (Tests/mutants/ci/lock-rule-misses-mutex).
+#  12. the tree carries no project history: no issue number and no citation of the project's
+#      specification (it does not ship); a rule says why in its own terms, and history stays in
+#      git (first shown firing on a planted file; Tests/mutants/ci/history-rule-misses-issue).
 # Tests/tools/test_check_layers.py plants offences against rules 8 and 10 in a copy of the core
 # and its tests and runs this script there, with PORTAL_CHECK_NESTED=1: the copy skips what
 # needs the whole tree (links, the catalogue) and the self-tests.
@@ -100,6 +103,17 @@ if [[ -z ${PORTAL_CHECK_NESTED:-} ]]; then
     rm -rf "$plant"
     rule "$( ((planted < 5)) && echo "found $planted of the 5 planted lock primitives")" \
         "rule 11 misses planted lock primitives" "rule 11 finds each planted lock primitive"
+    # Rule 12: issue numbers and spec citations anywhere in the tree (first shown firing).
+    history_lines() { grep -rnIE '\b[Ii]ssues? #?[0-9]+|\bSPEC\b' --exclude-dir=.build --exclude-dir=build \
+        --exclude-dir=.git --exclude=green "$@" || true; }
+    plant=$(mktemp -d)
+    printf '// see %s %s\n' 'iss''ue' 12 'SP''EC' '§2' >"$plant/planted.swift"
+    planted=$(history_lines "$plant" | grep -c . || true)
+    rm -rf "$plant"
+    rule "$( ((planted < 2)) && echo "found $planted of the 2 planted citations")" \
+        "rule 12 misses planted history" "rule 12 finds each planted citation"
+    rule "$(history_lines .)" "issue numbers or spec citations in the tree (say why in the rule's own terms)" \
+        "the tree cites no issue number and no spec section"
     # Rule 9: dead links and anchors (the checker prints each one), and the checker's own test.
     links=$(python3 scripts/check-links.py 2>&1) || [[ -n $links ]] || links="scripts/check-links.py failed"
     rule "$links" "dead links or anchors (FILE:LINE: TARGET)" "every link and docs citation resolves"
