@@ -23,7 +23,7 @@
 #   scripts/run-suite.sh swift DesktopSignInTests
 #   scripts/run-suite.sh swift StorageContractTests --provider kwallet
 #   scripts/run-suite.sh c abi_test --provider kwallet
-#   scripts/run-suite.sh pytest test_auth.py
+#   scripts/run-suite.sh pytest test_signin.py
 #
 # Builds keyringctl (the test tool that locks and unlocks the keyring) when
 # $PORTAL_TEST_KEYRINGCTL is unset. Exits with the suite's status; 3 when the suite could not run
@@ -69,6 +69,11 @@ fault) [[ -z $provider ]] || die "the fault suite starts its own keyrings (no --
 esac
 
 cd "$repo" || exit 2
+# The Swift toolchain where the README's commands find it (scripts/deps.sh: PORTAL_SWIFT_BIN or
+# /opt/swift/usr/bin) when it is not on PATH.
+command -v swift >/dev/null 2>&1 || PATH=${PORTAL_SWIFT_BIN:-/opt/swift/usr/bin}:$PATH
+# A fresh clone has nothing built: build first, as --build would.
+[[ -e $repo/.build/debug/libportal-keyring.so ]] || build=1
 if ((build)); then
     if [[ $kind == swift ]]; then swift build --build-tests || exit 3; else swift build || exit 3; fi
 fi
