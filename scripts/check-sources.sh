@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check-sources.sh — rules of the source tree that need no build (seconds; run by scripts/test.sh):
 #   1. every force-unwrap (`x!`) in Sources/ carries a `// trusted:` comment on its line saying why
-#      it cannot fail on outside input (docs/security.md, "Outside input");
+#      it cannot fail on outside input (docs/security.md, "Signals from other processes");
 #   2. every mutant of the catalogue still applies (its search text is found exactly once), so a
 #      refactor that strands a mutant fails here at once, not at the next full mutation run;
 #   3. CI's choice of mutants (`mutants.py select`) picks what a change guards

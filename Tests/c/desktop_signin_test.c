@@ -215,7 +215,7 @@ int main(void) {
     CHECK(stored(auth));
     CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
 
-    /* docs/security.md "6. A web page ends a desktop sign-in": an error redirect without the sign-in's state (any web page can send the
+    /* docs/security.md "A web page ends a desktop sign-in": an error redirect without the sign-in's state (any web page can send the
      * app's scheme one) fails that handle_redirect call alone; the waiting sign-in goes on, and
      * the real redirect completes it. */
     browser("deliver", "eu-c-desktop-forged");

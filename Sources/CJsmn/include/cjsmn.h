@@ -7,7 +7,7 @@
  * - JSMN_PARENT_LINKS: each token records its parent, so a ',' or a closing bracket finds its
  *   container in one step (or, for a bracket, a walk up at most as long as the nesting is deep,
  *   which JSONText bounds before jsmn runs). Without it jsmn scans back over every earlier token
- *   at each of them: `{"a":0,"a":0,…}` of 0.5 MB took seconds (docs/security.md, "1. A planted oversized item"). */
+ *   at each of them: `{"a":0,"a":0,…}` of 0.5 MB took seconds (docs/security.md, "A planted oversized item"). */
 #ifndef PORTAL_CJSMN_H
 #define PORTAL_CJSMN_H
 #ifndef PORTAL_CJSMN_DEFINITIONS

@@ -4,7 +4,7 @@
 extension PortalAuth {
     /// Longest server text kept in `accountAbstractionUnavailable(message:)` (PortalSwift's cap).
     static let maxServerMessageCharacters = 200
-    /// Longest client-auth answer read (256 KiB; docs/security.md, "1. A planted oversized item"): the largest legitimate one
+    /// Longest client-auth answer read (256 KiB; docs/security.md, "A planted oversized item"): the largest legitimate one
     /// carries a Client Session Token of at most `maxTokenBytes` (64 KiB), a user JWT and a few
     /// identifiers, with room for JSON escapes. The transfer stops past it, before anything is
     /// parsed: a 2xx answer that long is a `networkFailure` saying so; another status is read

@@ -186,7 +186,7 @@ extension HTTPClient {
     /// The name `localhost` is resolved over IPv4 only (CURLOPT_IPRESOLVE_V4: 127.0.0.1). libcurl
     /// answers it with both 127.0.0.1 and ::1 and connects to whichever accepts first, so while
     /// the app's server listens on 127.0.0.1:PORT alone, any local user who binds [::1]:PORT
-    /// would receive the request and its bearer (docs/security.md, "10. … `localhost`").
+    /// would receive the request and its bearer (docs/security.md, "`localhost` and the IPv6 loopback").
     /// `localhost` means 127.0.0.1, as in /etc/hosts on every supported system; a server on the
     /// IPv6 loopback alone is reached through the literal, `[::1]:PORT`.
     func transportOptions(for target: TargetURL) -> [CurlOption] {

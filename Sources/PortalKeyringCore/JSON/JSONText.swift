@@ -17,7 +17,7 @@ import Glibc
 ///   in pairs, `\u0000` kept as a byte, the bytes valid UTF-8;
 /// - nesting at most `maximumDepth` deep.
 ///
-/// Reading is linear in the text's length (docs/security.md, "1. A planted oversized item": a planted `{"a":0,"a":0,…}` of
+/// Reading is linear in the text's length (docs/security.md, "A planted oversized item": a planted `{"a":0,"a":0,…}` of
 /// 0.5 MB took seconds): jsmn keeps parent links (cjsmn.h), the nesting is bounded before jsmn runs
 /// (its walk up at a closing bracket is then at most `maximumDepth` steps), every check below is
 /// one pass over the tokens and the text between them, and a decoder looking up many members

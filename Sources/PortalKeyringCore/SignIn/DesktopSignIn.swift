@@ -112,7 +112,7 @@ extension PortalAuth {
             throw .malformedResponse(field: provider.lowercased())
         }
         // Only an `error` redirect that carries this page's single-use `state` ends the wait:
-        // another page's `?error=…` is the handleRedirect caller's alone (docs/security.md, "6. A web page ends a desktop sign-in").
+        // another page's `?error=…` is the handleRedirect caller's alone (docs/security.md, "A web page ends a desktop sign-in").
         flight.expect(state: RedirectQuery.state(ofAuthorizeURL: url), for: waiter)
         // A cancel during the request must not open a browser for a sign-in nobody waits for.
         if OperationToken.currentIsCancelled { throw .cancelled }

@@ -11,7 +11,7 @@ import CGLib
 /// is a separate one. The announcement (`org.gtk.gio.DesktopAppInfo.Launched`) is a broadcast
 /// signal carrying the launched URL — the authorize URL with its single-use `state` — to every
 /// client of the session bus that listens; GIO offers no launch without it, and the OpenURI
-/// portal launches through GIO too (docs/security.md, "8. The authorize URL is broadcast").
+/// portal launches through GIO too (docs/security.md, "The authorize URL is broadcast").
 enum DesktopURLOpener {
     /// Opens `url` (an absolute URL from the Portal API) in the desktop's handler for its scheme.
     /// Blocks briefly: the handler's process is spawned, or the portal asked, and not waited for.

@@ -100,7 +100,7 @@ final class SignInInFlight: @unchecked Sendable {
     ///
     /// An `error` redirect (`errorRedirect`) ends the wait only when it carries this sign-in's
     /// `state`: any web page can navigate to the app's scheme with `?error=access_denied`, and
-    /// the end user's real redirect may still follow (docs/security.md, "6. A web page ends a desktop sign-in"). One without it, or with
+    /// the end user's real redirect may still follow (docs/security.md, "A web page ends a desktop sign-in"). One without it, or with
     /// another, is reported to the `handleRedirect` caller alone; the wait goes on.
     func endDelivery(_ waiter: Waiter, _ outcome: Result<RedirectResult, PortalAuthError>,
                      errorRedirect: ErrorRedirect? = nil) {

@@ -34,7 +34,7 @@ enum ReadPolicy {
     /// A document written by a newer version is neither restored nor deleted (docs/storage.md#read-policy).
     /// `inTime` throws when the operation's deadline has passed: it is asked before each
     /// document is decoded, so the work of decoding counts against the deadline as the provider's
-    /// calls do (docs/security.md, "1. A planted oversized item"; each document is capped, so one decode is short).
+    /// calls do (docs/security.md, "A planted oversized item"; each document is capped, so one decode is short).
     static func restore(_ authEnvironmentId: String, items: [StoredSessionItem],
                         inTime: () throws(StorageFailure) -> Void,
                         attributes: () throws(StorageFailure) -> [StoredSessionItem],

@@ -73,7 +73,7 @@ enum SessionDocument {
     /// `g`, `t` and white space: 409,600 bytes (400 KiB). 0.1.0 wrote nothing longer.
     static let maximumVersion1Bytes = 6 * (ArgumentRules.maxTokenBytes + ArgumentRules.maxIdentifierBytes) + 4096
 
-    /// What a stored secret is to this library, judged in one pass (docs/security.md, "1. A planted oversized item": an
+    /// What a stored secret is to this library, judged in one pass (docs/security.md, "A planted oversized item": an
     /// unusable document used to be parsed twice, once to decode it and once to ask whether a
     /// newer version wrote it).
     enum Reading {

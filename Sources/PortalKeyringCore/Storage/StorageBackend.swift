@@ -69,7 +69,7 @@ enum StorageBackend {
 
     /// The bytes of the master secret file at `path`, checked as the variable's rules say. Opened
     /// without blocking (a FIFO there would wait for a writer for ever, past every deadline: the
-    /// keyring file's rule, docs/security.md "3. A FIFO at the keyring path") and without
+    /// keyring file's rule, docs/security.md "A FIFO at the keyring path") and without
     /// following a link (another user's link could point anywhere).
     static func readMasterSecret(_ path: String) throws(StorageFailure) -> SecretBytes {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)

@@ -4,7 +4,7 @@
 /// return or bell gets through — and format characters (general category Cf: the bidirectional
 /// overrides and isolates such as U+202E and U+2066–U+2069, U+061C, zero-width characters
 /// U+200B–U+200F and U+FEFF, …) and the line and paragraph separators U+2028 and U+2029, so that
-/// no reordered or hidden text spoofs the message around it (docs/security.md, "10. Format characters"); and the length
+/// no reordered or hidden text spoofs the message around it (docs/security.md, "Format characters in messages"); and the length
 /// capped (docs/security.md). Decided on scalar values (`TextClasses.swift`), without the
 /// standard library's Unicode property tables.
 @_spi(Bindings) @_spi(PortalKeyringCLI)

@@ -265,7 +265,7 @@ private func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
         try auth.clearPersistedSession()
     }
 
-    /// docs/security.md "Unguarded promises: sign-in, invalidation, TOTP": `reportUnauthorized` invalidates only when the rejected token equals
+    /// docs/security.md "Invalidation needs the exact token": `reportUnauthorized` invalidates only when the rejected token equals
     /// the session's token in every byte: one that differs in its last byte, its first, one in
     /// the middle, or is a byte shorter or longer is another token (nothing happens); the exact
     /// token then invalidates. Kills: session/unauthorized-last-byte-ignored.

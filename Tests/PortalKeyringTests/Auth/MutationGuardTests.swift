@@ -449,7 +449,7 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
         }
     }
 
-    /// docs/security.md "10. … `localhost`": libcurl answers the name `localhost` with both 127.0.0.1 and ::1 and
+    /// docs/security.md "`localhost` and the IPv6 loopback": libcurl answers the name `localhost` with both 127.0.0.1 and ::1 and
     /// connects to whichever accepts, so while the app's server listens on IPv4 alone, any local
     /// user who binds [::1]:PORT got the request and its bearer. `localhost` now means 127.0.0.1
     /// only: a squatter on [::1]:PORT (nothing on 127.0.0.1:PORT) receives nothing, and the

@@ -7,7 +7,7 @@ import Dispatch
 import Glibc
 #endif
 
-// Hardening (docs/security.md, "Hardening"). Each test names the promise it guards and the
+// Hardening (docs/security.md, its sections by asset). Each test names the promise it guards and the
 // mutant of Tests/mutants/ that it kills. No DNS; the loopback Portal API
 // (scripts/with-portal-api.sh) only where a test says so; no keyring (InMemoryStorage).
 
@@ -209,7 +209,7 @@ private func expectAuthenticationFailed(_ auth: PortalAuth, _ url: String, conta
 }
 
 extension AttackerTextTests {
-    /// docs/security.md "10. Format characters": bidirectional overrides and isolates, zero-width and other format
+    /// docs/security.md "Format characters in messages": bidirectional overrides and isolates, zero-width and other format
     /// characters (general category Cf), and the line and paragraph separators, which reorder or
     /// hide text without a control character (`"access_denied\u{202E}txt.exe"` shows reversed),
     /// are removed from a redirect's error and from every description as well; visible text

@@ -140,7 +140,7 @@ import Glibc
         #expect(try await a.restoreSession() == nil)
     }
 
-    /// docs/security.md "6. A web page ends a desktop sign-in": any web page can navigate to the app's scheme with
+    /// docs/security.md "A web page ends a desktop sign-in": any web page can navigate to the app's scheme with
     /// `?error=access_denied`. Without the sign-in's `state` (none, another one, the right one
     /// with a byte more or less) the `handleRedirect` caller gets the error, but the waiting
     /// sign-in goes on, and the end user's real redirect a moment later completes it: the app
@@ -247,7 +247,7 @@ import Glibc
         #expect(try FakeBrowser.opened().count == 1)
     }
 
-    /// docs/security.md "Unguarded promises: sign-in, invalidation, TOTP": the timeout, counted from the page's opening, is when the call gives
+    /// docs/security.md "A desktop sign-in's timeout and claim": the timeout, counted from the page's opening, is when the call gives
     /// up, not later: a 2 s sign-in ends within 3 s of the browser's launch (twice the timeout
     /// would be 4). Kills: signin/timeout-doubled.
     @Test func itGivesUpAtItsTimeoutNotLater() async throws {
@@ -265,7 +265,7 @@ import Glibc
         #expect(try await a.restoreSession() == nil)
     }
 
-    /// docs/security.md "Unguarded promises: sign-in, invalidation, TOTP": a cancelled sign-in frees its auth environment at once (the `async`
+    /// docs/security.md "A desktop sign-in's timeout and claim": a cancelled sign-in frees its auth environment at once (the `async`
     /// caller resumes before the worker unwinds), so a newer sign-in may claim it while the old
     /// one's worker is still on its way out; that worker's release must leave the newer claim
     /// alone, or a third sign-in would start beside the newer one (two pages, two waits). The

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// A planted item must not make every restore fail (docs/security.md, "1. A planted oversized
+/// A planted item must not make every restore fail (docs/security.md, "A planted oversized
 /// item"). Any Secret Service client of the
 /// user can store an item of our schema and auth environment whose secret is a large JSON document
 /// (`{"v":1,"a":0,"a":0,…}`); the reader was quadratic, restore parsed an unusable document twice,

@@ -9,7 +9,7 @@ import Glibc
 /// load it.
 ///
 /// The link holds the TOTP secret, and the modules encode it. What is wiped (docs/security.md,
-/// "9. What the QR code exports wipe"): the payload handed to libqrencode (a `SecretBytes` copy) and libqrencode's
+/// "What the QR code exports wipe"): the payload handed to libqrencode (a `SecretBytes` copy) and libqrencode's
 /// module array (zeroed before `QRcode_free`); the C exports also wipe their copy of the
 /// argument, write the `'1'`/`'0'` text straight into the string they return, and wipe the module
 /// grid and the SVG text once copied out (the returned strings are wiped by

@@ -78,7 +78,7 @@ struct FileKeyringStorage: SessionStorage {
         }
         let items = try ours(snapshot, authEnvironmentId, secrets: true).map { $0.stored }
         var unusable: [String] = []
-        // Each document decoded once (docs/security.md, "1. A planted oversized item"), the deadline asked before each.
+        // Each document decoded once (docs/security.md, "A planted oversized item"), the deadline asked before each.
         let restored = try ReadPolicy.restore(
             authEnvironmentId, items: items,
             inTime: { () throws(StorageFailure) in

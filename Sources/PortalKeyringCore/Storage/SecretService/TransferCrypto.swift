@@ -8,7 +8,7 @@ extension TransferSession {
     /// holds key material or plaintext is wiped before it is released (`SecretBytes`, and
     /// libgcrypt wipes its MPIs and handles when they are freed). The private exponent is an MPI
     /// in libgcrypt's secure memory (`gcry_mpi_snew`: its locked, wiped pool, and `powm`'s
-    /// scratch for a secure exponent with it), not in the ordinary heap (docs/security.md, "10. … the DH exponent"); the
+    /// scratch for a secure exponent with it), not in the ordinary heap (docs/security.md, "The Diffie-Hellman exponent"); the
     /// shared value is an ordinary MPI, wiped when released, and then a `SecretBytes`. Not in a
     /// set-user-ID process (`secureMemory`): libgcrypt drops such a process's privileges when it
     /// sets up its secure pool, which is not a library's decision to make for its host.

@@ -159,7 +159,7 @@ import FoundationEssentials
         }
     }
 
-    /// docs/security.md "Unguarded promises: sign-in, invalidation, TOTP": base32's digits are 2–7. A secret with an 8, a 9, a 0 or a 1 (each
+    /// docs/security.md "TOTP secrets outside the base32 alphabet": base32's digits are 2–7. A secret with an 8, a 9, a 0 or a 1 (each
     /// alone beside valid characters) is no secret: `totpSecret` is nil and no QR code is made of
     /// the link (nothing an authenticator would read differently). Kills: totp/secret-digits-8-9.
     @Test func digitsOutsideTheBase32AlphabetAreRefused() {

@@ -300,7 +300,7 @@ import Glibc
     /// Writes the measured files into `$PORTAL_HOSTILE_CORPUS`: a keyring with the real session
     /// of auth environment "env" under `ourSecret`, and one item of 25k, 100k or 370k attribute
     /// names appended; and the largest file within every cap (1,250 items of 64 attributes, 4 MiB).
-    /// Run by hand; the figures are in docs/security.md, "2. A crafted keyring file".
+    /// Run by hand; the figures are in docs/security.md, "A crafted keyring file".
     @Test(.enabled(if: getenv("PORTAL_HOSTILE_CORPUS") != nil))
     func writeTheMeasuredCorpus() throws {
         let directory = String(cString: getenv("PORTAL_HOSTILE_CORPUS"))

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// Promises of the file keyring's writers that the suites let through when they were broken on
-/// purpose (docs/security.md, "Unguarded promises: writers and waits"): each test here fails
+/// purpose (docs/security.md, "The file keyring's writers"): each test here fails
 /// under its mutant in Tests/mutants/file-keyring/.
 @Suite(.serialized) struct FileKeyringPromiseTests {
     private func auth(_ storage: any SessionStorage, id: String = "env") throws -> PortalAuth {

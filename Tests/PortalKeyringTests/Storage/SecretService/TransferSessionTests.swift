@@ -62,7 +62,7 @@ struct TransferSessionTests {
         }
     }
 
-    /// docs/security.md "10. … the DH exponent": the private exponent lives in libgcrypt's secure memory, not in an
+    /// docs/security.md "The Diffie-Hellman exponent": the private exponent lives in libgcrypt's secure memory, not in an
     /// ordinary heap MPI. Kills: secret-service/dh-exponent-not-secure.
     @Test("the Diffie-Hellman exponent is a secure-memory MPI")
     func exponentInSecureMemory() throws {
