@@ -17,9 +17,11 @@ import Glibc
 /// Service of scripts/with-keyring.sh; Tests/bounds/run.sh times the real sandbox.
 extension SecretPortalBusTests {
     /// The bound of these tests' operations, and what an operation may take past it (a process
-    /// under load: the deadline thread's wake-up, a key derivation in flight).
-    static let bound: UInt32 = 1000
-    static let slack = 300
+    /// under load: the deadline thread's wake-up, a key derivation in flight). Both ×10 under a
+    /// sanitizer (the slow fault checks), where the steps themselves take several times longer:
+    /// the delays below are fractions of the bound, so what is tested stays the same.
+    static let bound: UInt32 = 1000 * HostileInput.sanitizerSlowdown
+    static let slack = 300 * Int(HostileInput.sanitizerSlowdown)
 
     /// A host keyring whose every call takes `delay` (UInt32.max: a stopped provider), cut at the
     /// deadline of the operation it is part of, as the Secret Service's calls are: then it
