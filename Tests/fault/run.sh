@@ -595,6 +595,8 @@ if ((slow)); then
             --scratch-path "$repo/.build/sanitize-$sanitizer" --no-parallel >"$build/sanitize-$sanitizer.log" 2>&1
         rc=$?
         grep -aE 'WARNING: ThreadSanitizer|ERROR: AddressSanitizer|SUMMARY|Test run with' "$build/sanitize-$sanitizer.log" | sort | uniq -c | head -n 12 | sed 's/^/  | /'
+        # A failing run names its failing tests and their first issues here: CI keeps only this output.
+        [ "$rc" = 0 ] || grep -aE '✘|error: |XCTAssert|failed \(' "$build/sanitize-$sanitizer.log" | head -n 40 | cut -c1-400 | sed 's/^/  | /'
         check "swift test --sanitize=$sanitizer (exit $rc, log $build/sanitize-$sanitizer.log)" [ "$rc" = 0 ]
     done
     section "slow: fuzzing for longer"

@@ -1,5 +1,4 @@
 import Testing
-import Synchronization
 import Dispatch
 import FoundationEssentials
 @testable import PortalKeyringCore
@@ -45,7 +44,7 @@ enum FakePortalAPI {
 }
 
 private final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let value = Lock(0)
     func increment() { value.withLock { $0 += 1 } }
     var count: Int { value.withLock { $0 } }
 }
@@ -298,7 +297,7 @@ private func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
         let portal = Portal(credentials: session, apiHost: nil, http: HTTPClient(), validate: false)
         let cancelled = Counter(), selfCancelling = Counter(), kept = Counter()
         portal.onSessionInvalidated { cancelled.increment() }.cancel()
-        let box = Mutex<SessionInvalidatedHandle?>(nil)
+        let box = Lock<SessionInvalidatedHandle?>(nil)
         let handle = portal.onSessionInvalidated {
             selfCancelling.increment()
             box.withLock { $0 }?.cancel()           // cancel own handle from inside: no deadlock

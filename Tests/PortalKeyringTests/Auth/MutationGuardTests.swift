@@ -97,7 +97,7 @@ final class RecordingListener: @unchecked Sendable {
     let address: String
     let port: UInt16
     private let fd: Int32
-    private let received = Mutex<(bytes: [UInt8], connections: Int)>(([], 0))
+    private let received = Lock<(bytes: [UInt8], connections: Int)>(([], 0))
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
@@ -273,7 +273,7 @@ private let fastHTTP = HTTPClient(connectTimeoutMilliseconds: 2_000, totalTimeou
         }
         portal.onSessionInvalidated { checkDeleted(); early.increment() }
         let reported = DispatchSemaphore(value: 0)
-        let result = Mutex<Bool?>(nil)
+        let result = Lock<Bool?>(nil)
         DispatchQueue.global().async {
             let invalidated = try? portal.reportUnauthorized(rejectedToken: "cst-late-listener")
             result.withLock { $0 = invalidated }

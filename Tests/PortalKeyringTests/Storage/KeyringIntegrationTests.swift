@@ -1,4 +1,3 @@
-import Synchronization
 import Testing
 @testable import PortalKeyringCore
 @testable import PortalKeyring
@@ -50,7 +49,7 @@ enum KeyringControl {
 
     /// gnome-keyring-locked starts with the keyring locked since login (Tests/c/run.sh and
     /// Tests/cli/run.sh check how that is reported); these tests want it unlocked, once.
-    private static let unlockedOnce = Mutex(false)
+    private static let unlockedOnce = Lock(false)
     private static func unlockIfLockedSinceLogin(_ keyringctl: String) throws {
         guard getenv("PORTAL_TEST_KEYRING_MODE").map({ String(cString: $0) }) == "locked" else { return }
         try unlockedOnce.withLock { done in

@@ -1,6 +1,5 @@
 @testable import PortalKeyringCore
 @testable import PortalKeyring
-import Synchronization
 
 /// An in-memory `SessionStorage` for the core's pure logic (no D-Bus). It can be told to fail,
 /// to check that failures never delete anything. Restore, persist and the watch decide through
@@ -8,19 +7,19 @@ import Synchronization
 /// and delete steps are its own.
 final class InMemoryStorage: HostMigrationRecord, @unchecked Sendable {
     struct Item { var authEnvironmentId: String; var generation: String?; var persistedAt: UInt64; var secret: [UInt8] }
-    private let state = Mutex<(items: [String: Item], next: Int, failure: StorageFailure?)>(([:], 0, nil))
+    private let state = Lock<(items: [String: Item], next: Int, failure: StorageFailure?)>(([:], 0, nil))
 
     func fail(with failure: StorageFailure?) { state.withLock { $0.failure = failure } }
 
     /// Makes reads (`items`) fail after `after` successful ones, while stores and deletes keep
     /// working: a restore must still delete nothing when its read fails.
     func failReads(with failure: StorageFailure, after: Int = 0) { readFailure.withLock { $0 = (failure, after) } }
-    private let readFailure = Mutex<(StorageFailure, Int)?>(nil)
+    private let readFailure = Lock<(StorageFailure, Int)?>(nil)
 
     /// Makes single-item deletes fail (nil: they work again) while reads keep working: a provider
     /// whose deletes fail for a while (a refused prompt, a transient error).
     func failDeletes(with failure: StorageFailure?) { deleteFailure.withLock { $0 = failure } }
-    private let deleteFailure = Mutex<StorageFailure?>(nil)
+    private let deleteFailure = Lock<StorageFailure?>(nil)
 
     /// Like the Secret Service adapter: a read with secrets leaves the attributes unread, so the
     /// read policy must ask for them separately when it needs them.
@@ -37,7 +36,7 @@ final class InMemoryStorage: HostMigrationRecord, @unchecked Sendable {
     }
 
     var count: Int { state.withLock { $0.items.count } }
-    private let deletes = Mutex(0)
+    private let deletes = Lock(0)
     /// How many delete calls (of any kind) reached the store.
     var deleteCalls: Int { deletes.withLock { $0 } }
 
@@ -118,7 +117,7 @@ final class InMemoryStorage: HostMigrationRecord, @unchecked Sendable {
     }
 
     /// The auth environments whose move from the host is recorded here (`HostMigrationRecord`).
-    private let records = Mutex<Set<String>>([])
+    private let records = Lock<Set<String>>([])
     var recordedMigrations: Set<String> { records.withLock { $0 } }
 
     func hostMigrationRecorded(authEnvironmentId: String) throws(StorageFailure) -> Bool {

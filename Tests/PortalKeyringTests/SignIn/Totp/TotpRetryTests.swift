@@ -1,7 +1,6 @@
 import Testing
 import Dispatch
 import FoundationEssentials
-import Synchronization
 @testable import PortalKeyringCore
 @testable import PortalKeyring
 #if canImport(Glibc)
@@ -13,16 +12,16 @@ import Glibc
 /// gate, the first write announces itself (`entered`) and waits for `open()`.
 private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
     let inner: SecretServiceStorage
-    private let failures: Mutex<Int>
-    private let gated: Mutex<Bool>
+    private let failures: Lock<Int>
+    private let gated: Lock<Bool>
     let entered = DispatchSemaphore(value: 0)
     private let gate = DispatchSemaphore(value: 0)
     let written = DispatchSemaphore(value: 0)
 
     init(timeouts: KeyringTimeouts, failures: Int = 0, gated: Bool = false) {
         inner = SecretServiceStorage(timeouts: timeouts)
-        self.failures = Mutex(failures)
-        self.gated = Mutex(gated)
+        self.failures = Lock(failures)
+        self.gated = Lock(gated)
     }
 
     func open() { gate.signal() }
@@ -100,7 +99,7 @@ private final class FaultyWriteStorage: SessionStorage, @unchecked Sendable {
         // The end user types the code shown now (here: any other code): the same JWT finishes
         // the accepted sign-in.
         let fresh = code == "000000" ? "111111" : "000000"
-        let retried = Mutex<Result<PortalSession, PortalAuthError>?>(nil)
+        let retried = Lock<Result<PortalSession, PortalAuthError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             let result: Result<PortalSession, PortalAuthError>

@@ -3,7 +3,6 @@ import Testing
 @testable import PortalKeyring
 import CGLib
 import Dispatch
-import Synchronization
 
 // The transfer session's primitives (the library's own `dh-ietf1024-sha256-aes128-cbc-pkcs7`
 // session instead of libsecret's on a subclassed proxy). Interoperability with real providers is
@@ -76,7 +75,7 @@ struct TransferSessionTests {
         // exchange fails (or aborts) for want of secure memory. (A secure shared value did: its
         // gcry_mpi_print takes a scratch buffer that may not come from an overflow pool.)
         let held = try (0..<400).map { _ in try Crypto.KeyPair() }
-        let agreed = Mutex(0)
+        let agreed = Lock(0)
         DispatchQueue.concurrentPerform(iterations: 16) { _ in
             guard let ours = try? Crypto.KeyPair(), let theirs = try? Crypto.KeyPair(),
                   let a = try? ours.withPeer(theirs.publicKey), let b = try? theirs.withPeer(ours.publicKey),
