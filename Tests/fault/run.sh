@@ -14,8 +14,8 @@
 # failed.
 #
 # --slow additionally runs (minutes): the Swift tests under ThreadSanitizer and AddressSanitizer
-# (swift test --sanitize=..., own scratch paths; LeakSanitizer suppressions for XCTest's runner:
-# Tests/fault/lsan.supp), the C fault programs under valgrind memcheck (suppressions:
+# (swift test --sanitize=..., own scratch paths, built one after the other and run side by side;
+# LeakSanitizer suppressions for XCTest's runner: Tests/fault/lsan.supp), the C fault programs under valgrind memcheck (suppressions:
 # Tests/fault/valgrind.supp), and the fuzzers for longer
 # (PORTAL_FUZZ_SECONDS_SLOW, default 300 s each). Without --slow the fuzzers run
 # PORTAL_FUZZ_SECONDS (default 20 s) each. --slow-only runs the slow checks and no condition (CI:
@@ -25,7 +25,7 @@
 # keyring daemons included, and reported as "FAIL  TIMEOUT: <step> ..."): every condition,
 # PORTAL_FAULT_TIMEOUT seconds if set, else 120 s (condition 11: 420 s, 12: 240 s, fuzz:
 # PORTAL_FUZZ_SECONDS + 600 s for its build); the build 1200 s; with --slow, 900 s per valgrind
-# program, 3600 s per sanitizer build and run, PORTAL_FUZZ_SECONDS_SLOW + 900 s for fuzzing.
+# program, 2400 s per sanitizer build, 3600 s per sanitizer test run, PORTAL_FUZZ_SECONDS_SLOW + 900 s for fuzzing.
 #
 # Needs (installed with apt-get when missing and running as root): gdb (gcore, condition 12),
 # dbus-bin (dbus-monitor, "session"), valgrind (--slow), plus what scripts/deps.sh installs.
@@ -586,14 +586,29 @@ if ((slow)); then
         grep -aE 'ERROR SUMMARY|definitely lost' "$build/valgrind.$prog" | sed 's/^/  | /'
         check "valgrind: fault_test $prog (exit $rc)" [ "$rc" = 0 ]
     done
+    # Both sanitizer builds first (each takes both cores), then both test runs side by side: each
+    # run is one test at a time (--no-parallel), each on its own private bus, keyring and API
+    # server, so together they fill the two cores instead of waiting for each other.
     for sanitizer in thread address; do
-        section "slow: swift test --sanitize=$sanitizer"
+        section "slow: swift build --sanitize=$sanitizer"
+        bounded 2400 "swift build --sanitize=$sanitizer" swift build --build-tests --sanitize="$sanitizer" \
+            --scratch-path "$repo/.build/sanitize-$sanitizer" >"$build/sanitize-$sanitizer.build.log" 2>&1
+        rc=$?
+        ((rc == 0)) || tail -n 20 "$build/sanitize-$sanitizer.build.log" | sed 's/^/  | /'
+        check "swift build --sanitize=$sanitizer (exit $rc, log $build/sanitize-$sanitizer.build.log)" [ "$rc" = 0 ]
+    done
+    for sanitizer in thread address; do
         PORTAL_TEST_KEYRINGCTL=$build/keyringctl LSAN_OPTIONS=suppressions=$here/lsan.supp \
             ASAN_OPTIONS=fast_unwind_on_malloc=0 TSAN_OPTIONS=halt_on_error=0 \
             bounded 3600 "swift test --sanitize=$sanitizer" \
-            scripts/with-keyring.sh scripts/with-portal-api.sh swift test --sanitize="$sanitizer" \
-            --scratch-path "$repo/.build/sanitize-$sanitizer" --no-parallel >"$build/sanitize-$sanitizer.log" 2>&1
-        rc=$?
+            scripts/with-keyring.sh scripts/with-portal-api.sh swift test --skip-build --sanitize="$sanitizer" \
+            --scratch-path "$repo/.build/sanitize-$sanitizer" --no-parallel >"$build/sanitize-$sanitizer.log" 2>&1 &
+        eval "sanitizer_pid_$sanitizer=$!"
+    done
+    for sanitizer in thread address; do
+        section "slow: swift test --sanitize=$sanitizer"
+        pid_var=sanitizer_pid_$sanitizer
+        wait "${!pid_var}" && rc=0 || rc=$?
         grep -aE 'WARNING: ThreadSanitizer|ERROR: AddressSanitizer|SUMMARY|Test run with' "$build/sanitize-$sanitizer.log" | sort | uniq -c | head -n 12 | sed 's/^/  | /'
         # A failing run names its failing tests and their first issues here: CI keeps only this output.
         [ "$rc" = 0 ] || grep -aE '✘|error: |XCTAssert|failed \(' "$build/sanitize-$sanitizer.log" | head -n 40 | cut -c1-400 | sed 's/^/  | /'
