@@ -234,8 +234,8 @@ cli_matrix_step() {
         --log-dir build/matrix/cli -- Tests/cli/run.sh
 }
 # The C suite on KeePassXC takes as long as on the three other providers together (its prompts), so
-# it has a build directory of its own; the other three follow it in its lane, since the Swift
-# matrix grew with the hostile-input tests (481 s with a KeePassXC crash rerun, against 376 + 215 s).
+# it has a build directory of its own and a lane with the contract matrix; the other three follow
+# the CLI matrix.
 c_matrix_step() {
     step "provider matrix: C tests on gnome-keyring-locked, gnome-keyring-passwordless, kwallet"
     bounded "${PORTAL_TIMEOUT_MATRIX:-1500}" "C tests matrix" \
@@ -250,13 +250,15 @@ c_keepassxc_step() {
 }
 
 # Two lanes while the install test's release build takes the CPU; then three for the matrix,
-# balanced by their seconds on a clean clone (the longest lane is the test command's tail).
+# balanced by their seconds on a clean clone (the longest lane is the test command's tail): the
+# contract matrix, the two provider checks and the C suite on KeePassXC ~530 s; the Swift matrix
+# ~390 s; the CLI matrix and the C suite on the other providers ~505 s.
 lane build-and-fault-a install_step bench_step api_step flatpak_step
 lane build-and-fault-b fault_step flatpak_c_step bounds_step
 wait_lanes
-lane matrix-a contract_matrix_step plain_step cli_matrix_step
+lane matrix-a contract_matrix_step plain_step c_keepassxc_step
 lane matrix-b swift_matrix_step
-lane matrix-c c_keepassxc_step c_matrix_step
+lane matrix-c cli_matrix_step c_matrix_step
 wait_lanes
 
 printf '\nAll tests passed.\n'
