@@ -32,8 +32,15 @@ void on_done(portal_status status, portal_result *result, const char *message, v
 int sh(const char *command);
 portal_auth *new_auth(uint32_t call_ms, uint32_t prompt_ms);
 int admin_fault(const char *json);
-portal *signed_in_portal(portal_auth *auth, const char *user, char *token, size_t token_size, portal_session **session);
-void sign_out(portal_auth *auth, portal_session *session);
+/* A signed-in end user: sign_in() makes it, sign_out() ends it (the client is the caller's to free). */
+typedef struct {
+    portal_auth *auth;
+    portal_session *session;
+    portal *client;
+    char token[512];
+} signed_in;
+portal *sign_in(signed_in *user, const char *end_user);
+void sign_out(signed_in *user);
 
 /* ------------------------------------------------------------------------------ scenarios */
 

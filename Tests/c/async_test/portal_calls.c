@@ -1,12 +1,21 @@
 /* async_test: the Portal API calls: a slow API, listeners, report_unauthorized, portal_free_async. */
 #include "async_test.h"
 
+/* portal_free_async returns within `ms` (the loop's gap measured from here); its completion
+ * comes to `freed` later. */
+static void free_async_returns_within(portal *client, probe *freed, int ms, const char *what) {
+    gap_reset();
+    gint64 before = g_get_monotonic_time();
+    CHECK(portal_free_async(client, NULL, on_done, freed, on_destroy) == PORTAL_OK);
+    gint64 returned = g_get_monotonic_time();
+    printf("portal_free_async %s returned after %.2f ms\n", what, (returned - before) / 1000.0);
+    CHECK(returned - before < ms * 1000);
+}
+
 /* (c) a slow Portal API: request, cancel of a request, portal_free_async with one in flight. */
 void test_slow_api(void) {
-    portal_auth *auth = new_auth(5000, 1500);
-    char token[512];
-    portal_session *session = NULL;
-    portal *client = signed_in_portal(auth, "user-slow", token, sizeof token, &session);
+    signed_in user;
+    portal *client = sign_in(&user, "user-slow");
     usleep(300000); /* the validation request is done */
     CHECK(admin_fault("{\"route\":\"/api/v3/clients/me\",\"delayMs\":1500,\"count\":1}") == 0);
 
@@ -44,12 +53,7 @@ void test_slow_api(void) {
     CHECK(portal_request_async(client, "GET", "/api/v3/clients/me", NULL, NULL, on_done, &inflight, on_destroy, NULL) ==
           PORTAL_OK);
     run_for(300);
-    gap_reset();
-    gint64 before = g_get_monotonic_time();
-    CHECK(portal_free_async(client, NULL, on_done, &freed, on_destroy) == PORTAL_OK);
-    gint64 returned = g_get_monotonic_time();
-    printf("portal_free_async with a request in flight returned after %.2f ms\n", (returned - before) / 1000.0);
-    CHECK(returned - before < 20 * 1000);
+    free_async_returns_within(client, &freed, 20, "with a request in flight");
     CHECK(run_until(&freed.destroyed, 1, 5000));
     CHECK(run_until(&inflight.destroyed, 1, 5000));
     expect_once(&freed, PORTAL_OK, "", "portal_free_async");
@@ -57,7 +61,7 @@ void test_slow_api(void) {
     CHECK(inflight.at <= freed.at); /* the free completes after its requests returned */
     gap_report("portal_free_async");
 
-    sign_out(auth, session);
+    sign_out(&user);
 }
 
 /* Listeners delivered on the main context; report_unauthorized and clear_session async. */
@@ -73,10 +77,8 @@ static void on_listener_destroy(void *data) {
 }
 
 void test_listener_and_portal_calls(void) {
-    portal_auth *auth = new_auth(5000, 1500);
-    char token[512];
-    portal_session *session = NULL;
-    portal *client = signed_in_portal(auth, "user-listen", token, sizeof token, &session);
+    signed_in user;
+    portal *client = sign_in(&user, "user-listen");
     uint64_t handle = 0;
     CHECK(portal_on_session_invalidated_queued(client, NULL, on_invalidated, NULL, on_listener_destroy, &handle) ==
           PORTAL_OK);
@@ -88,7 +90,7 @@ void test_listener_and_portal_calls(void) {
     probe report;
     probe_init(&report);
     int invalidated = 0;
-    CHECK(portal_report_unauthorized_async(client, token, NULL, on_done, &report, on_destroy, NULL) == PORTAL_OK);
+    CHECK(portal_report_unauthorized_async(client, user.token, NULL, on_done, &report, on_destroy, NULL) == PORTAL_OK);
     CHECK(run_until(&report.destroyed, 1, 10000));
     expect_once(&report, PORTAL_OK, "", "report of the token");
     CHECK(run_until(&listener_calls, 1, 5000));
@@ -114,8 +116,8 @@ void test_listener_and_portal_calls(void) {
     run_for(50);
     CHECK(request.destroyed == 3 && request.calls == 0);
     portal_free(client);
-    portal_session_free(session);
-    portal_auth_free(auth);
+    portal_session_free(user.session);
+    portal_auth_free(user.auth);
 }
 
 /* portal_free_async while a plain listener runs on the library's thread (found by the third
@@ -138,30 +140,23 @@ static void on_slow_destroy(void *data) {
 }
 
 void test_free_async_with_a_listener_running(void) {
-    portal_auth *auth = new_auth(5000, 1500);
-    char token[512];
-    portal_session *session = NULL;
-    portal *client = signed_in_portal(auth, "user-slow-listener", token, sizeof token, &session);
+    signed_in user;
+    portal *client = sign_in(&user, "user-slow-listener");
     uint64_t handle = 0;
     CHECK(portal_on_session_invalidated(client, on_slow_invalidated, NULL, on_slow_destroy, &handle) == PORTAL_OK);
     bool invalidated = false;
-    CHECK(portal_report_unauthorized(client, token, &invalidated) == PORTAL_OK && invalidated);
+    CHECK(portal_report_unauthorized(client, user.token, &invalidated) == PORTAL_OK && invalidated);
     gint64 end = g_get_monotonic_time() + 5 * 1000 * 1000;
     while (!__atomic_load_n(&slow_started, __ATOMIC_SEQ_CST) && g_get_monotonic_time() < end) usleep(1000);
     CHECK(slow_started);
     probe freed;
     probe_init(&freed);
-    gap_reset();
-    gint64 before = g_get_monotonic_time();
-    CHECK(portal_free_async(client, NULL, on_done, &freed, on_destroy) == PORTAL_OK);
-    gint64 returned = g_get_monotonic_time();
-    printf("portal_free_async while a listener runs returned after %.2f ms\n", (returned - before) / 1000.0);
-    CHECK(returned - before < 200 * 1000);
+    free_async_returns_within(client, &freed, 200, "while a listener runs");
     CHECK(!__atomic_load_n(&slow_finished, __ATOMIC_SEQ_CST));
     CHECK(run_until(&freed.destroyed, 1, 10000));
     expect_once(&freed, PORTAL_OK, "", "portal_free_async while a listener runs");
     CHECK(slow_finished && slow_destroyed);
     CHECK(slow_finished_at <= slow_destroyed_at && slow_destroyed_at <= freed.at);
     gap_report("portal_free_async while a listener runs");
-    sign_out(auth, session);
+    sign_out(&user);
 }

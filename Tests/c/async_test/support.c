@@ -33,19 +33,21 @@ static int admin_token(const char *user, char *out, size_t size) {
     return fake_api_admin("POST", "/_admin/sessions", json, "d[\"data\"][\"token\"]", out, size) == 0 && out[0] ? 0 : -1;
 }
 
-/* A signed-in end user: a token from the fake Portal API, persisted, and a portal for it. */
-portal *signed_in_portal(portal_auth *auth, const char *user, char *token, size_t token_size, portal_session **session) {
-    CHECK(admin_token(user, token, token_size) == 0);
-    *session = NULL;
-    CHECK(portal_auth_persist_session(auth, user, token, session) == PORTAL_OK);
-    portal *client = NULL;
-    CHECK(portal_new(&client, *session, NULL) == PORTAL_OK);
-    return client;
+/* A signed-in end user on a new handle: a token from the fake Portal API, persisted, and a
+ * portal for it (returned, and kept in `user`). */
+portal *sign_in(signed_in *user, const char *end_user) {
+    user->auth = new_auth(5000, 1500);
+    CHECK(admin_token(end_user, user->token, sizeof user->token) == 0);
+    user->session = NULL;
+    CHECK(portal_auth_persist_session(user->auth, end_user, user->token, &user->session) == PORTAL_OK);
+    user->client = NULL;
+    CHECK(portal_new(&user->client, user->session, NULL) == PORTAL_OK);
+    return user->client;
 }
 
 /* The end of a signed-in scenario: its session freed, the stored one cleared, the handle freed. */
-void sign_out(portal_auth *auth, portal_session *session) {
-    portal_session_free(session);
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
-    portal_auth_free(auth);
+void sign_out(signed_in *user) {
+    portal_session_free(user->session);
+    CHECK(portal_auth_clear_persisted_session(user->auth) == PORTAL_OK);
+    portal_auth_free(user->auth);
 }

@@ -33,13 +33,12 @@ void test_libcurl_is_loaded_lazily(void) {
 /* portal_free aborts the validation request still in flight and waits for it, so no library
  * thread is inside libcurl/OpenSSL when the host process exits (which crashed at exit before). */
 void test_free_aborts_requests_in_flight(void) {
-    char token[256];
-    portal_auth *auth = new_auth("abort");
-    portal_session *session = sign_in(auth, "u-abort", token, sizeof token);
+    signed_in user;
+    sign_in_user(&user, "abort", "u-abort");
     char json[256];
     snprintf(json, sizeof json, "{\"route\":\"/api/v3/clients/me\",\"delayMs\":8000,\"count\":1}");
     CHECK(admin("faults", json, NULL, 0) == 0);
-    portal *client = open_portal(session);
+    portal *client = open_portal(user.session);
     usleep(300000); /* the validation request is now waiting on the server */
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
@@ -51,9 +50,8 @@ void test_free_aborts_requests_in_flight(void) {
      * within libcurl's progress interval. */
     CHECK(ms > 20 && ms < 2500);
     char *copy = NULL;
-    CHECK(portal_session_copy_token(session, &copy) == PORTAL_OK); /* an aborted request invalidates nothing */
+    CHECK(portal_session_copy_token(user.session, &copy) == PORTAL_OK); /* an aborted request invalidates nothing */
     portal_string_free(copy);
-    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
-    portal_session_free(session);
-    portal_auth_free(auth);
+    CHECK(portal_auth_clear_persisted_session(user.auth) == PORTAL_OK);
+    sign_out(&user);
 }

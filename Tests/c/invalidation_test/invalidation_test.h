@@ -42,6 +42,14 @@ void issue_token(const char *user, char *out, size_t size);
 void revoke_token(const char *token);
 portal_auth *new_auth(const char *tag);
 portal_session *sign_in(portal_auth *auth, const char *user, char *token, size_t size);
+/* A test's own end user: sign_in_user() makes it, sign_out() frees it. */
+typedef struct {
+    portal_auth *auth;
+    portal_session *session;
+    char token[256];
+} signed_in;
+void sign_in_user(signed_in *user, const char *tag, const char *end_user);
+void sign_out(signed_in *user);
 portal *open_portal(portal_session *session);
 void expect_nothing_stored(portal_auth *auth);
 void mint_grant(const char *end_user, char *redirect, size_t size);

@@ -2,12 +2,11 @@
 #include "invalidation_test.h"
 
 void test_replay_cancel_destroy(void) {
-    char token[256];
-    portal_auth *auth = new_auth("replay");
-    portal_session *session = sign_in(auth, "u-replay", token, sizeof token);
-    revoke_token(token);
+    signed_in user;
+    sign_in_user(&user, "replay", "u-replay");
+    revoke_token(user.token);
 
-    portal *client = open_portal(session);
+    portal *client = open_portal(user.session);
     probe cancelled = {0}, late = {0}, reentrant = {0};
     uint64_t h = 0;
     /* Registered before the init request's answer can arrive, then cancelled: never called. */
@@ -18,13 +17,13 @@ void test_replay_cancel_destroy(void) {
     /* Wait for the init request's rejection, then register late: exactly one replay. */
     char *copy = NULL;
     for (int i = 0; i < 500; i++) {
-        portal_status st = portal_session_copy_token(session, &copy);
+        portal_status st = portal_session_copy_token(user.session, &copy);
         portal_string_free(copy);
         copy = NULL;
         if (st == PORTAL_ERR_SESSION_INVALIDATED) break;
         usleep(10000);
     }
-    CHECK(portal_session_copy_token(session, &copy) == PORTAL_ERR_SESSION_INVALIDATED);
+    CHECK(portal_session_copy_token(user.session, &copy) == PORTAL_ERR_SESSION_INVALIDATED);
     CHECK(portal_on_session_invalidated(client, on_invalidated, &late, on_destroy, &h) == PORTAL_OK);
     wait_for(&late.calls, 1);
     CHECK(atomic_load(&late.calls) == 1);
@@ -32,27 +31,25 @@ void test_replay_cancel_destroy(void) {
     CHECK(atomic_load(&late.destroyed) == 1);
     /* A late listener that re-enters the library and cancels its own handle. */
     reentrant.portal = client;
-    reentrant.auth = auth;
+    reentrant.auth = user.auth;
     reentrant.action = 3;
     CHECK(portal_on_session_invalidated(client, on_invalidated, &reentrant, on_destroy, &reentrant.handle) == PORTAL_OK);
     wait_for(&reentrant.destroyed, 1);
     CHECK(atomic_load(&reentrant.calls) == 1 && atomic_load(&reentrant.destroyed) == 1);
     CHECK(atomic_load(&cancelled.calls) == 0);
 
-    expect_nothing_stored(auth);
+    expect_nothing_stored(user.auth);
     portal_free(client);
     CHECK(atomic_load(&cancelled.destroyed) == 1 && atomic_load(&late.destroyed) == 1);
-    portal_session_free(session);
-    portal_auth_free(auth);
+    sign_out(&user);
 }
 
 void test_cancel_and_free_inside_callback(void) {
-    char token[256];
-    portal_auth *auth = new_auth("inside");
-    portal_session *session = sign_in(auth, "u-inside", token, sizeof token);
+    signed_in user;
+    sign_in_user(&user, "inside", "u-inside");
     /* The real loopback API host and a token it accepts (never revoked): the init request gets
      * 200 and cannot invalidate, so the rejections below are the ones we report ourselves. */
-    portal *client = open_portal(session);
+    portal *client = open_portal(user.session);
     probe self_cancel = {0}, freer = {0}, pending = {0};
     self_cancel.portal = client;
     self_cancel.action = 1;
@@ -66,9 +63,9 @@ void test_cancel_and_free_inside_callback(void) {
     bool invalidated = false;
     CHECK(portal_report_unauthorized(client, "not-the-current-token", &invalidated) == PORTAL_OK);
     CHECK(!invalidated);
-    CHECK(portal_report_unauthorized(client, token, &invalidated) == PORTAL_OK);
+    CHECK(portal_report_unauthorized(client, user.token, &invalidated) == PORTAL_OK);
     CHECK(invalidated);
-    CHECK(portal_report_unauthorized(client, token, &invalidated) == PORTAL_OK);
+    CHECK(portal_report_unauthorized(client, user.token, &invalidated) == PORTAL_OK);
     CHECK(!invalidated); /* at most once */
     /* Only now may the second listener free the portal: before this gate, a delivery that ran
      * ahead of the report above freed the portal under it (a use-after-free in this test that
@@ -79,22 +76,20 @@ void test_cancel_and_free_inside_callback(void) {
     CHECK(atomic_load(&freer.calls) == 1 && atomic_load(&freer.destroyed) == 1);
     /* The portal was freed inside the second callback before the third ran: cancelled. */
     CHECK(atomic_load(&pending.calls) == 0 && atomic_load(&pending.destroyed) == 1);
-    portal_session_free(session);
-    portal_auth_free(auth);
+    sign_out(&user);
 }
 
 void test_clear_session_and_api_key(void) {
-    char token[256];
-    portal_auth *auth = new_auth("clear");
-    portal_session *session = sign_in(auth, "u-clear", token, sizeof token);
-    portal *client = open_portal(session);
+    signed_in user;
+    sign_in_user(&user, "clear", "u-clear");
+    portal *client = open_portal(user.session);
     probe never = {0}, spent = {0};
     uint64_t h = 0;
     CHECK(portal_on_session_invalidated(client, on_invalidated, &never, on_destroy, &h) == PORTAL_OK);
     CHECK(portal_clear_session(client) == PORTAL_OK);
     CHECK(portal_on_session_invalidated(client, on_invalidated, &spent, on_destroy, &h) == PORTAL_OK);
     CHECK(h == 0 && atomic_load(&spent.destroyed) == 1);
-    expect_nothing_stored(auth);
+    expect_nothing_stored(user.auth);
     portal_free(client);
     CHECK(atomic_load(&never.calls) == 0 && atomic_load(&never.destroyed) == 1);
 
@@ -111,7 +106,7 @@ void test_clear_session_and_api_key(void) {
     CHECK(atomic_load(&failed.destroyed) == 1);
     CHECK(portal_on_session_invalidated(keyed == NULL ? NULL : NULL, NULL, &failed, on_destroy, &h) == PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(portal_listener_cancel(NULL, 1) == PORTAL_ERR_INVALID_ARGUMENT);
-    CHECK(portal_new(NULL, session, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
+    CHECK(portal_new(NULL, user.session, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(portal_new(&client, NULL, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(portal_report_unauthorized(NULL, "x", NULL) == PORTAL_ERR_INVALID_ARGUMENT);
     CHECK(portal_clear_session(NULL) == PORTAL_ERR_INVALID_ARGUMENT);
@@ -119,6 +114,5 @@ void test_clear_session_and_api_key(void) {
     long status = 0;
     CHECK(portal_request(NULL, "GET", "/", NULL, &status, NULL, NULL) == PORTAL_ERR_INVALID_ARGUMENT);
     portal_free(NULL);
-    portal_session_free(session);
-    portal_auth_free(auth);
+    sign_out(&user);
 }

@@ -96,3 +96,15 @@ void expect_nothing_stored(portal_auth *auth) {
     CHECK(portal_auth_restore_session(auth, &restored) == PORTAL_OK && restored == NULL);
     portal_session_free(restored);
 }
+
+/* A test's own end user, signed in on a new handle: new_auth(tag), then sign_in(). */
+void sign_in_user(signed_in *user, const char *tag, const char *end_user) {
+    user->auth = new_auth(tag);
+    user->session = sign_in(user->auth, end_user, user->token, sizeof user->token);
+}
+
+/* Frees what sign_in_user() made: the session, then the handle. */
+void sign_out(signed_in *user) {
+    portal_session_free(user->session);
+    portal_auth_free(user->auth);
+}

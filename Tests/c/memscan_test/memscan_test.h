@@ -56,6 +56,7 @@ void revoke_marker(const struct marker *m);
 void persist_elsewhere(const struct marker *m, const char *env_id, const char *user);
 int admin(const char *route, const char *json, const char *field, char *out, size_t out_size);
 portal_auth *new_auth(const char *label, char *env_id, size_t size);
+portal_session *persist_marker(portal_auth *auth, const struct marker *m);
 char *copy_of_token(portal_session *session);
 void sign_out(portal_auth *auth, portal_session *session);
 

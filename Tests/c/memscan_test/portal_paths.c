@@ -125,10 +125,7 @@ void path_report(void) {
     make_marker(&rejected, "report-rejected-");
     char env_id[96];
     portal_auth *auth = new_auth("report", env_id, sizeof env_id);
-    char *token = marker_copy(&session_token);
-    portal_session *session = NULL;
-    CHECK_MSG(portal_auth_persist_session(auth, "memscan-user", token, &session) == PORTAL_OK && session, "persist");
-    drop(token);
+    portal_session *session = persist_marker(auth, &session_token);
     portal *p = NULL;
     CHECK_MSG(session && portal_new(&p, session, "127.0.0.1:1") == PORTAL_OK && p, "portal_new");
     bool invalidated = true;

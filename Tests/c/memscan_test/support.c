@@ -141,3 +141,13 @@ void sign_out(portal_auth *auth, portal_session *session) {
     CHECK_MSG(portal_auth_clear_persisted_session(auth) == PORTAL_OK, "clear");
     portal_auth_free(auth);
 }
+
+/* Persists the marker as the session of "memscan-user"; the clear copy made for the call is
+ * wiped as soon as it returns. */
+portal_session *persist_marker(portal_auth *auth, const struct marker *m) {
+    char *token = marker_copy(m);
+    portal_session *session = NULL;
+    CHECK_MSG(portal_auth_persist_session(auth, "memscan-user", token, &session) == PORTAL_OK && session, "persist");
+    drop(token);
+    return session;
+}
