@@ -16,7 +16,7 @@
  * takes the token the way the library would (then wipes the library's own string in place, as
  * SecretBytes.wipeStorage does today: for json-glib the brief's remedy, memset of
  * json_node_get_string's buffer before g_object_unref of the parser), frees everything and
- * wipes the input. The criterion is Tests/c/memscan_test.c's: a freed block that still holds the
+ * wipes the input. The criterion is Tests/c/memscan_test/'s: a freed block that still holds the
  * token's bytes 16..end is a copy (malloc's list links overwrite a freed block's first 16
  * bytes). This program defines free() and realloc(), so every block the JSON library releases
  * passes through them (realloc's moved-from block included) and is checked before it is freed.

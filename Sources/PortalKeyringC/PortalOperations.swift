@@ -12,7 +12,7 @@ import Glibc
 // MARK: - request
 
 /// The method (allowlisted), target and body of portal_request(_async), and the core's check
-/// of the target, so that the _async form refuses a bad one at once (Tests/c/async_test.c).
+/// of the target, so that the _async form refuses a bad one at once (Tests/c/async_test/portal_calls.c).
 private func prepareRequest(_ portal: OpaquePointer?, _ method: UnsafePointer<CChar>?, _ target: UnsafePointer<CChar>?,
                             _ body: UnsafePointer<CChar>?) throws(CFailure) -> PreparedWork {
     let portal = Shared(value: try borrowHandle(portal, as: Portal.self, "portal"))

@@ -46,7 +46,7 @@ public func portal_auth_restore_session_async(_ auth: OpaquePointer?, _ queue: O
 private let persistNames = ["endUserId": "end_user_id", "clientSessionToken": "client_session_token"]
 
 /// Checks the arguments as `persistSession` will before it returns, so that the _async form
-/// refuses a bad token at once, as the blocking one does (Tests/c/async_test.c).
+/// refuses a bad token at once, as the blocking one does (Tests/c/async_test/completions.c).
 private func preparePersist(_ auth: OpaquePointer?, _ endUserId: UnsafePointer<CChar>?,
                             _ clientSessionToken: UnsafePointer<CChar>?) throws(CFailure) -> PreparedWork {
     let auth = try sharedAuth(auth)

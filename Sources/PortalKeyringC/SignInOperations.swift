@@ -215,7 +215,7 @@ public func portal_auth_handle_redirect_async(_ auth: OpaquePointer?, _ url: Uns
 // MARK: - verify_totp
 
 /// Checks the code and the JWT as `verifyTotp` will, so that the _async form refuses a bad one
-/// at once, as the blocking one does (Tests/c/async_signin_test.c).
+/// at once, as the blocking one does (Tests/c/async_signin_test/calls.c).
 private func prepareVerifyTotp(_ auth: OpaquePointer?, _ code: UnsafePointer<CChar>?,
                                _ userJwt: UnsafePointer<CChar>?) throws(CFailure) -> PreparedWork {
     let auth = try sharedAuth(auth)

@@ -179,7 +179,7 @@ func stringArgument(_ pointer: UnsafePointer<CChar>?, _ name: String, maxBytes: 
 /// is wiped when the last reference goes: at the end of a blocking export, or when an async
 /// export's work (which captures it) is released on the worker. Every export that takes a
 /// secret reads it through `secretArgument`, in its blocking and its async form alike
-/// (`Tests/c/memscan_test.c` scans for copies after each).
+/// (`Tests/c/memscan_test/` scans for copies after each).
 final class SecretArgument: @unchecked Sendable {
     private(set) var value: String
     init(_ value: String) { self.value = value }

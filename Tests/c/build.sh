@@ -4,7 +4,8 @@
 #   Tests/c/build.sh PROGRAM [--out DIR] [--lib DIR]
 #
 # PROGRAM is a name of Tests/c (abi_test: every .c file of the folder Tests/c/abi_test/, or else
-# Tests/c/abi_test.c) or the path of a .c file (Tests/fault/fault_test.c). Builds DIR/NAME (DIR:
+# Tests/c/abi_test.c), the path of a .c file (Tests/fault/slow_provider_test.c) or the path of a
+# folder of them, one program (Tests/fault/fault_test). Builds DIR/NAME (DIR:
 # default build/c) with the flags that every test program shares: C11, warnings as errors,
 # Include/, threads, libdl, its symbols exported (-rdynamic: the library finds a program's fault
 # injection seams with dlsym), GIO and GLib (the main-loop tests), and the library of DIR of
@@ -35,6 +36,9 @@ done
 if [[ $program == *.c ]]; then
     sources=("$program")
     name=$(basename "$program" .c)
+elif [[ $program == */* && -d $program ]]; then
+    sources=("${program%/}"/*.c)
+    name=$(basename "$program")
 elif [[ -d $repo/Tests/c/$program ]]; then
     sources=("$repo/Tests/c/$program"/*.c)
     name=$program

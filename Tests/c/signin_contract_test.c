@@ -15,48 +15,29 @@
 #define _DEFAULT_SOURCE 1
 #include <portal_keyring.h>
 #include "check.h"
+#include "fake_api.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char *api_url;
-
-/* The fake API's admin routes: METHOD PATH [JSON]; prints the Python expression `pick` over the
- * decoded answer `d` into out. */
-static int admin(const char *method, const char *path, const char *json, const char *pick, char *out, size_t size) {
-    char command[4096];
-    snprintf(command, sizeof command,
-             "python3 -c 'import json,sys,urllib.request as u; b=sys.argv[3]; "
-             "r=u.Request(sys.argv[1]+sys.argv[2],data=b.encode() if b else None,method=sys.argv[4],"
-             "headers={\"Content-Type\":\"application/json\"}); d=json.load(u.urlopen(r)); print(%s)' "
-             "'%s' '%s' '%s' '%s'",
-             pick, api_url, path, json ? json : "", method);
-    FILE *p = popen(command, "r");
-    if (!p) return -1;
-    out[0] = '\0';
-    if (!fgets(out, (int)size, p)) out[0] = '\0';
-    out[strcspn(out, "\n")] = '\0';
-    return pclose(p) == 0 ? 0 : -1;
-}
-
 static int post(const char *path, const char *json) {
     char ignored[256];
-    return admin("POST", path, json, "1", ignored, sizeof ignored);
+    return fake_api_admin("POST", path, json, "1", ignored, sizeof ignored);
 }
 
 /* The last emailed link's field, as JSON text ("null" when absent). */
 static void last_link(const char *field, char *out, size_t size) {
     char pick[128];
     snprintf(pick, sizeof pick, "json.dumps(d[\"data\"][\"links\"][-1].get(\"%s\"))", field);
-    if (admin("GET", "/_admin/magic-links", NULL, pick, out, size) != 0) snprintf(out, size, "(admin failed)");
+    if (fake_api_admin("GET", "/_admin/magic-links", NULL, pick, out, size) != 0) snprintf(out, size, "(admin failed)");
 }
 
 static int magic_link_requests(void) {
     char out[64];
-    if (admin("GET", "/_admin/stats", NULL, "d[\"data\"][\"routes\"].get(\"/api/v3/auth/magic-links\",{}).get(\"requests\",0)",
-              out, sizeof out) != 0)
+    if (fake_api_admin("GET", "/_admin/stats", NULL, "d[\"data\"][\"routes\"].get(\"/api/v3/auth/magic-links\",{}).get(\"requests\",0)",
+                       out, sizeof out) != 0)
         return -1;
     return atoi(out);
 }
@@ -72,7 +53,7 @@ static portal_auth *new_auth(const char *tag) {
 static void restore_fake(void) {
     post("/_admin/config", "{\"accountAbstractionAvailable\":true,\"allowedMethods\":[\"EMAIL_MAGIC_LINK\",\"GOOGLE\",\"APPLE\"]}");
     char ignored[64];
-    admin("DELETE", "/_admin/faults", NULL, "1", ignored, sizeof ignored);
+    fake_api_admin("DELETE", "/_admin/faults", NULL, "1", ignored, sizeof ignored);
 }
 
 static void test_magic_link_configuration(void) {
@@ -172,7 +153,7 @@ static void test_providers_and_statuses(void) {
 }
 
 int main(void) {
-    api_url = getenv("PORTAL_TEST_API_URL");
+    const char *api_url = getenv("PORTAL_TEST_API_URL");
     if (!api_url || !getenv("PORTAL_TEST_API_HOST")) {
         fprintf(stderr, "signin_contract_test: needs PORTAL_TEST_API_URL and PORTAL_TEST_API_HOST (scripts/with-portal-api.sh)\n");
         return 2;

@@ -10,7 +10,7 @@
  * Actions:
  *   restore                 portal_auth_restore_session
  *   persist:USER:TOKEN      portal_auth_persist_session (TOKEN is printable ASCII here;
- *                           Tests/fault/fault_test.c covers arbitrary bytes)
+ *                           Tests/fault/fault_test/tokens.c covers arbitrary bytes)
  *   clear                   portal_auth_clear_persisted_session
  *   timeouts:CALL:PROMPT    portal_auth_set_keyring_timeouts (milliseconds)
  *   pause:TAG               prints "PAUSE TAG", then waits for one line on stdin (the script

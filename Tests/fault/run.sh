@@ -539,8 +539,11 @@ esac
 lib=$repo/.build/debug
 check "build keyringctl" gcc -O1 -Wall -Wextra -Werror -o "$build/keyringctl" "$repo/Tests/tools/keyringctl.c" \
     $(pkg-config --cflags --libs libsecret-1)
+# A program is one .c file here, or a folder of them (fault_test/).
 for program in fault_op fault_test slow_provider_test; do
-    check "build $program" "$repo/Tests/c/build.sh" "$here/$program.c" --out "$build" --lib "$lib"
+    src=$here/$program.c
+    [[ -d $here/$program ]] && src=$here/$program
+    check "build $program" "$repo/Tests/c/build.sh" "$src" --out "$build" --lib "$lib"
 done
 
 # Runs conditions inside a fresh keyring; adds their counts.

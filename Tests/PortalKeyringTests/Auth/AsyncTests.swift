@@ -49,7 +49,7 @@ import Glibc
         print("async send to a slow API: \(elapsed) ms, largest main-actor gap \(maxGap) ms")
         #expect(elapsed >= 1400)
         #expect(response.status == 404)
-        #expect(maxGap <= 200, "the main actor stalled for \(maxGap) ms") // blocking would be ≥ 1400 ms; load jitter stays under ~100 (async_test.c)
+        #expect(maxGap <= 200, "the main actor stalled for \(maxGap) ms") // blocking would be ≥ 1400 ms; load jitter stays under ~100 (Tests/c/async_test/)
         try await auth.clearPersistedSession()
     }
 

@@ -47,7 +47,7 @@ import Glibc
         await ticker.value
         print("async sendMagicLink through a slow API: \(elapsed) ms, largest main-actor gap \(gaps.maxGap) ms")
         #expect(elapsed >= 1400)
-        #expect(gaps.maxGap <= 200, "the main actor stalled for \(gaps.maxGap) ms") // blocking would be ≥ 1400 ms; load jitter stays under ~100 (async_test.c)
+        #expect(gaps.maxGap <= 200, "the main actor stalled for \(gaps.maxGap) ms") // blocking would be ≥ 1400 ms; load jitter stays under ~100 (Tests/c/async_test/)
 
         struct Link: Decodable { let email: String; let link: String }
         struct Links: Decodable { let links: [Link] }

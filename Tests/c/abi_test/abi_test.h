@@ -84,6 +84,7 @@ typedef struct {
 } listener_state;
 
 void http_start(void);
+void http_host(char *host, size_t size);
 void http_set_status(int status);
 int http_count(void);
 int closed_port(void);

@@ -23,7 +23,7 @@ void test_versions(void) {
     CHECK(portal_keyring_version() == v); /* static */
 }
 
-/* The non-blocking calls' argument checks (their behaviour: Tests/c/async_test.c). A rejected
+/* The non-blocking calls' argument checks (their behaviour: Tests/c/async_test/). A rejected
  * call starts nothing, runs destroy_notify before it returns and never the callback. */
 static int async_destroyed, async_called;
 static void async_done(portal_status st, portal_result *r, const char *m, void *d) {

@@ -90,6 +90,12 @@ void http_start(void) {
     pthread_detach(t);
 }
 
+/* Starts the server (once) and writes its "127.0.0.1:PORT" into host. */
+void http_host(char *host, size_t size) {
+    http_start();
+    snprintf(host, size, "127.0.0.1:%d", http_port);
+}
+
 void http_set_status(int status) {
     pthread_mutex_lock(&http_lock);
     http_status = status;

@@ -99,9 +99,8 @@ void test_portal_arguments(void) {
 
 void test_api_key_portal(void) {
     begin("API-key portal: spent listener handle, never invalidates");
-    http_start();
     char host[64];
-    snprintf(host, sizeof host, "127.0.0.1:%d", http_port);
+    http_host(host, sizeof host);
     portal *p = NULL;
     CHECK_OK(portal_new_with_api_key(&p, "static-key", host));
     CHECK_NO_ERROR();
@@ -180,9 +179,8 @@ void test_session_invalidate(void) {
 
 void test_portal_requests(void) {
     begin("portal: validation request, portal_request, 401 invalidates once, listeners");
-    http_start();
     char host[64];
-    snprintf(host, sizeof host, "127.0.0.1:%d", http_port);
+    http_host(host, sizeof host);
     const char *id = new_env_id("portal");
     portal_auth *auth = NULL;
     CHECK_OK(portal_auth_new(&auth, id, redirect, host)); /* portal_new(NULL host) uses this one */
@@ -261,85 +259,96 @@ void test_portal_requests(void) {
     portal_auth_free(auth);
 }
 
-void test_portal_validation_401(void) {
-    begin("portal: a 401 on the validation request invalidates; later listeners hear it");
-    http_start();
+/* How the tests below that wait for an invalidation (or for none) begin: in a new auth
+ * environment `tag`, with the loopback server answering `status`, a session of `user` persisted
+ * and a portal for it on that server, with `listener` registered. listen_again() does the same
+ * for another session in the same environment. */
+typedef struct {
     char host[64];
-    snprintf(host, sizeof host, "127.0.0.1:%d", http_port);
-    const char *id = new_env_id("validate401");
-    portal_auth *auth = new_auth(id);
-    portal_session *session = NULL;
-    CHECK_OK(portal_auth_persist_session(auth, "user-v", "token-v", &session));
-    http_set_status(401);
-    portal *p = NULL;
-    CHECK_OK(portal_new(&p, session, host));
-    listener_state ls = {0, 0, 0};
+    const char *id;
+    portal_auth *auth;
+    portal_session *session;
+    portal *p;
+} listened;
+
+static void listen_again(listened *t, const char *user, const char *token, listener_state *listener) {
+    CHECK_OK(portal_auth_persist_session(t->auth, user, token, &t->session));
+    t->p = NULL;
+    CHECK_OK(portal_new(&t->p, t->session, t->host));
     uint64_t h = 0;
-    CHECK_OK(portal_on_session_invalidated(p, on_invalidated, &ls, on_destroy, &h));
-    CHECK_MSG(wait_for(&ls.calls, 1, 5000), "listener calls: %d", load(&ls.calls));
-    CHECK(wait_for(&ls.destroys, 1, 3000));
+    CHECK_OK(portal_on_session_invalidated(t->p, on_invalidated, listener, on_destroy, &h));
+}
+
+static void listen_on_portal(listened *t, const char *tag, int status, const char *user, const char *token,
+                             listener_state *listener) {
+    http_host(t->host, sizeof t->host);
+    t->id = new_env_id(tag);
+    t->auth = new_auth(t->id);
+    t->session = NULL;
+    http_set_status(status);
+    listen_again(t, user, token, listener);
+}
+
+/* The session was invalidated: it hands out no token, and its item is gone. */
+static void expect_invalidated(const portal_session *session, const char *id) {
     char *token = SENTINEL_STRING;
     CHECK_STATUS(portal_session_copy_token(session, &token), PORTAL_ERR_SESSION_INVALIDATED);
     CHECK(keyring_count(SCHEMA, id) == 0);
+}
+
+void test_portal_validation_401(void) {
+    begin("portal: a 401 on the validation request invalidates; later listeners hear it");
+    listened t;
+    listener_state ls = {0, 0, 0};
+    listen_on_portal(&t, "validate401", 401, "user-v", "token-v", &ls);
+    CHECK_MSG(wait_for(&ls.calls, 1, 5000), "listener calls: %d", load(&ls.calls));
+    CHECK(wait_for(&ls.destroys, 1, 3000));
+    expect_invalidated(t.session, t.id);
     pause_ms(100);
     CHECK(load(&ls.calls) == 1 && !load(&ls.destroyed_before_call));
-    portal_free(p);
+    portal_free(t.p);
     CHECK(load(&ls.destroys) == 1);
-    portal_session_free(session);
+    portal_session_free(t.session);
     http_set_status(200);
-    portal_auth_free(auth);
+    portal_auth_free(t.auth);
 }
 
 void test_portal_clear_and_network(void) {
     begin("portal_clear_session never fires listeners; network errors never invalidate");
-    http_start();
-    char host[64];
-    snprintf(host, sizeof host, "127.0.0.1:%d", http_port);
-    const char *id = new_env_id("portalclear");
-    portal_auth *auth = new_auth(id);
-    portal_session *session = NULL;
-    CHECK_OK(portal_auth_persist_session(auth, "user-c", "token-c", &session));
-    http_set_status(200);
-    portal *p = NULL;
-    CHECK_OK(portal_new(&p, session, host));
+    listened t;
     listener_state ls = {0, 0, 0};
-    uint64_t h = 0;
-    CHECK_OK(portal_on_session_invalidated(p, on_invalidated, &ls, on_destroy, &h));
-    CHECK_OK(portal_clear_session(p));
+    listen_on_portal(&t, "portalclear", 200, "user-c", "token-c", &ls);
+    CHECK_OK(portal_clear_session(t.p));
     CHECK_NO_ERROR();
-    CHECK(keyring_count(SCHEMA, id) == 0);
-    char *token = SENTINEL_STRING;
-    CHECK_STATUS(portal_session_copy_token(session, &token), PORTAL_ERR_SESSION_INVALIDATED);
+    expect_invalidated(t.session, t.id);
     /* After a clear a registration is spent: handle 0, destroy_notify at once. */
     listener_state after = {0, 0, 0};
     uint64_t h2 = 5;
-    CHECK_OK(portal_on_session_invalidated(p, on_invalidated, &after, on_destroy, &h2));
+    CHECK_OK(portal_on_session_invalidated(t.p, on_invalidated, &after, on_destroy, &h2));
     CHECK(h2 == 0 && load(&after.destroys) == 1);
     pause_ms(200);
     CHECK(load(&ls.calls) == 0 && load(&after.calls) == 0);
-    portal_free(p);
+    portal_free(t.p);
     CHECK(load(&ls.calls) == 0 && load(&ls.destroys) == 1);
-    portal_session_free(session);
+    portal_session_free(t.session);
 
     /* Nothing listening: the validation request and portal_request fail, nothing invalidates. */
-    snprintf(host, sizeof host, "127.0.0.1:%d", closed_port());
-    CHECK_OK(portal_auth_persist_session(auth, "user-n", "token-n", &session));
-    CHECK_OK(portal_new(&p, session, host));
+    snprintf(t.host, sizeof t.host, "127.0.0.1:%d", closed_port());
     listener_state net = {0, 0, 0};
-    CHECK_OK(portal_on_session_invalidated(p, on_invalidated, &net, on_destroy, &h));
+    listen_again(&t, "user-n", "token-n", &net);
     long status = 0;
     double t0 = now_ms();
-    CHECK_STATUS(portal_request(p, "GET", "/api/v3/clients/me", NULL, &status, NULL, NULL), PORTAL_ERR_NETWORK);
+    CHECK_STATUS(portal_request(t.p, "GET", "/api/v3/clients/me", NULL, &status, NULL, NULL), PORTAL_ERR_NETWORK);
     printf("    portal_request to a closed port: NETWORK after %.1f ms: %s\n", now_ms() - t0,
            portal_last_error_message());
     CHECK(portal_last_error_message()[0] != '\0');
     pause_ms(200);
     CHECK(load(&net.calls) == 0);
-    check_token(session, "token-n", 7);
-    CHECK(keyring_count(SCHEMA, id) == 1);
-    portal_free(p);
+    check_token(t.session, "token-n", 7);
+    CHECK(keyring_count(SCHEMA, t.id) == 1);
+    portal_free(t.p);
     CHECK(load(&net.destroys) == 1);
-    portal_session_free(session);
-    CHECK_OK(portal_auth_clear_persisted_session(auth));
-    portal_auth_free(auth);
+    portal_session_free(t.session);
+    CHECK_OK(portal_auth_clear_persisted_session(t.auth));
+    portal_auth_free(t.auth);
 }

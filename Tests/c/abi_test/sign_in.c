@@ -4,7 +4,7 @@
 #include "abi_test.h"
 
 /* Sign-in entry points: argument checks, "not handled", and network failures (no server on the
- * host), with outputs untouched on failure. The flows themselves run in invalidation_test.c and
+ * host), with outputs untouched on failure. The flows themselves run in invalidation_test and
  * the Swift and CLI suites against the loopback Portal API. */
 void test_sign_in_arguments(void) {
     begin("sign-in functions: arguments, not-handled URLs, unreachable API");

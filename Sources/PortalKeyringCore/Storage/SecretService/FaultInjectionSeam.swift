@@ -9,9 +9,9 @@ import Glibc
 /// production processes never pay for them.
 ///
 /// - `secret_item_load_secrets_sync(NULL, …)` right before GetSecrets: the fault-injection suite
-///   (`Tests/fault/fault_test.c`, condition 5) locks or deletes items exactly between the search
+///   (`Tests/fault/fault_test/keyring_states.c`, condition 5) locks or deletes items exactly between the search
 ///   and GetSecrets.
-/// - `secret_item_delete_sync(NULL, …)` right before Item.Delete: `Tests/fault/fault_test.c`
+/// - `secret_item_delete_sync(NULL, …)` right before Item.Delete: `Tests/fault/slow_provider_test.c`
 ///   (condition 15) stops the provider there, so a restore's delete of an unusable item finds it
 ///   slow, and the restore must end at its one deadline.
 /// - `secret_item_set_secret_sync(NULL, NULL, …)` right before CreateItem: `Tests/c/persist_order_test.c`

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One-shot loopback HTTP server for memscan_test.c: a response body with a NUL byte.
+"""One-shot loopback HTTP server for memscan_test: a response body with a NUL byte.
 
     python3 one_shot_server.py PORT_FILE   < token-line
 
