@@ -12,13 +12,19 @@
 #   make abi-baseline        regenerate the baseline (refuses an incompatible change unless the
 #                            soname major was bumped; docs/ABI.md)
 #   make clean               remove build/make and the release scratch directory
+#   make gobject             the GNOME API (GObject over the C ABI) into build/gobject/:
+#                            libportal-keyring-gobject-1.so, PortalKeyring-1.gir and .typelib
+#                            (g-ir-scanner --warn-all: any warning fails), the .vapi (vapigen)
+#   make check-gobject       Tests/gobject/run.sh (inside scripts/with-keyring.sh
+#                            scripts/with-portal-api.sh)
 #   make mutants             mutation testing (Tests/mutants/run.sh): every catalogued mutant
 #                            must be killed by its guarding suites; MUTANTS_ARGS="--only NAME"
 #
 # Variables: PREFIX DESTDIR BINDIR LIBDIR INCLUDEDIR DATADIR PKGCONFIGDIR APPLICATIONSDIR
 # PYTHON PYTHONDIR, SWIFT (default: swift on PATH, else /opt/swift/usr/bin/swift), SWIFT_LINKER
 # (lld; empty = the toolchain default, gold), STRIP (strip; STRIP= installs unstripped files),
-# CC, LDCONFIG.
+# CC, LDCONFIG, PORTAL_KEYRING_LIBDIR (the libportal-keyring.so the GNOME API links against;
+# default .build/debug, SwiftPM's debug build).
 #
 # Everything ABI-related is derived from Include/portal_keyring.h at build time: the version
 # (PORTAL_KEYRING_VERSION_MAJOR/MINOR/PATCH -> libportal-keyring.so.MAJOR.MINOR.PATCH, soname
@@ -279,3 +285,49 @@ bench: lib bin
 
 bench-smoke: lib bin
 	bench/run.sh --smoke
+
+# ---------------------------------------------------------------------------- the GNOME API
+#
+# A library of its own, libportal-keyring-gobject-1.so (the "-1" is the API version, as in
+# libsecret-1 and PortalKeyring-1, so that a later -2 installs beside it), linked against the C
+# library: C users of libportal-keyring.so load none of GObject's type machinery, so its size,
+# load time and resident memory stay where `make bench` measures them. Exports only
+# portal_keyring_* (a version script), so the C library's portal_* names and the layer's
+# helpers stay out of its ABI. Built against the library of PORTAL_KEYRING_LIBDIR, with an
+# rpath to it so that the tests and the introspection dumper find it uninstalled.
+PORTAL_KEYRING_LIBDIR ?= $(CURDIR)/.build/debug
+GOBJECT_OUT := build/gobject
+GOBJECT_API := 1
+GOBJECT_NAME := portal-keyring-gobject-$(GOBJECT_API)
+GOBJECT_LINKNAME := lib$(GOBJECT_NAME).so
+GOBJECT_SONAME := $(GOBJECT_LINKNAME).0
+GIR_NAME := PortalKeyring-$(GOBJECT_API)
+GOBJECT_SOURCES := $(wildcard Sources/PortalKeyringGObject/*.c)
+GOBJECT_PRIVATE_HEADERS := $(wildcard Sources/PortalKeyringGObject/*.h)
+GOBJECT_HEADERS := $(wildcard Include/portal-keyring-gobject/*.h)
+GOBJECT_CFLAGS := -std=gnu11 -g -O2 -fPIC -Wall -Wextra -Werror -Wmissing-prototypes \
+	-DPORTAL_KEYRING_GOBJECT_COMPILATION -DG_LOG_DOMAIN='"PortalKeyring"' \
+	-DGLIB_VERSION_MIN_REQUIRED=GLIB_VERSION_2_74 -IInclude $(shell pkg-config --cflags gio-2.0)
+GOBJECT_LIBS := $(shell pkg-config --libs gio-2.0) -L$(PORTAL_KEYRING_LIBDIR) -lportal-keyring \
+	-Wl,-rpath,$(PORTAL_KEYRING_LIBDIR)
+
+.PHONY: gobject gobject-lib gir vapi check-gobject
+
+gobject: gobject-lib gir vapi
+
+gobject-lib: $(GOBJECT_OUT)/$(GOBJECT_SONAME)
+
+$(GOBJECT_OUT)/$(GOBJECT_NAME).map:
+	@mkdir -p $(@D)
+	@printf '{\n  global: portal_keyring_*;\n  local: *;\n};\n' >$@
+
+# The version script, not -fvisibility=hidden, decides the exports: G_DECLARE_FINAL_TYPE's
+# get_type() declarations carry no visibility attribute, and the shared helpers
+# (_portal_keyring_*) do not match portal_keyring_*.
+$(GOBJECT_OUT)/$(GOBJECT_SONAME): $(GOBJECT_SOURCES) $(GOBJECT_HEADERS) $(GOBJECT_PRIVATE_HEADERS) \
+		$(GOBJECT_OUT)/$(GOBJECT_NAME).map Makefile
+	@[[ -f $(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so ]] || \
+		{ echo "$(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so not found (swift build, or PORTAL_KEYRING_LIBDIR=DIR)" >&2; exit 2; }
+	$(CC) $(GOBJECT_CFLAGS) -shared -o $@ $(GOBJECT_SOURCES) -Wl,-soname,$(GOBJECT_SONAME) \
+		-Wl,--version-script=$(GOBJECT_OUT)/$(GOBJECT_NAME).map -Wl,-z,defs -Wl,--as-needed $(GOBJECT_LIBS)
+	ln -sfn $(GOBJECT_SONAME) $(GOBJECT_OUT)/$(GOBJECT_LINKNAME)
