@@ -367,5 +367,15 @@ $(GOBJECT_OUT)/$(GOBJECT_NAME).vapi: $(GOBJECT_OUT)/$(GIR_NAME).gir Sources/Port
 		--directory=$(GOBJECT_OUT) $<
 	printf 'gio-2.0\n' >$(GOBJECT_OUT)/$(GOBJECT_NAME).deps
 
+# A pkg-config file for the uninstalled build (build/gobject on PKG_CONFIG_PATH), so that the
+# tests compile a Vala or C program exactly as an app does with `--pkg` / `pkg-config`.
+gobject: $(GOBJECT_OUT)/pkgconfig/$(GOBJECT_NAME).pc
+
+$(GOBJECT_OUT)/pkgconfig/$(GOBJECT_NAME).pc: Makefile
+	@mkdir -p $(@D)
+	@printf '%s\n' 'Name: $(GOBJECT_NAME)' 'Description: portal-keyring GNOME API (uninstalled build)' \
+		'Version: $(VERSION)' 'Requires: gio-2.0' 'Cflags: -I$(CURDIR)/Include' \
+		'Libs: -L$(CURDIR)/$(GOBJECT_OUT) -l$(GOBJECT_NAME) -Wl,-rpath,$(CURDIR)/$(GOBJECT_OUT)' >$@
+
 check-gobject: gobject
 	Tests/gobject/run.sh
