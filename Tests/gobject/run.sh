@@ -26,6 +26,7 @@ done
 source "$repo/Tests/lib/harness.sh"
 export PORTAL_KEYRING_LIBDIR=${PORTAL_KEYRING_LIBDIR:-$repo/.build/debug}
 out=$repo/build/gobject
+mkdir -p "$out" || exit 2
 
 # run_logged NAME SECONDS COMMAND...: runs COMMAND with its output in NAME.log; ok or FAIL with
 # the log's failed lines.
@@ -41,11 +42,11 @@ run_logged() {
 }
 
 section "build"
-if make -s gobject >"$repo/build/gobject-make.log" 2>&1; then
+if make -s gobject >"$out/make.log" 2>&1; then
     ok "make gobject: library, PortalKeyring-1.gir and .typelib with no scanner warning, the .vapi"
 else
-    fail "make gobject (log: build/gobject-make.log)"
-    detail "$(tail -n 20 "$repo/build/gobject-make.log")"
+    fail "make gobject (log: build/gobject/make.log)"
+    detail "$(tail -n 20 "$out/make.log")"
     harness_summary "gobject/run.sh"
     exit 1
 fi
