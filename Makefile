@@ -15,6 +15,7 @@
 #   make gobject             the GNOME API (GObject over the C ABI) into build/gobject/:
 #                            libportal-keyring-gobject-1.so, PortalKeyring-1.gir and .typelib
 #                            (g-ir-scanner --warn-all: any warning fails), the .vapi (vapigen)
+#   make gobject-doc         its gi-docgen reference into build/gobject/doc/
 #   make check-gobject       Tests/gobject/run.sh (inside scripts/with-keyring.sh
 #                            scripts/with-portal-api.sh)
 #   make mutants             mutation testing (Tests/mutants/run.sh): every catalogued mutant
@@ -376,6 +377,17 @@ $(GOBJECT_OUT)/pkgconfig/$(GOBJECT_NAME).pc: Makefile
 	@printf '%s\n' 'Name: $(GOBJECT_NAME)' 'Description: portal-keyring GNOME API (uninstalled build)' \
 		'Version: $(VERSION)' 'Requires: gio-2.0' 'Cflags: -I$(CURDIR)/Include' \
 		'Libs: -L$(CURDIR)/$(GOBJECT_OUT) -l$(GOBJECT_NAME) -Wl,-rpath,$(CURDIR)/$(GOBJECT_OUT)' >$@
+
+# The reference, as GNOME libraries publish theirs: gi-docgen HTML from the .gir, into
+# build/gobject/doc/ (open index.html).
+.PHONY: gobject-doc
+gobject-doc: $(GOBJECT_OUT)/doc/index.html
+
+$(GOBJECT_OUT)/doc/index.html: $(GOBJECT_OUT)/$(GIR_NAME).gir Sources/PortalKeyringGObject/$(GIR_NAME).toml
+	sed 's/@VERSION@/$(VERSION)/' Sources/PortalKeyringGObject/$(GIR_NAME).toml >$(GOBJECT_OUT)/$(GIR_NAME).toml
+	rm -rf $(GOBJECT_OUT)/doc
+	$(GI_DOCGEN) generate --quiet --fatal-warnings --no-namespace-dir --config=$(GOBJECT_OUT)/$(GIR_NAME).toml \
+		--output-dir=$(GOBJECT_OUT)/doc $<
 
 check-gobject: gobject
 	Tests/gobject/run.sh
