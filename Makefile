@@ -11,7 +11,7 @@
 #   make abi-check           compare it with the committed baseline abi/portal-keyring.abi
 #   make abi-baseline        regenerate the baseline (refuses an incompatible change unless the
 #                            soname major was bumped; docs/ABI.md)
-#   make clean               remove build/make and the release scratch directory
+#   make clean               remove build/make, build/gobject and the release scratch directory
 #   make gobject             the GNOME API (GObject over the C ABI) into build/gobject/:
 #                            libportal-keyring-gobject-1.so, PortalKeyring-1.gir and .typelib
 #                            (g-ir-scanner --warn-all: any warning fails), the .vapi (vapigen)
@@ -265,7 +265,7 @@ abi-baseline: abi
 	build-support/abi.sh update abi/portal-keyring.abi $(OUT)/abi/portal-keyring.abi
 
 clean:
-	rm -rf $(OUT) $(SCRATCH)
+	rm -rf $(OUT) $(SCRATCH) $(GOBJECT_OUT)
 
 FORCE:
 

@@ -214,9 +214,14 @@ portal_keyring_auth_initable_init (GInitable *initable, GCancellable *cancellabl
         self->init_error = _portal_keyring_error_new (status, portal_last_error_message ());
     } else if ((status = portal_auth_set_keyring_timeouts (handle, self->call_timeout_ms, self->prompt_timeout_ms)) !=
                PORTAL_OK) {
-        /* The C message names the C function's parameters: say which properties they are. */
-        self->init_error = g_error_new (PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT,
-                                        "call-timeout-ms / prompt-timeout-ms: %s", portal_last_error_message ());
+        /* The C message starts with the C parameter's name ("call_timeout_ms: …"): name the
+         * property instead, which is what a GObject caller set. */
+        gchar *message = g_strdup (portal_last_error_message ());
+        for (gchar *c = message; *c && *c != ':' && *c != ' '; c++)
+            if (*c == '_')
+                *c = '-';
+        self->init_error = g_error_new_literal (PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT, message);
+        g_free (message);
         portal_auth_free (handle);
     }
     if (self->init_error) {
