@@ -66,6 +66,8 @@ static void
 portal_keyring_auth_finalize (GObject *object)
 {
     PortalKeyringAuth *self = PORTAL_KEYRING_AUTH (object);
+    /* An operation cancelled a moment ago may still run on a C worker: it holds its own
+     * reference to the C library's auth, so freeing the handle here does not pull it away. */
     portal_auth_free (self->handle);
     g_clear_error (&self->init_error);
     g_free (self->auth_environment_id);
@@ -639,8 +641,9 @@ start_persist (portal_auth *auth, gpointer args, portal_completion_cb callback, 
  * @user_data: (closure callback): data for @callback
  *
  * Stores a session, replacing any stored session of this auth environment, without blocking.
- * The new item is written before older ones are removed, so a failure (or a cancel) leaves the
- * previously stored session intact. Bad arguments (a blank end user id, a token with
+ * The new item is written before older ones are removed, so a failure leaves the previously
+ * stored session intact, and a cancel never half-applies it: either the new session was stored
+ * (a restore returns it) or the previous one is intact. Bad arguments (a blank end user id, a token with
  * whitespace) fail the operation with %PORTAL_KEYRING_ERROR_INVALID_ARGUMENT. Finish with
  * [method@PortalKeyring.Auth.persist_session_finish].
  */
