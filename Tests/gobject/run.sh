@@ -13,8 +13,9 @@
 #   gjs_test.js       gjs -m, Gio._promisify and await
 #   pygobject_test.py PyGObject with callbacks on a GLib.MainLoop
 #   vala_test.vala    valac --pkg portal-keyring-gobject-1 (the generated .vapi), async/yield
-# A language whose tool is missing (gjs, valac, python3-gi) is skipped with a note. The library
-# links against libportal-keyring.so in $PORTAL_KEYRING_LIBDIR (default .build/debug).
+# Every program runs with G_DEBUG=fatal-warnings,fatal-criticals. A language whose tool is
+# missing (gjs, valac, python3-gi) is skipped with a note. The library links against
+# libportal-keyring.so in $PORTAL_KEYRING_LIBDIR (default .build/debug).
 # Exits 1 if any check failed.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -55,6 +56,10 @@ check_quiet "gobject_test compiles (C11, warnings as errors)" \
     gcc -std=c11 -g -O1 -Wall -Wextra -Werror -IInclude -ITests/c Tests/gobject/gobject_test.c \
     -o "$out/gobject_test" "${gio[@]}" -L"$out" -lportal-keyring-gobject-1 -L"$PORTAL_KEYRING_LIBDIR" \
     -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
+
+# A GLib warning or critical from the layer (an out-of-range property, a GTask misuse) aborts the
+# program that meets it, instead of scrolling by.
+export G_DEBUG=fatal-warnings,fatal-criticals
 
 section "C"
 run_logged gobject_test 120 "$out/gobject_test"
