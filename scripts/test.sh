@@ -206,7 +206,7 @@ api_step() {
 # The GNOME API links against the C library that the build step above made (.build/debug, the
 # default of PORTAL_KEYRING_LIBDIR), so that it is tested on the same code as every other suite.
 gobject_step() {
-    step "GNOME API: GObject layer, introspection and Vala bindings from C (also under valgrind), GJS, PyGObject, Vala (Tests/gobject/run.sh)"
+    step "GNOME API: make gobject (library, .gir/.typelib, .vapi), then C (also under valgrind), GJS, PyGObject, Vala (Tests/gobject/run.sh)"
     bounded "${PORTAL_TIMEOUT_GOBJECT:-900}" "GNOME API (GObject)" \
         env PORTAL_KEYRING_LIBDIR="${PORTAL_KEYRING_LIBDIR:-$PWD/.build/debug}" \
         scripts/with-keyring.sh scripts/with-portal-api.sh Tests/gobject/run.sh
@@ -264,7 +264,9 @@ c_keepassxc_step() {
 # Two lanes while the install test's release build takes the CPU; then three for the matrix,
 # balanced by their seconds on a clean clone (the longest lane is the test command's tail): the
 # contract matrix, the two provider checks and the C suite on KeePassXC ~530 s; the Swift matrix
-# ~390 s; the CLI matrix and the C suite on the other providers ~505 s.
+# ~390 s; the CLI matrix and the C suite on the other providers ~505 s. The GNOME API suite
+# (~20 s) follows the fake API tests in the first lane, after the release build has let go of
+# the CPU.
 lane build-and-fault-a install_step bench_step api_step gobject_step flatpak_step
 lane build-and-fault-b fault_step flatpak_c_step bounds_step
 wait_lanes
