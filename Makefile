@@ -11,14 +11,21 @@
 #   make abi-check           compare it with the committed baseline abi/portal-keyring.abi
 #   make abi-baseline        regenerate the baseline (refuses an incompatible change unless the
 #                            soname major was bumped; docs/ABI.md)
-#   make clean               remove build/make and the release scratch directory
+#   make clean               remove build/make, build/gobject and the release scratch directory
+#   make gobject             the GNOME API (GObject over the C ABI) into build/gobject/:
+#                            libportal-keyring-gobject-1.so, PortalKeyring-1.gir and .typelib
+#                            (g-ir-scanner --warn-all: any warning fails), the .vapi (vapigen)
+#   make gobject-doc         its gi-docgen reference into build/gobject/doc/
+#   make check-gobject       Tests/gobject/run.sh (inside scripts/with-keyring.sh
+#                            scripts/with-portal-api.sh)
 #   make mutants             mutation testing (Tests/mutants/run.sh): every catalogued mutant
 #                            must be killed by its guarding suites; MUTANTS_ARGS="--only NAME"
 #
 # Variables: PREFIX DESTDIR BINDIR LIBDIR INCLUDEDIR DATADIR PKGCONFIGDIR APPLICATIONSDIR
 # PYTHON PYTHONDIR, SWIFT (default: swift on PATH, else /opt/swift/usr/bin/swift), SWIFT_LINKER
 # (lld; empty = the toolchain default, gold), STRIP (strip; STRIP= installs unstripped files),
-# CC, LDCONFIG.
+# CC, LDCONFIG, PORTAL_KEYRING_LIBDIR (the libportal-keyring.so the GNOME API links against;
+# default .build/debug, SwiftPM's debug build).
 #
 # Everything ABI-related is derived from Include/portal_keyring.h at build time: the version
 # (PORTAL_KEYRING_VERSION_MAJOR/MINOR/PATCH -> libportal-keyring.so.MAJOR.MINOR.PATCH, soname
@@ -258,7 +265,7 @@ abi-baseline: abi
 	build-support/abi.sh update abi/portal-keyring.abi $(OUT)/abi/portal-keyring.abi
 
 clean:
-	rm -rf $(OUT) $(SCRATCH)
+	rm -rf $(OUT) $(SCRATCH) $(GOBJECT_OUT)
 
 FORCE:
 
@@ -279,3 +286,108 @@ bench: lib bin
 
 bench-smoke: lib bin
 	bench/run.sh --smoke
+
+# ---------------------------------------------------------------------------- the GNOME API
+#
+# A library of its own, libportal-keyring-gobject-1.so (the "-1" is the API version, as in
+# libsecret-1 and PortalKeyring-1, so that a later -2 installs beside it), linked against the C
+# library: C users of libportal-keyring.so load none of GObject's type machinery, so its size,
+# load time and resident memory stay where `make bench` measures them. Exports only
+# portal_keyring_* (a version script), so the C library's portal_* names and the layer's
+# helpers stay out of its ABI. Built against the library of PORTAL_KEYRING_LIBDIR, with an
+# rpath to it so that the tests and the introspection dumper find it uninstalled.
+PORTAL_KEYRING_LIBDIR ?= $(CURDIR)/.build/debug
+GOBJECT_OUT := build/gobject
+GOBJECT_API := 1
+GOBJECT_NAME := portal-keyring-gobject-$(GOBJECT_API)
+GOBJECT_LINKNAME := lib$(GOBJECT_NAME).so
+GOBJECT_SONAME := $(GOBJECT_LINKNAME).0
+GIR_NAME := PortalKeyring-$(GOBJECT_API)
+GOBJECT_SOURCES := $(wildcard Sources/PortalKeyringGObject/*.c)
+GOBJECT_PRIVATE_HEADERS := $(wildcard Sources/PortalKeyringGObject/*.h)
+GOBJECT_HEADERS := $(wildcard Include/portal-keyring-gobject/*.h)
+GOBJECT_CFLAGS := -std=gnu11 -g -O2 -fPIC -Wall -Wextra -Werror -Wmissing-prototypes \
+	-DPORTAL_KEYRING_GOBJECT_COMPILATION -DG_LOG_DOMAIN='"PortalKeyring"' \
+	-DGLIB_VERSION_MIN_REQUIRED=GLIB_VERSION_2_74 -IInclude $(shell pkg-config --cflags gio-2.0)
+GOBJECT_LIBS := $(shell pkg-config --libs gio-2.0) -L$(PORTAL_KEYRING_LIBDIR) -lportal-keyring \
+	-Wl,-rpath,$(PORTAL_KEYRING_LIBDIR)
+
+.PHONY: gobject gobject-lib gir vapi check-gobject
+
+gobject: gobject-lib gir vapi
+
+gobject-lib: $(GOBJECT_OUT)/$(GOBJECT_SONAME)
+
+$(GOBJECT_OUT)/$(GOBJECT_NAME).map:
+	@mkdir -p $(@D)
+	@printf '{\n  global: portal_keyring_*;\n  local: *;\n};\n' >$@
+
+# The version script, not -fvisibility=hidden, decides the exports: G_DECLARE_FINAL_TYPE's
+# get_type() declarations carry no visibility attribute, and the shared helpers
+# (_portal_keyring_*) do not match portal_keyring_*.
+$(GOBJECT_OUT)/$(GOBJECT_SONAME): $(GOBJECT_SOURCES) $(GOBJECT_HEADERS) $(GOBJECT_PRIVATE_HEADERS) \
+		$(GOBJECT_OUT)/$(GOBJECT_NAME).map Makefile
+	@[[ -f $(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so ]] || \
+		{ echo "$(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so not found (swift build, or PORTAL_KEYRING_LIBDIR=DIR)" >&2; exit 2; }
+	$(CC) $(GOBJECT_CFLAGS) -shared -o $@ $(GOBJECT_SOURCES) -Wl,-soname,$(GOBJECT_SONAME) \
+		-Wl,--version-script=$(GOBJECT_OUT)/$(GOBJECT_NAME).map -Wl,-z,defs -Wl,--as-needed $(GOBJECT_LIBS)
+	ln -sfn $(GOBJECT_SONAME) $(GOBJECT_OUT)/$(GOBJECT_LINKNAME)
+
+# The introspection data. --warn-all with --warn-error, and the output searched for warnings
+# too: an unannotated parameter fails the build here, not in a binding later; then
+# `gi-docgen check --fatal-warnings` fails it on a public symbol without documentation. The dumper (a program g-ir-scanner links against the library to read the
+# registered types) finds both libraries through the library's rpath and --library-path.
+GIR_SCANNER ?= g-ir-scanner
+GIR_COMPILER ?= g-ir-compiler
+VAPIGEN ?= vapigen
+GI_DOCGEN ?= gi-docgen
+
+gir: $(GOBJECT_OUT)/$(GIR_NAME).typelib
+
+$(GOBJECT_OUT)/$(GIR_NAME).gir: $(GOBJECT_OUT)/$(GOBJECT_SONAME) $(GOBJECT_SOURCES) $(GOBJECT_HEADERS)
+	LD_LIBRARY_PATH=$(CURDIR)/$(GOBJECT_OUT):$(PORTAL_KEYRING_LIBDIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
+	$(GIR_SCANNER) --quiet --warn-all --warn-error --namespace=PortalKeyring --nsversion=$(GOBJECT_API) \
+		--identifier-prefix=PortalKeyring --symbol-prefix=portal_keyring --include=GObject-2.0 --include=Gio-2.0 \
+		--pkg=gio-2.0 --pkg-export=$(GOBJECT_NAME) --c-include=portal-keyring-gobject/portal-keyring-gobject.h \
+		--library=$(GOBJECT_NAME) --library-path=$(CURDIR)/$(GOBJECT_OUT) --library-path=$(PORTAL_KEYRING_LIBDIR) \
+		--sources-top-dirs=$(CURDIR) --cflags-begin -IInclude -DPORTAL_KEYRING_GOBJECT_COMPILATION --cflags-end \
+		--output=$@ $(GOBJECT_HEADERS) $(GOBJECT_SOURCES) 2>$@.log || { cat $@.log >&2; exit 1; }
+	@if grep -q . $@.log; then cat $@.log >&2; echo "g-ir-scanner warned: $@ not kept" >&2; rm -f $@; exit 1; fi
+	@# The scanner does not mind a symbol without documentation; gi-docgen's check does.
+	$(GI_DOCGEN) check --fatal-warnings $@ >$@.check.log 2>&1 || { grep -v INFO $@.check.log >&2; rm -f $@; exit 1; }
+
+$(GOBJECT_OUT)/$(GIR_NAME).typelib: $(GOBJECT_OUT)/$(GIR_NAME).gir
+	$(GIR_COMPILER) --output=$@ $<
+
+# The .vapi is named like the pkg-config module, so that `valac --pkg portal-keyring-gobject-1`
+# finds it; its .deps names gio-2.0, which the API's signatures use.
+vapi: $(GOBJECT_OUT)/$(GOBJECT_NAME).vapi
+
+$(GOBJECT_OUT)/$(GOBJECT_NAME).vapi: $(GOBJECT_OUT)/$(GIR_NAME).gir Sources/PortalKeyringGObject/$(GIR_NAME).metadata
+	$(VAPIGEN) --library=$(GOBJECT_NAME) --pkg=gio-2.0 --metadatadir=Sources/PortalKeyringGObject \
+		--directory=$(GOBJECT_OUT) $<
+	printf 'gio-2.0\n' >$(GOBJECT_OUT)/$(GOBJECT_NAME).deps
+
+# A pkg-config file for the uninstalled build (build/gobject on PKG_CONFIG_PATH), so that the
+# tests compile a Vala or C program exactly as an app does with `--pkg` / `pkg-config`.
+gobject: $(GOBJECT_OUT)/pkgconfig/$(GOBJECT_NAME).pc
+
+$(GOBJECT_OUT)/pkgconfig/$(GOBJECT_NAME).pc: Makefile
+	@mkdir -p $(@D)
+	@printf '%s\n' 'Name: $(GOBJECT_NAME)' 'Description: portal-keyring GNOME API (uninstalled build)' \
+		'Version: $(VERSION)' 'Requires: gio-2.0' 'Cflags: -I$(CURDIR)/Include' \
+		'Libs: -L$(CURDIR)/$(GOBJECT_OUT) -l$(GOBJECT_NAME) -Wl,-rpath,$(CURDIR)/$(GOBJECT_OUT)' >$@
+
+# The reference, as GNOME libraries publish theirs: gi-docgen HTML from the .gir, into
+# build/gobject/doc/ (open index.html).
+.PHONY: gobject-doc
+gobject-doc: $(GOBJECT_OUT)/doc/index.html
+
+$(GOBJECT_OUT)/doc/index.html: $(GOBJECT_OUT)/$(GIR_NAME).gir Sources/PortalKeyringGObject/$(GIR_NAME).toml
+	sed 's/@VERSION@/$(VERSION)/' Sources/PortalKeyringGObject/$(GIR_NAME).toml >$(GOBJECT_OUT)/$(GIR_NAME).toml
+	rm -rf $(GOBJECT_OUT)/doc
+	$(GI_DOCGEN) generate --quiet --fatal-warnings --no-namespace-dir --config=$(GOBJECT_OUT)/$(GIR_NAME).toml \
+		--output-dir=$(GOBJECT_OUT)/doc $<
+
+check-gobject: gobject
+	Tests/gobject/run.sh

@@ -21,11 +21,17 @@
 # reads them back in the tests. bubblewrap, xdg-dbus-proxy and xdg-desktop-portal make the Flatpak
 # sandbox of scripts/with-flatpak-sandbox.sh (its Secret portal, Flatpak's bus filter). libjsmn-dev
 # is the header-only JSON tokenizer the library compiles in (Sources/CJsmn).
+# The GNOME API (make gobject, Tests/gobject/run.sh): gobject-introspection (g-ir-scanner,
+# g-ir-compiler) and libgirepository1.0-dev (GLib's and Gio's .gir, which the scanner reads) make
+# the .gir and .typelib; valac (valac, vapigen) the .vapi and the Vala test; gi-docgen checks that
+# every public symbol is documented; gjs and python3-gi run the binding tests; valgrind runs the C
+# test under memcheck (a leaked GTask or object is a definite leak there).
 PORTAL_DEPS_PACKAGES=(
     libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
     libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
     gdb dbus-bin keepassxc libkf5wallet-bin libqca-qt5-2-plugins libqrencode4 zbar-tools
     bubblewrap xdg-dbus-proxy xdg-desktop-portal libjsmn-dev
+    gobject-introspection libgirepository1.0-dev valac gi-docgen gjs python3-gi valgrind
 )
 
 portal_deps_missing() {

@@ -19,6 +19,9 @@
 #   7. the fault-injection suite (Tests/fault/run.sh: 14 conditions on real daemons it starts
 #      itself, a short libFuzzer run of the stored-session decoder);
 #   8. the fake Portal API's own tests;
+#   8b. the GNOME API (Tests/gobject/run.sh): make gobject (the GObject library, its .gir and
+#      .typelib with no scanner warning, the .vapi), then the C test (also under valgrind), GJS,
+#      PyGObject and Vala against it, linked to the C library of step 2 (.build/debug);
 #   9. the Flatpak sandbox (scripts/with-flatpak-sandbox.sh --host scripts/with-portal-api.sh
 #      Tests/flatpak/run.sh: the Secret portal and the file keyring, read and written beside
 #      libsecret's own file backend, a sign-in finished by another instance of the app;
@@ -42,8 +45,9 @@
 # [PORTAL_TIMEOUT_SWIFT], C tests 600 [PORTAL_TIMEOUT_C], bindings 600 [PORTAL_TIMEOUT_BINDINGS],
 # CLI 300 [PORTAL_TIMEOUT_CLI], install 1800 [PORTAL_TIMEOUT_INSTALL], fault suite 1800
 # [PORTAL_TIMEOUT_FAULT] (each of its conditions has its own limit too: Tests/fault/run.sh),
-# benchmark smoke 600 [PORTAL_TIMEOUT_BENCH], fake API tests 120 [PORTAL_TIMEOUT_API], Flatpak
-# sandbox 600 [PORTAL_TIMEOUT_FLATPAK].
+# benchmark smoke 600 [PORTAL_TIMEOUT_BENCH], fake API tests 120 [PORTAL_TIMEOUT_API], GNOME API
+# 900 [PORTAL_TIMEOUT_GOBJECT] (each of its programs has its own limit too), Flatpak sandbox 600
+# [PORTAL_TIMEOUT_FLATPAK].
 # Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -199,6 +203,14 @@ api_step() {
     step "fake Portal API tests"
     bounded "${PORTAL_TIMEOUT_API:-120}" "fake Portal API tests" python3 -m unittest discover -s Tests/portal-api
 }
+# The GNOME API links against the C library that the build step above made (.build/debug, the
+# default of PORTAL_KEYRING_LIBDIR), so that it is tested on the same code as every other suite.
+gobject_step() {
+    step "GNOME API: make gobject (library, .gir/.typelib, .vapi), then C (also under valgrind), GJS, PyGObject, Vala (Tests/gobject/run.sh)"
+    bounded "${PORTAL_TIMEOUT_GOBJECT:-900}" "GNOME API (GObject)" \
+        env PORTAL_KEYRING_LIBDIR="${PORTAL_KEYRING_LIBDIR:-$PWD/.build/debug}" \
+        scripts/with-keyring.sh scripts/with-portal-api.sh Tests/gobject/run.sh
+}
 
 # The provider matrix (docs/providers.md): the keyring contract on every Secret Service provider
 # and state, then the integration suites on each provider the default run above does not cover.
@@ -252,8 +264,10 @@ c_keepassxc_step() {
 # Two lanes while the install test's release build takes the CPU; then three for the matrix,
 # balanced by their seconds on a clean clone (the longest lane is the test command's tail): the
 # contract matrix, the two provider checks and the C suite on KeePassXC ~530 s; the Swift matrix
-# ~390 s; the CLI matrix and the C suite on the other providers ~505 s.
-lane build-and-fault-a install_step bench_step api_step flatpak_step
+# ~390 s; the CLI matrix and the C suite on the other providers ~505 s. The GNOME API suite
+# (~20 s) follows the fake API tests in the first lane, after the release build has let go of
+# the CPU.
+lane build-and-fault-a install_step bench_step api_step gobject_step flatpak_step
 lane build-and-fault-b fault_step flatpak_c_step bounds_step
 wait_lanes
 lane matrix-a contract_matrix_step plain_step c_keepassxc_step

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Tests/gobject/run.sh — the GNOME API (libportal-keyring-gobject-1.so, PortalKeyring-1) from C,
+# GJS, PyGObject and Vala, against the private keyring.
+#
+#   scripts/with-keyring.sh scripts/with-portal-api.sh Tests/gobject/run.sh
+#
+# Builds the library, the .gir/.typelib and the .vapi (make gobject: any g-ir-scanner warning or
+# undocumented symbol fails it), then runs, each bounded in time, with its output in
+# build/gobject/NAME.log:
+#   gobject_test      (C) construction errors, restore / persist / clear in the three forms,
+#                     signed out vs a stopped provider, cancels, completion contexts, finalisation
+#   gobject_test under valgrind (when installed): no leak, no invalid access (memcheck)
+#   gjs_test.js       gjs -m, Gio._promisify and await
+#   pygobject_test.py PyGObject with callbacks on a GLib.MainLoop
+#   vala_test.vala    valac --pkg portal-keyring-gobject-1 (the generated .vapi), async/yield
+# Every program runs with G_DEBUG=fatal-warnings,fatal-criticals. A language whose tool is
+# missing (gjs, valac, python3-gi) is skipped with a note. The library links against
+# libportal-keyring.so in $PORTAL_KEYRING_LIBDIR (default .build/debug).
+# Exits 1 if any check failed.
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$repo" || exit 2
+for var in DBUS_SESSION_BUS_ADDRESS PORTAL_TEST_KEYRING_PID; do
+    [[ -n ${!var:-} ]] || { echo "gobject/run.sh: $var unset: run inside scripts/with-keyring.sh" >&2; exit 2; }
+done
+# shellcheck source=Tests/lib/harness.sh
+source "$repo/Tests/lib/harness.sh"
+export PORTAL_KEYRING_LIBDIR=${PORTAL_KEYRING_LIBDIR:-$repo/.build/debug}
+out=$repo/build/gobject
+mkdir -p "$out" || exit 2
+
+# run_logged NAME SECONDS COMMAND...: runs COMMAND with its output in NAME.log; ok or FAIL with
+# the log's failed lines.
+run_logged() {
+    local name=$1 limit=$2
+    shift 2
+    if bounded "$limit" "$name" "$@" >"$out/$name.log" 2>&1; then
+        ok "$name ($(tail -n 1 "$out/$name.log"))"
+    else
+        fail "$name (log: build/gobject/$name.log)"
+        detail "$(grep -E 'FAIL|check failed|ERROR|Error|error' "$out/$name.log" | head -n 20)"
+    fi
+}
+
+section "build"
+if make -s gobject >"$out/make.log" 2>&1; then
+    ok "make gobject: library, PortalKeyring-1.gir and .typelib with no scanner warning, the .vapi"
+else
+    fail "make gobject (log: build/gobject/make.log)"
+    detail "$(tail -n 20 "$out/make.log")"
+    harness_summary "gobject/run.sh"
+    exit 1
+fi
+read -r -a gio <<<"$(pkg-config --cflags --libs gio-2.0)"
+check_quiet "gobject_test compiles (C11, warnings as errors)" \
+    gcc -std=c11 -g -O1 -Wall -Wextra -Werror -IInclude -ITests/c Tests/gobject/gobject_test.c \
+    -o "$out/gobject_test" "${gio[@]}" -L"$out" -lportal-keyring-gobject-1 -L"$PORTAL_KEYRING_LIBDIR" \
+    -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
+
+# A GLib warning or critical from the layer (an out-of-range property, a GTask misuse) aborts the
+# program that meets it, instead of scrolling by.
+export G_DEBUG=fatal-warnings,fatal-criticals
+
+section "C"
+run_logged gobject_test 120 "$out/gobject_test"
+if command -v valgrind >/dev/null; then
+    # --errors-for-leak-kinds=definite: GLib's type system keeps its classes for the life of the
+    # process ("possibly lost" / "still reachable"), which is not a leak of this layer.
+    run_logged gobject_test-valgrind 600 valgrind --quiet --error-exitcode=99 --leak-check=full \
+        --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes "$out/gobject_test"
+else
+    skip "valgrind not installed"
+fi
+
+export GI_TYPELIB_PATH=$out${GI_TYPELIB_PATH:+:$GI_TYPELIB_PATH}
+export LD_LIBRARY_PATH=$out:$PORTAL_KEYRING_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+section "GJS"
+if command -v gjs >/dev/null; then
+    run_logged gjs_test 120 gjs -m Tests/gobject/gjs_test.js
+else
+    skip "gjs not installed (Debian: gjs)"
+fi
+
+section "PyGObject"
+if /usr/bin/python3 -c 'import gi' 2>/dev/null; then
+    run_logged pygobject_test 120 /usr/bin/python3 Tests/gobject/pygobject_test.py
+else
+    skip "python3-gi not installed"
+fi
+
+section "Vala"
+if command -v valac >/dev/null; then
+    if (cd "$out" && PKG_CONFIG_PATH=$out/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH} \
+        valac --vapidir "$out" --pkg portal-keyring-gobject-1 "$repo/Tests/gobject/vala_test.vala" -o vala_test \
+        >"$out/vala_test-build.log" 2>&1); then
+        ok "vala_test compiles with valac --pkg portal-keyring-gobject-1"
+        run_logged vala_test 120 "$out/vala_test"
+    else
+        fail "vala_test does not compile (log: build/gobject/vala_test-build.log)"
+        detail "$(tail -n 20 "$out/vala_test-build.log")"
+    fi
+else
+    skip "valac not installed"
+fi
+
+harness_summary "gobject/run.sh"
