@@ -1,6 +1,8 @@
 /*
  * portal-keyring-private.h — what the files of the GNOME API share and do not export: the one
- * conversion of a C status to a GError, and the session made from a C handle.
+ * conversion of a C status to a GError, the session made from a C handle, the auth's C handle,
+ * and the bridge from a C operation to a GTask (portal-keyring-task-bridge.c) that the auth's
+ * operations (portal-keyring-auth-operations.c) start and wait on.
  */
 #ifndef PORTAL_KEYRING_PRIVATE_H
 #define PORTAL_KEYRING_PRIVATE_H
@@ -17,6 +19,39 @@ GError *_portal_keyring_error_new (portal_status status, const char *message);
 
 /* The session owning handle (taken: freed with the session). */
 PortalKeyringSession *_portal_keyring_session_new_take (portal_session *handle);
+
+/* The auth's C handle, or NULL with the error that says why there is none (its initialisation
+ * failed, or never ran). */
+portal_auth *_portal_keyring_auth_get_handle (PortalKeyringAuth *self, GError **error);
+
+/* What a C operation's success returns to its GTask: a PortalKeyringSession (or NULL) as a
+ * pointer, or TRUE as a boolean. */
+typedef enum { RESULT_SESSION, RESULT_BOOLEAN } ResultKind;
+
+/* Starts one C *_async operation of auth with its completion callback, bridge data and
+ * destroy_notify; args are the operation's own arguments (copied by the C call if it keeps them). */
+typedef portal_status (*StartFunc) (portal_auth *auth, gpointer args, portal_completion_cb callback, void *bridge,
+                                    portal_destroy_notify destroy_notify, uint64_t *operation_out);
+
+/* Starts the C operation for task (which the caller keeps its own reference to); task returns
+ * on the thread-default main context of this call, and a cancel of its GCancellable reaches the
+ * C operation. A task that cannot start (no handle, already cancelled, refused arguments)
+ * returns its error at once. */
+void _portal_keyring_bridge_start (PortalKeyringAuth *self, GTask *task, ResultKind kind, StartFunc start,
+                                   gpointer args);
+
+/* A _sync form with a GCancellable: begin (a private main context, pushed as the thread-default),
+ * the _async form with _portal_keyring_sync_done and the SyncWait as its callback, end (iterate
+ * until the result is in, pop), the _finish form on wait.result, then clear. */
+typedef struct {
+    GMainContext *context;
+    GAsyncResult *result;
+} SyncWait;
+
+void _portal_keyring_sync_done (GObject *source, GAsyncResult *result, gpointer data);
+void _portal_keyring_sync_wait_begin (SyncWait *wait);
+void _portal_keyring_sync_wait_end (SyncWait *wait);
+void _portal_keyring_sync_wait_clear (SyncWait *wait);
 
 G_END_DECLS
 
