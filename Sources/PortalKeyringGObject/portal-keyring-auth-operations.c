@@ -34,10 +34,8 @@ portal_keyring_auth_restore_session_async (PortalKeyringAuth *self, GCancellable
 {
     g_return_if_fail (PORTAL_KEYRING_IS_AUTH (self));
     g_return_if_fail (cancellable == NULL || G_IS_CANCELLABLE (cancellable));
-    GTask *task = g_task_new (self, cancellable, callback, user_data);
-    g_task_set_source_tag (task, portal_keyring_auth_restore_session_async);
-    _portal_keyring_bridge_start (self, task, RESULT_SESSION, start_restore, NULL);
-    g_object_unref (task);
+    _portal_keyring_bridge_run (self, cancellable, callback, user_data, portal_keyring_auth_restore_session_async, RESULT_SESSION,
+                                start_restore, NULL);
 }
 
 /**
@@ -57,10 +55,8 @@ PortalKeyringSession *
 portal_keyring_auth_restore_session_finish (PortalKeyringAuth *self, GAsyncResult *result, GError **error)
 {
     g_return_val_if_fail (PORTAL_KEYRING_IS_AUTH (self), NULL);
-    g_return_val_if_fail (g_task_is_valid (result, self), NULL);
-    g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == portal_keyring_auth_restore_session_async,
-                          NULL);
-    return g_task_propagate_pointer (G_TASK (result), error);
+    GTask *task = _portal_keyring_bridge_task (self, result, portal_keyring_auth_restore_session_async);
+    return task ? g_task_propagate_pointer (task, error) : NULL;
 }
 
 /**
@@ -145,11 +141,9 @@ portal_keyring_auth_persist_session_async (PortalKeyringAuth *self, const gchar 
 {
     g_return_if_fail (PORTAL_KEYRING_IS_AUTH (self));
     g_return_if_fail (cancellable == NULL || G_IS_CANCELLABLE (cancellable));
-    GTask *task = g_task_new (self, cancellable, callback, user_data);
-    g_task_set_source_tag (task, portal_keyring_auth_persist_session_async);
     PersistArgs args = { end_user_id, client_session_token };
-    _portal_keyring_bridge_start (self, task, RESULT_SESSION, start_persist, &args);
-    g_object_unref (task);
+    _portal_keyring_bridge_run (self, cancellable, callback, user_data, portal_keyring_auth_persist_session_async,
+                                RESULT_SESSION, start_persist, &args);
 }
 
 /**
@@ -168,10 +162,8 @@ PortalKeyringSession *
 portal_keyring_auth_persist_session_finish (PortalKeyringAuth *self, GAsyncResult *result, GError **error)
 {
     g_return_val_if_fail (PORTAL_KEYRING_IS_AUTH (self), NULL);
-    g_return_val_if_fail (g_task_is_valid (result, self), NULL);
-    g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == portal_keyring_auth_persist_session_async,
-                          NULL);
-    return g_task_propagate_pointer (G_TASK (result), error);
+    GTask *task = _portal_keyring_bridge_task (self, result, portal_keyring_auth_persist_session_async);
+    return task ? g_task_propagate_pointer (task, error) : NULL;
 }
 
 /**
@@ -246,10 +238,8 @@ portal_keyring_auth_clear_persisted_session_async (PortalKeyringAuth *self, GCan
 {
     g_return_if_fail (PORTAL_KEYRING_IS_AUTH (self));
     g_return_if_fail (cancellable == NULL || G_IS_CANCELLABLE (cancellable));
-    GTask *task = g_task_new (self, cancellable, callback, user_data);
-    g_task_set_source_tag (task, portal_keyring_auth_clear_persisted_session_async);
-    _portal_keyring_bridge_start (self, task, RESULT_BOOLEAN, start_clear, NULL);
-    g_object_unref (task);
+    _portal_keyring_bridge_run (self, cancellable, callback, user_data, portal_keyring_auth_clear_persisted_session_async, RESULT_BOOLEAN,
+                                start_clear, NULL);
 }
 
 /**
@@ -267,10 +257,8 @@ gboolean
 portal_keyring_auth_clear_persisted_session_finish (PortalKeyringAuth *self, GAsyncResult *result, GError **error)
 {
     g_return_val_if_fail (PORTAL_KEYRING_IS_AUTH (self), FALSE);
-    g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
-    g_return_val_if_fail (
-        g_task_get_source_tag (G_TASK (result)) == portal_keyring_auth_clear_persisted_session_async, FALSE);
-    return g_task_propagate_boolean (G_TASK (result), error);
+    GTask *task = _portal_keyring_bridge_task (self, result, portal_keyring_auth_clear_persisted_session_async);
+    return task ? g_task_propagate_boolean (task, error) : FALSE;
 }
 
 /**

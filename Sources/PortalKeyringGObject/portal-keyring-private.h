@@ -33,12 +33,17 @@ typedef enum { RESULT_SESSION, RESULT_BOOLEAN } ResultKind;
 typedef portal_status (*StartFunc) (portal_auth *auth, gpointer args, portal_completion_cb callback, void *bridge,
                                     portal_destroy_notify destroy_notify, uint64_t *operation_out);
 
-/* Starts the C operation for task (which the caller keeps its own reference to); task returns
- * on the thread-default main context of this call, and a cancel of its GCancellable reaches the
- * C operation. A task that cannot start (no handle, already cancelled, refused arguments)
- * returns its error at once. */
-void _portal_keyring_bridge_start (PortalKeyringAuth *self, GTask *task, ResultKind kind, StartFunc start,
-                                   gpointer args);
+/* The body of every _async call: a GTask for self tagged source_tag, whose C operation start
+ * begins; the task returns on the thread-default main context of this call, and a cancel of
+ * cancellable reaches the C operation. A task that cannot start (no handle, already cancelled,
+ * refused arguments) returns its error at once. */
+void _portal_keyring_bridge_run (PortalKeyringAuth *self, GCancellable *cancellable, GAsyncReadyCallback callback,
+                                 gpointer user_data, gpointer source_tag, ResultKind kind, StartFunc start,
+                                 gpointer args);
+
+/* The check of every _finish call: result as the GTask of self's _async call source_tag, or NULL
+ * (with a critical) when it is not one. */
+GTask *_portal_keyring_bridge_task (PortalKeyringAuth *self, GAsyncResult *result, gpointer source_tag);
 
 /* A _sync form with a GCancellable: begin (a private main context, pushed as the thread-default),
  * the _async form with _portal_keyring_sync_done and the SyncWait as its callback, end (iterate

@@ -81,8 +81,9 @@ bridge_completed (portal_status status, portal_result *result, const char *messa
     }
 }
 
-void
-_portal_keyring_bridge_start (PortalKeyringAuth *self, GTask *task, ResultKind kind, StartFunc start, gpointer args)
+/* Starts the C operation for task (which the caller keeps its own reference to). */
+static void
+bridge_start (PortalKeyringAuth *self, GTask *task, ResultKind kind, StartFunc start, gpointer args)
 {
     GError *error = NULL;
     portal_auth *handle = _portal_keyring_auth_get_handle (self, &error);
@@ -113,6 +114,24 @@ _portal_keyring_bridge_start (PortalKeyringAuth *self, GTask *task, ResultKind k
     if (cancellable)
         bridge->cancelled_id = g_cancellable_connect (cancellable, G_CALLBACK (bridge_cancelled), bridge, NULL);
     bridge_release (bridge);
+}
+
+void
+_portal_keyring_bridge_run (PortalKeyringAuth *self, GCancellable *cancellable, GAsyncReadyCallback callback,
+                            gpointer user_data, gpointer source_tag, ResultKind kind, StartFunc start, gpointer args)
+{
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+    g_task_set_source_tag (task, source_tag);
+    bridge_start (self, task, kind, start, args);
+    g_object_unref (task);
+}
+
+GTask *
+_portal_keyring_bridge_task (PortalKeyringAuth *self, GAsyncResult *result, gpointer source_tag)
+{
+    g_return_val_if_fail (g_task_is_valid (result, self), NULL);
+    g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == source_tag, NULL);
+    return G_TASK (result);
 }
 
 /* ------------------------------------------------------------------------------------------
