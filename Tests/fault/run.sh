@@ -14,7 +14,8 @@
 # failed.
 #
 # --slow additionally runs (minutes): the Swift tests under ThreadSanitizer and AddressSanitizer
-# (swift test --sanitize=..., own scratch paths, built one after the other and run side by side;
+# (swift test --sanitize=..., own scratch paths, built one after the other; then the checks run in
+# two lanes side by side, AddressSanitizer's run split in two, see the slow section below;
 # LeakSanitizer suppressions for XCTest's runner: Tests/fault/lsan.supp), the C fault programs under valgrind memcheck (suppressions:
 # Tests/fault/valgrind.supp), and the fuzzers for longer
 # (PORTAL_FUZZ_SECONDS_SLOW, default 300 s each). Without --slow the fuzzers run
@@ -580,6 +581,8 @@ for c in "${conditions[@]+"${conditions[@]}"}"; do
 done
 
 if ((slow)); then
+    # valgrind first, alone: its programs keep the library's real 5-second call bound, which
+    # valgrind's ~20x slowdown approaches when it shares a core.
     section "slow: valgrind memcheck on the C fault programs"
     for prog in "bad-input" "tokens" "reentry"; do
         bounded 900 "valgrind fault_test $prog" scripts/with-keyring.sh env PORTAL_TEST_KEYRINGCTL="$build/keyringctl" \
@@ -589,9 +592,13 @@ if ((slow)); then
         grep -aE 'ERROR SUMMARY|definitely lost' "$build/valgrind.$prog" | sed 's/^/  | /'
         check "valgrind: fault_test $prog (exit $rc)" [ "$rc" = 0 ]
     done
-    # Both sanitizer builds first (each takes both cores), then both test runs side by side: each
-    # run is one test at a time (--no-parallel), each on its own private bus, keyring and API
-    # server, so together they fill the two cores instead of waiting for each other.
+    # Both sanitizer builds first (each takes both cores), then the slow checks in two lanes side
+    # by side, each check one process on one core with its own private bus, keyring and API
+    # server: AddressSanitizer's run is split in two (its hostile-file and Secret portal suites,
+    # about 500 of its ~840 seconds, then the rest), balanced by their seconds on the 2-core
+    # machine:
+    #   lane a: ASan, FileKeyringHostileInputTests and SecretPortalBusTests; then fuzzing for longer
+    #   lane b: ThreadSanitizer; then ASan, every other suite
     for sanitizer in thread address; do
         section "slow: swift build --sanitize=$sanitizer"
         bounded 2400 "swift build --sanitize=$sanitizer" swift build --build-tests --sanitize="$sanitizer" \
@@ -600,28 +607,58 @@ if ((slow)); then
         ((rc == 0)) || tail -n 20 "$build/sanitize-$sanitizer.build.log" | sed 's/^/  | /'
         check "swift build --sanitize=$sanitizer (exit $rc, log $build/sanitize-$sanitizer.build.log)" [ "$rc" = 0 ]
     done
-    for sanitizer in thread address; do
+    asan_heavy='FileKeyringHostileInputTests|SecretPortalBusTests'
+    # slow_check NAME LIMIT COMMAND...: one slow check, its output in $build/NAME.log and its exit
+    # status in $build/NAME.rc; the lanes report after both have ended.
+    slow_check() {
+        local name=$1 limit=$2 rc
+        shift 2
+        bounded "$limit" "$name" "$@" >"$build/$name.log" 2>&1 && rc=0 || rc=$?
+        echo "$rc" >"$build/$name.rc"
+    }
+    # sanitized NAME SANITIZER SCRATCH SWIFT-TEST-ARGS...: the Swift tests of a sanitizer's build
+    # under it, one test at a time.
+    sanitized() {
+        local name=$1 sanitizer=$2 scratch=$3
+        shift 3
         PORTAL_TEST_KEYRINGCTL=$build/keyringctl LSAN_OPTIONS=suppressions=$here/lsan.supp \
             ASAN_OPTIONS=fast_unwind_on_malloc=0 TSAN_OPTIONS=halt_on_error=0 \
-            bounded 3600 "swift test --sanitize=$sanitizer" \
-            scripts/with-keyring.sh scripts/with-portal-api.sh swift test --skip-build --sanitize="$sanitizer" \
-            --scratch-path "$repo/.build/sanitize-$sanitizer" --no-parallel >"$build/sanitize-$sanitizer.log" 2>&1 &
-        eval "sanitizer_pid_$sanitizer=$!"
+            slow_check "$name" 3600 scripts/with-keyring.sh scripts/with-portal-api.sh swift test --skip-build \
+            --sanitize="$sanitizer" --scratch-path "$scratch" --no-parallel "$@"
+    }
+    # SwiftPM lets one process at a time use a scratch path (its .lock), so ASan's second part runs
+    # from a second scratch path that links to the first's build (its own .lock, copies of the
+    # top-level files, links to the directories).
+    asan=$repo/.build/sanitize-address asan_b=$repo/.build/sanitize-address-b
+    rm -rf "$asan_b" && mkdir -p "$asan_b"
+    for entry in "$asan"/* "$asan"/.[!.]*; do
+        case ${entry##*/} in
+        .lock) ;;
+        *) if [[ -d $entry && ! -L $entry ]]; then ln -s "$entry" "$asan_b/"; else cp -P "$entry" "$asan_b/"; fi ;;
+        esac
     done
-    for sanitizer in thread address; do
-        section "slow: swift test --sanitize=$sanitizer"
-        pid_var=sanitizer_pid_$sanitizer
-        wait "${!pid_var}" && rc=0 || rc=$?
-        grep -aE 'WARNING: ThreadSanitizer|ERROR: AddressSanitizer|SUMMARY|Test run with' "$build/sanitize-$sanitizer.log" | sort | uniq -c | head -n 12 | sed 's/^/  | /'
+    rm -f "$build"/*.rc
+    (
+        sanitized sanitize-address-a address "$asan" --filter "$asan_heavy"
+        slow_check fuzz-slow $((${PORTAL_FUZZ_SECONDS_SLOW:-300} + 900)) "$here/../fuzz/run.sh" "${PORTAL_FUZZ_SECONDS_SLOW:-300}"
+    ) &
+    lane_a=$!
+    (
+        sanitized sanitize-thread thread "$repo/.build/sanitize-thread"
+        sanitized sanitize-address-b address "$asan_b" --skip "$asan_heavy"
+    ) &
+    wait "$lane_a" $!
+    for name in sanitize-thread sanitize-address-a sanitize-address-b; do
+        section "slow: swift test, $name"
+        rc=$(cat "$build/$name.rc" 2>/dev/null || echo missing)
+        grep -aE 'WARNING: ThreadSanitizer|ERROR: AddressSanitizer|SUMMARY|Test run with' "$build/$name.log" | sort | uniq -c | head -n 12 | sed 's/^/  | /'
         # A failing run names its failing tests and their first issues here: CI keeps only this output.
-        [ "$rc" = 0 ] || grep -aE '✘|error: |XCTAssert|failed \(' "$build/sanitize-$sanitizer.log" | head -n 40 | cut -c1-400 | sed 's/^/  | /'
-        check "swift test --sanitize=$sanitizer (exit $rc, log $build/sanitize-$sanitizer.log)" [ "$rc" = 0 ]
+        [ "$rc" = 0 ] || grep -aE '✘|error: |XCTAssert|failed \(' "$build/$name.log" | head -n 40 | cut -c1-400 | sed 's/^/  | /'
+        check "swift test, $name (exit $rc, log $build/$name.log)" [ "$rc" = 0 ]
     done
     section "slow: fuzzing for longer"
-    bounded $((${PORTAL_FUZZ_SECONDS_SLOW:-300} + 900)) "slow fuzzing" \
-        "$here/../fuzz/run.sh" "${PORTAL_FUZZ_SECONDS_SLOW:-300}" >"$build/fuzz-slow.out" 2>&1
-    rc=$?
-    tail -n 4 "$build/fuzz-slow.out" | sed 's/^/  | /'
+    rc=$(cat "$build/fuzz-slow.rc" 2>/dev/null || echo missing)
+    tail -n 4 "$build/fuzz-slow.log" | sed 's/^/  | /'
     check "long fuzz run found nothing (exit $rc)" [ "$rc" = 0 ]
 fi
 
