@@ -7,7 +7,7 @@
 #                            and the GNOME API (install-gobject)
 #   make install-gobject     only the GNOME API, as libsecret lays its files out:
 #                            $(LIBDIR)/libportal-keyring-gobject-1.so.0 (+ .so), relinked without
-#                            the build tree's rpath, against $(LIBDIR)'s libportal-keyring.so.0;
+#                            the build tree's rpath (it finds libportal-keyring.so.0 in $(LIBDIR));
 #                            $(INCLUDEDIR)/portal-keyring-gobject-1/portal-keyring-gobject/*.h;
 #                            $(PKGCONFIGDIR)/portal-keyring-gobject-1.pc; $(GIRDIR)/PortalKeyring-1.gir;
 #                            $(TYPELIBDIR)/PortalKeyring-1.typelib; $(VAPIDIR)/portal-keyring-gobject-1
@@ -33,10 +33,11 @@
 #
 # Variables: PREFIX DESTDIR BINDIR LIBDIR INCLUDEDIR DATADIR PKGCONFIGDIR APPLICATIONSDIR
 # GIRDIR (DATADIR/gir-1.0) TYPELIBDIR (LIBDIR/girepository-1.0: with a multiarch LIBDIR, Debian's
-# /usr/lib/<triplet>/girepository-1.0) VAPIDIR (DATADIR/vala/vapi) PYTHON PYTHONDIR, SWIFT (default: swift on PATH, else /opt/swift/usr/bin/swift), SWIFT_LINKER
-# (lld; empty = the toolchain default, gold), STRIP (strip; STRIP= installs unstripped files),
-# CC, LDCONFIG, PORTAL_KEYRING_LIBDIR (the libportal-keyring.so the GNOME API's build-tree copy
-# links against; default .build/debug, SwiftPM's debug build, when it exists, else build/make/lib).
+# /usr/lib/<triplet>/girepository-1.0) VAPIDIR (DATADIR/vala/vapi) PYTHON PYTHONDIR,
+# SWIFT (default: swift on PATH, else /opt/swift/usr/bin/swift), SWIFT_LINKER (lld; empty = the
+# toolchain default, gold), STRIP (strip; STRIP= installs unstripped files), CC, LDCONFIG,
+# PORTAL_KEYRING_LIBDIR (the libportal-keyring.so the GNOME API's build-tree copy links against;
+# default .build/debug, SwiftPM's debug build, when it exists, else build/make/lib).
 # A non-standard PREFIX is handled the same for both libraries: no rpath in anything installed;
 # ldconfig runs only for a real install as root into a directory ld.so searches, so elsewhere the
 # programs find $(LIBDIR) through LD_LIBRARY_PATH, and GI_TYPELIB_PATH=$(TYPELIBDIR) for bindings.
@@ -174,7 +175,7 @@ lib: $(OUT)/portal-keyring.map
 
 # The .pc files (the C library's and the GNOME API's) for the current PREFIX/LIBDIR/INCLUDEDIR
 # (regenerated every run, so that `make install PREFIX=...` after `make` gets the right paths).
-PC_NAMES := portal-keyring portal-keyring-gobject-1
+PC_NAMES = portal-keyring $(GOBJECT_NAME)
 pc:
 	@mkdir -p $(OUT)
 	@p='$(PREFIX)'; ep='$(EXEC_PREFIX)'; exec_prefix=$$ep; libdir='$(LIBDIR)'; includedir='$(INCLUDEDIR)'; \
