@@ -2,9 +2,19 @@
 #
 #   make                     release build into build/make/: the self-contained shared library
 #                            (Swift runtime linked in), portal-keyring.pc, portal-session
-#   make install             install under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local by default)
+#   make install             install under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local by default): the
+#                            C library, its headers and .pc, portal-session, the Python package,
+#                            and the GNOME API (install-gobject)
+#   make install-gobject     only the GNOME API, as libsecret lays its files out:
+#                            $(LIBDIR)/libportal-keyring-gobject-1.so.0 (+ .so), relinked without
+#                            the build tree's rpath (it finds libportal-keyring.so.0 in $(LIBDIR));
+#                            $(INCLUDEDIR)/portal-keyring-gobject-1/portal-keyring-gobject/*.h;
+#                            $(PKGCONFIGDIR)/portal-keyring-gobject-1.pc; $(GIRDIR)/PortalKeyring-1.gir;
+#                            $(TYPELIBDIR)/PortalKeyring-1.typelib; $(VAPIDIR)/portal-keyring-gobject-1
+#                            .vapi and .deps. Needs `make` first (it links against build/make/lib).
 #   make install-examples    also install the examples' desktop files (portal-example:// handler)
 #   make uninstall           remove what `make install` and `make install-examples` install
+#                            (uninstall-gobject: only the GNOME API's files)
 #   make check-install       Tests/install/run.sh: install into a temporary prefix, compile and run
 #                            a C program with only pkg-config, symbol / version / ABI / ldd checks
 #   make abi                 dump the C ABI (abidw) to build/make/abi/portal-keyring.abi
@@ -22,10 +32,15 @@
 #                            must be killed by its guarding suites; MUTANTS_ARGS="--only NAME"
 #
 # Variables: PREFIX DESTDIR BINDIR LIBDIR INCLUDEDIR DATADIR PKGCONFIGDIR APPLICATIONSDIR
-# PYTHON PYTHONDIR, SWIFT (default: swift on PATH, else /opt/swift/usr/bin/swift), SWIFT_LINKER
-# (lld; empty = the toolchain default, gold), STRIP (strip; STRIP= installs unstripped files),
-# CC, LDCONFIG, PORTAL_KEYRING_LIBDIR (the libportal-keyring.so the GNOME API links against;
-# default .build/debug, SwiftPM's debug build).
+# GIRDIR (DATADIR/gir-1.0) TYPELIBDIR (LIBDIR/girepository-1.0: with a multiarch LIBDIR, Debian's
+# /usr/lib/<triplet>/girepository-1.0) VAPIDIR (DATADIR/vala/vapi) PYTHON PYTHONDIR,
+# SWIFT (default: swift on PATH, else /opt/swift/usr/bin/swift), SWIFT_LINKER (lld; empty = the
+# toolchain default, gold), STRIP (strip; STRIP= installs unstripped files), CC, LDCONFIG,
+# PORTAL_KEYRING_LIBDIR (the libportal-keyring.so the GNOME API's build-tree copy links against;
+# default .build/debug, SwiftPM's debug build, when it exists, else build/make/lib).
+# A non-standard PREFIX is handled the same for both libraries: no rpath in anything installed;
+# ldconfig runs only for a real install as root into a directory ld.so searches, so elsewhere the
+# programs find $(LIBDIR) through LD_LIBRARY_PATH, and GI_TYPELIB_PATH=$(TYPELIBDIR) for bindings.
 #
 # Everything ABI-related is derived from Include/portal_keyring.h at build time: the version
 # (PORTAL_KEYRING_VERSION_MAJOR/MINOR/PATCH -> libportal-keyring.so.MAJOR.MINOR.PATCH, soname
@@ -46,6 +61,9 @@ INCLUDEDIR ?= $(PREFIX)/include
 DATADIR ?= $(PREFIX)/share
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 APPLICATIONSDIR ?= $(DATADIR)/applications
+GIRDIR ?= $(DATADIR)/gir-1.0
+TYPELIBDIR ?= $(LIBDIR)/girepository-1.0
+VAPIDIR ?= $(DATADIR)/vala/vapi
 # The system Python (Debian: /usr/bin/python3), whose sys.path decides where the module goes.
 # In a virtual environment, its Python (so that `make install PREFIX=$VIRTUAL_ENV` installs for it).
 PYTHON ?= $(if $(VIRTUAL_ENV),$(VIRTUAL_ENV)/bin/python3,$(firstword $(wildcard /usr/bin/python3) python3))
@@ -155,17 +173,20 @@ lib: $(OUT)/portal-keyring.map
 	@printf 'built %s (%s bytes, soname %s)\n' "$(OUT)/lib/$(REALNAME)" \
 		"$$(stat -c %s $(OUT)/lib/$(REALNAME))" "$(SONAME)"
 
-# The .pc file for the current PREFIX/LIBDIR/INCLUDEDIR (regenerated every run, so that
-# `make install PREFIX=...` after `make` gets the right paths).
+# The .pc files (the C library's and the GNOME API's) for the current PREFIX/LIBDIR/INCLUDEDIR
+# (regenerated every run, so that `make install PREFIX=...` after `make` gets the right paths).
+PC_NAMES = portal-keyring $(GOBJECT_NAME)
 pc:
 	@mkdir -p $(OUT)
 	@p='$(PREFIX)'; ep='$(EXEC_PREFIX)'; exec_prefix=$$ep; libdir='$(LIBDIR)'; includedir='$(INCLUDEDIR)'; \
 	[[ $$exec_prefix == "$$p" ]] && exec_prefix='$${prefix}'; \
 	[[ $$libdir == "$$ep"/* ]] && libdir="\$${exec_prefix}$${libdir#"$$ep"}"; \
 	[[ $$includedir == "$$p"/* ]] && includedir="\$${prefix}$${includedir#"$$p"}"; \
-	sed -e "s|@prefix@|$$p|" -e "s|@exec_prefix@|$$exec_prefix|" -e "s|@libdir@|$$libdir|" \
-		-e "s|@includedir@|$$includedir|" -e "s|@version@|$(VERSION)|" \
-		build-support/portal-keyring.pc.in >$(OUT)/portal-keyring.pc
+	for name in $(PC_NAMES); do \
+		sed -e "s|@prefix@|$$p|" -e "s|@exec_prefix@|$$exec_prefix|" -e "s|@libdir@|$$libdir|" \
+			-e "s|@includedir@|$$includedir|" -e "s|@version@|$(VERSION)|" \
+			build-support/$$name.pc.in >$(OUT)/$$name.pc; \
+	done
 
 # portal-session, when the package has that product (skipped with a notice otherwise).
 bin:
@@ -189,7 +210,7 @@ D = $(DESTDIR)
 # Where the Python package goes (only used when python/portal_keyring exists).
 pythondir = $(or $(PYTHONDIR),$(shell $(PYTHON) build-support/python-dir.py $(PREFIX)))
 
-install: all
+install: all install-gobject
 	$(INSTALL) -d $(D)$(LIBDIR) $(D)$(INCLUDEDIR) $(D)$(PKGCONFIGDIR)
 	$(INSTALL) -m 0755 $(OUT)/lib/$(REALNAME) $(D)$(LIBDIR)/$(REALNAME)
 	ln -sfn $(REALNAME) $(D)$(LIBDIR)/$(SONAME)
@@ -219,7 +240,7 @@ ifneq ($(DESKTOP_FILES),)
 	$(INSTALL) -m 0644 $(DESKTOP_FILES) $(D)$(APPLICATIONSDIR)/
 endif
 
-uninstall:
+uninstall: uninstall-gobject
 	rm -f $(D)$(LIBDIR)/$(LINKNAME) $(D)$(LIBDIR)/$(SONAME) $(D)$(LIBDIR)/$(REALNAME)
 	rm -f $(addprefix $(D)$(INCLUDEDIR)/,$(notdir $(HEADERS)))
 	rm -f $(D)$(PKGCONFIGDIR)/portal-keyring.pc
@@ -295,8 +316,9 @@ bench-smoke: lib bin
 # load time and resident memory stay where `make bench` measures them. Exports only
 # portal_keyring_* (a version script), so the C library's portal_* names and the layer's
 # helpers stay out of its ABI. Built against the library of PORTAL_KEYRING_LIBDIR, with an
-# rpath to it so that the tests and the introspection dumper find it uninstalled.
-PORTAL_KEYRING_LIBDIR ?= $(CURDIR)/.build/debug
+# rpath to it so that the tests and the introspection dumper find it uninstalled; `make install`
+# installs a copy relinked without it (install-gobject below).
+PORTAL_KEYRING_LIBDIR ?= $(CURDIR)/$(if $(wildcard .build/debug/$(LINKNAME)),.build/debug,$(OUT)/lib)
 GOBJECT_OUT := build/gobject
 GOBJECT_API := 1
 GOBJECT_NAME := portal-keyring-gobject-$(GOBJECT_API)
@@ -309,8 +331,10 @@ GOBJECT_HEADERS := $(wildcard Include/portal-keyring-gobject/*.h)
 GOBJECT_CFLAGS := -std=gnu11 -g -O2 -fPIC -Wall -Wextra -Werror -Wmissing-prototypes \
 	-DPORTAL_KEYRING_GOBJECT_COMPILATION -DG_LOG_DOMAIN='"PortalKeyring"' \
 	-DGLIB_VERSION_MIN_REQUIRED=GLIB_VERSION_2_74 -IInclude $(shell pkg-config --cflags gio-2.0)
-GOBJECT_LIBS := $(shell pkg-config --libs gio-2.0) -L$(PORTAL_KEYRING_LIBDIR) -lportal-keyring \
-	-Wl,-rpath,$(PORTAL_KEYRING_LIBDIR)
+GIO_LIBS := $(shell pkg-config --libs gio-2.0)
+# Links the layer into $@; each library target says which libportal-keyring.so in GOBJECT_C_LIB.
+GOBJECT_LINK = $(CC) $(GOBJECT_CFLAGS) -shared -o $@ $(GOBJECT_SOURCES) -Wl,-soname,$(GOBJECT_SONAME) \
+	-Wl,--version-script=$(GOBJECT_OUT)/$(GOBJECT_NAME).map -Wl,-z,defs -Wl,--as-needed $(GIO_LIBS) $(GOBJECT_C_LIB)
 
 .PHONY: gobject gobject-lib gir vapi check-gobject
 
@@ -325,12 +349,13 @@ $(GOBJECT_OUT)/$(GOBJECT_NAME).map:
 # The version script, not -fvisibility=hidden, decides the exports: G_DECLARE_FINAL_TYPE's
 # get_type() declarations carry no visibility attribute, and the shared helpers
 # (_portal_keyring_*) do not match portal_keyring_*.
+$(GOBJECT_OUT)/$(GOBJECT_SONAME): GOBJECT_C_LIB = -L$(PORTAL_KEYRING_LIBDIR) -lportal-keyring \
+	-Wl,-rpath,$(PORTAL_KEYRING_LIBDIR)
 $(GOBJECT_OUT)/$(GOBJECT_SONAME): $(GOBJECT_SOURCES) $(GOBJECT_HEADERS) $(GOBJECT_PRIVATE_HEADERS) \
 		$(GOBJECT_OUT)/$(GOBJECT_NAME).map Makefile
 	@[[ -f $(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so ]] || \
 		{ echo "$(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so not found (swift build, or PORTAL_KEYRING_LIBDIR=DIR)" >&2; exit 2; }
-	$(CC) $(GOBJECT_CFLAGS) -shared -o $@ $(GOBJECT_SOURCES) -Wl,-soname,$(GOBJECT_SONAME) \
-		-Wl,--version-script=$(GOBJECT_OUT)/$(GOBJECT_NAME).map -Wl,-z,defs -Wl,--as-needed $(GOBJECT_LIBS)
+	$(GOBJECT_LINK)
 	ln -sfn $(GOBJECT_SONAME) $(GOBJECT_OUT)/$(GOBJECT_LINKNAME)
 
 # The introspection data. --warn-all with --warn-error, and the output searched for warnings
@@ -391,3 +416,40 @@ $(GOBJECT_OUT)/doc/index.html: $(GOBJECT_OUT)/$(GIR_NAME).gir Sources/PortalKeyr
 
 check-gobject: gobject
 	Tests/gobject/run.sh
+
+# Installing it. The library is relinked for the install against the C library `make` built
+# (build/make/lib: its DT_NEEDED is then the soname libportal-keyring.so.0) and with no rpath,
+# the C library's rule: both are found in $(LIBDIR) through ld.so's path (ldconfig_if_system)
+# or LD_LIBRARY_PATH. The .gir's shared-library is the soname, so the installed typelib loads
+# it; the .gir, typelib and .vapi are the build's own, which name no path.
+.PHONY: install-gobject uninstall-gobject
+GOBJECT_INSTALLED_LIB := $(GOBJECT_OUT)/install/$(GOBJECT_SONAME)
+GOBJECT_INCLUDEDIR = $(INCLUDEDIR)/$(GOBJECT_NAME)
+
+$(GOBJECT_INSTALLED_LIB): GOBJECT_C_LIB = -L$(OUT)/lib -lportal-keyring
+$(GOBJECT_INSTALLED_LIB): $(GOBJECT_SOURCES) $(GOBJECT_HEADERS) $(GOBJECT_PRIVATE_HEADERS) \
+		$(GOBJECT_OUT)/$(GOBJECT_NAME).map Makefile $(wildcard $(OUT)/lib/$(REALNAME))
+	@[[ -f $(OUT)/lib/$(LINKNAME) ]] || { echo "$(OUT)/lib/$(LINKNAME) not found: run make first" >&2; exit 2; }
+	@mkdir -p $(@D)
+	$(GOBJECT_LINK)
+	@if [[ -n "$(STRIP)" ]]; then $(STRIP) --strip-unneeded $@; fi
+
+install-gobject: gobject pc $(GOBJECT_INSTALLED_LIB)
+	$(INSTALL) -d $(D)$(LIBDIR) $(D)$(GOBJECT_INCLUDEDIR)/portal-keyring-gobject $(D)$(PKGCONFIGDIR) \
+		$(D)$(GIRDIR) $(D)$(TYPELIBDIR) $(D)$(VAPIDIR)
+	$(INSTALL) -m 0755 $(GOBJECT_INSTALLED_LIB) $(D)$(LIBDIR)/$(GOBJECT_SONAME)
+	ln -sfn $(GOBJECT_SONAME) $(D)$(LIBDIR)/$(GOBJECT_LINKNAME)
+	$(INSTALL) -m 0644 $(GOBJECT_HEADERS) $(D)$(GOBJECT_INCLUDEDIR)/portal-keyring-gobject/
+	$(INSTALL) -m 0644 $(OUT)/$(GOBJECT_NAME).pc $(D)$(PKGCONFIGDIR)/
+	$(INSTALL) -m 0644 $(GOBJECT_OUT)/$(GIR_NAME).gir $(D)$(GIRDIR)/
+	$(INSTALL) -m 0644 $(GOBJECT_OUT)/$(GIR_NAME).typelib $(D)$(TYPELIBDIR)/
+	$(INSTALL) -m 0644 $(GOBJECT_OUT)/$(GOBJECT_NAME).vapi $(GOBJECT_OUT)/$(GOBJECT_NAME).deps $(D)$(VAPIDIR)/
+	@$(ldconfig_if_system)
+
+uninstall-gobject:
+	rm -f $(D)$(LIBDIR)/$(GOBJECT_LINKNAME) $(D)$(LIBDIR)/$(GOBJECT_SONAME)
+	rm -f $(addprefix $(D)$(GOBJECT_INCLUDEDIR)/portal-keyring-gobject/,$(notdir $(GOBJECT_HEADERS)))
+	-rmdir $(D)$(GOBJECT_INCLUDEDIR)/portal-keyring-gobject $(D)$(GOBJECT_INCLUDEDIR) 2>/dev/null
+	rm -f $(D)$(PKGCONFIGDIR)/$(GOBJECT_NAME).pc $(D)$(GIRDIR)/$(GIR_NAME).gir $(D)$(TYPELIBDIR)/$(GIR_NAME).typelib
+	rm -f $(D)$(VAPIDIR)/$(GOBJECT_NAME).vapi $(D)$(VAPIDIR)/$(GOBJECT_NAME).deps
+	@$(ldconfig_if_system)

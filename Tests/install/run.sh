@@ -9,7 +9,8 @@
 #      `make` (release: self-contained libportal-keyring.so, portal-keyring.pc, portal-session);
 #      the README's C and C++ build lines, as written, and its build/make/bin/portal-session path;
 #   2. `make install DESTDIR=<tmp>/stage`: the exact file layout under /usr/local (library with
-#      soname symlinks, headers, .pc, portal-session, Python module, desktop files), then
+#      soname symlinks, headers, .pc, portal-session, Python module, desktop files, the GNOME
+#      API's library, headers, .pc, .gir, .typelib, .vapi and .deps), then
 #      the example desktop files only with `make install-examples`;
 #      `make uninstall DESTDIR=...` leaves no file behind;
 #   3. `make install PREFIX=<tmp>/prefix`, then on that prefix:
@@ -29,10 +30,16 @@
 #        hidden (a private mount namespace with an empty tmpfs over it, when unshare works);
 #      - the installed Python module and portal-session restore that session the same way;
 #      - `make install PREFIX=$VIRTUAL_ENV` in an active venv: the venv's python imports the module;
+#      - the GNOME API (Tests/install/gnome.sh): no rpath, ldd and the .gir's shared-library; a C
+#        program built with `pkg-config --cflags --libs portal-keyring-gobject-1`, a Vala one with
+#        `valac --pkg portal-keyring-gobject-1 --vapidir PREFIX/share/vala/vapi`, `gjs -m` and
+#        PyGObject with GI_TYPELIB_PATH=PREFIX/lib/girepository-1.0: each gets INVALID_ARGUMENT
+#        for a blank id and restores the session, with the build tree on no path;
 #   4. ABI: abidiff of the header's ABI against the committed baseline abi/portal-keyring.abi;
 #   5. informational: library size, ldd list, symbol count, dlopen + first-call times against
 #      raw libsecret (Tests/install/load_time.c);
-#   6. `make uninstall PREFIX=<tmp>/prefix` removes every installed file.
+#   6. `make uninstall PREFIX=<tmp>/prefix` removes every installed file (and the GNOME API's
+#      include directory).
 # Exits 1 if any check failed, 2 if the environment could not be prepared.
 set -uo pipefail
 
@@ -47,6 +54,8 @@ die() {
 
 # shellcheck source=Tests/lib/harness.sh
 source "$repo/Tests/lib/harness.sh"
+# shellcheck source=Tests/install/gnome.sh
+source "$here/gnome.sh"
 
 # ------------------------------------------------------------------------------ environment
 
@@ -182,6 +191,7 @@ if [[ -f python/portal_keyring/__init__.py ]]; then
         expect_file "$stage$pydir_sys/portal_keyring/$(basename "$f")" 644 "Python package file portal_keyring/$(basename "$f") in $pydir_sys (on $system_python's sys.path)"
     done
 fi
+gnome_expect_installed "$root"
 # The examples' URL handler is not installed by default, only by `make install-examples`.
 if [[ -e $root/share/applications ]]; then
     fail "make install installed share/applications: $(ls "$root/share/applications" | tr '\n' ' ')"
@@ -204,6 +214,7 @@ if make uninstall DESTDIR="$stage" >"$log" 2>&1; then
     else
         fail "make uninstall DESTDIR=... left: $(tr '\n' ' ' <<<"$left")"
     fi
+    gnome_expect_removed "$stage"
 else
     sed 's/^/  | /' "$log" | tail -n 20
     fail "make uninstall DESTDIR=... failed"
@@ -462,6 +473,9 @@ else
     fail "app version: $out"
 fi
 
+section "the GNOME API in $prefix, outside the build tree"
+gnome_check_prefix
+
 section "Python wheel: pip wheel ./python, installed into a fresh venv with the library in its prefix"
 if [[ -f python/pyproject.toml ]]; then
     # A copy of python/: an in-tree setuptools build writes build/ and *.egg-info next to the sources.
@@ -575,6 +589,7 @@ if [[ -x '$prefix/bin/portal-session' ]]; then
     step "portal-session restore" "\$nt" '$prefix/bin/portal-session' --env '$env_id' \\
         --redirect-url portal-install-test://auth/callback restore
 fi
+$(gnome_keyring_steps)
 step "app clear" "\$nt" '$app' clear '$env_id'
 EOF
 chmod +x "$work/keyring-steps.sh"
@@ -667,6 +682,7 @@ section "make uninstall PREFIX=$prefix"
 if make uninstall PREFIX="$prefix" >"$log" 2>&1; then
     left=$(find "$prefix" ! -type d 2>/dev/null | sed "s|^$prefix/||")
     if [[ -z $left ]]; then pass "every installed file was removed"; else fail "left behind: $(tr '\n' ' ' <<<"$left")"; fi
+    gnome_expect_removed "$prefix"
 else
     sed 's/^/  | /' "$log" | tail -n 20
     fail "make uninstall PREFIX=... failed"

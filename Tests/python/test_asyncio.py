@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import subprocess
+import sys
 import threading
 import time
 from typing import Any, Awaitable, Callable, Iterator, List, Optional, Tuple, TypeVar
 
 import pytest
 
-from conftest import Keyring, PortalApi, keyringctl_path, wait_until
+from conftest import REPO, Keyring, PortalApi, keyringctl_path, wait_until
 
 T = TypeVar("T")
 PERIOD = 0.010  # the periodic callback's interval (10 ms), as the C async_test's timer
@@ -268,6 +270,56 @@ def test_async_def_listener_runs_as_a_task_on_its_loop(pk: Any, auth: Any, api: 
 
     ran, loop_thread = run(main())
     assert ran == [loop_thread] * 3
+
+
+# Registers a listener with a real GLib.MainLoop and prints the TypeError's message (any other
+# outcome is a traceback and exit status 1). Run by a Python that has PyGObject.
+GLIB_LOOP_LISTENER = """
+import sys
+import gi
+gi.require_version("GLib", "2.0")
+from gi.repository import GLib
+import portal_keyring as pk
+with pk.Portal.with_api_key("static-api-key", sys.argv[1]) as portal:
+    try:
+        portal.on_session_invalidated(lambda: None, loop=GLib.MainLoop())
+    except TypeError as e:
+        assert portal._listener_keys == [], "a refused loop registered a listener"
+        print(e)
+"""
+
+
+def python_with_gi() -> str:
+    """This interpreter when it has PyGObject, else the system's (python3-gi, from scripts/deps.sh)."""
+    for python in (sys.executable, "/usr/bin/python3"):
+        if subprocess.run([python, "-c", "import gi"], capture_output=True).returncode == 0:
+            return python
+    raise AssertionError("no python3 with PyGObject: apt-get install python3-gi")
+
+
+def test_a_glib_main_loop_is_refused_with_the_way_to_the_gi_api(pk: Any, api: PortalApi) -> None:
+    """loop= takes an asyncio event loop only. A GLib.MainLoop (what a PyGObject app has) is
+    refused at the call with a TypeError that says what is expected and sends the app to the GNOME
+    API, not with an AttributeError from deep inside; nothing is registered."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"), PYTHONDONTWRITEBYTECODE="1")
+    run_glib = subprocess.run([python_with_gi(), "-c", GLIB_LOOP_LISTENER, api.host], env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert run_glib.returncode == 0, run_glib.stderr
+    messages = {"GLib.MainLoop": run_glib.stdout.strip()}  # gi.overrides.GLib.MainLoop
+    with pk.Portal.with_api_key("static-api-key", api.host) as portal:
+        with pytest.raises(TypeError) as raised:
+            portal.on_session_invalidated(lambda: None, loop=object())
+        messages["builtins.object"] = str(raised.value)
+        assert portal._listener_keys == [], "a refused loop registered a listener"
+        loop = asyncio.new_event_loop()
+        try:  # control: an asyncio loop (not running, in this thread) is taken
+            assert isinstance(portal.on_session_invalidated(lambda: None, loop=loop), pk.ListenerHandle)
+        finally:
+            pk.aio.close_loop_queue(loop)
+            loop.close()
+    for kind, message in messages.items():
+        assert "must be an asyncio event loop" in message and f"{kind}; for a GLib main loop" in message, message
+        assert "from gi.repository import PortalKeyring" in message and "docs/gnome.md" in message, message
 
 
 def test_async_def_watch_callback_is_refused(pk: Any, auth: Any) -> None:

@@ -171,11 +171,27 @@ _queues: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopQueue]" = wea
 _queues_lock = threading.Lock()
 
 
+def _require_event_loop(loop: object) -> None:
+    """:raises TypeError: ``loop`` is not an asyncio event loop (a ``GLib.MainLoop``, say): the
+    message says what is expected and sends PyGObject apps to the GNOME API, whose calls
+    complete on GLib's main context (docs/gnome.md)."""
+    if not isinstance(loop, asyncio.AbstractEventLoop):
+        kind = f"{type(loop).__module__}.{type(loop).__qualname__}"
+        raise TypeError(
+            f"loop must be an asyncio event loop (asyncio.AbstractEventLoop, e.g. asyncio.get_running_loop()), "
+            f"not {kind}; for a GLib main loop (PyGObject, GTK) use the GNOME API instead: "
+            "gi.require_version('PortalKeyring', '1'); from gi.repository import PortalKeyring (docs/gnome.md)"
+        )
+
+
 def loop_queue(loop: Optional[asyncio.AbstractEventLoop] = None) -> LoopQueue:
     """The completion queue of ``loop`` (default: the running loop), created on first use.
     From any thread: when ``loop`` runs in another thread, the loop itself starts watching the
     new queue (``call_soon_threadsafe``). :raises RuntimeError: no loop given and none running;
-    ``loop`` is closed."""
+    ``loop`` is closed. :raises TypeError: ``loop`` is not an asyncio event loop
+    (:func:`_require_event_loop`)."""
+    if loop is not None:
+        _require_event_loop(loop)
     running = asyncio._get_running_loop()
     if loop is None:
         if running is None:

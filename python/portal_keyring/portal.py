@@ -250,7 +250,9 @@ class Portal(_Owner):
             a task on that loop (without ``loop``, :class:`TypeError`: nothing would await it).
             A rejection that comes after ``loop`` has closed still invalidates the session (the
             token dropped, the item deleted), but the callback is not called: nothing runs on a
-            closed loop. Use ``loop=None`` for a listener that must outlive its loop.
+            closed loop. Use ``loop=None`` for a listener that must outlive its loop. Anything
+            else (a ``GLib.MainLoop``) raises :class:`TypeError` here: a PyGObject app uses the
+            GNOME API, ``gi.repository.PortalKeyring`` (docs/gnome.md).
         """
         if not callable(callback):
             raise TypeError("callback must be callable")
