@@ -9,7 +9,9 @@
 # build/gobject/NAME.log:
 #   gobject_test      (C) construction errors, restore / persist / clear in the three forms,
 #                     signed out vs a stopped provider, cancels, completion contexts, finalisation
-#   gobject_test under valgrind (when installed): no leak, no invalid access (memcheck)
+#   gobject_watch_test (C) PortalKeyringWatch: another process's sign-in and sign-out as "changed"
+#                     on the maker's context; start, stop and unref with the provider stopped
+#   both under valgrind (when installed): no leak, no invalid access (memcheck)
 #   gjs_test.js       gjs -m, Gio._promisify and await
 #   pygobject_test.py PyGObject with callbacks on a GLib.MainLoop
 #   vala_test.vala    valac --pkg portal-keyring-gobject-1 (the generated .vapi), async/yield
@@ -56,6 +58,10 @@ check_quiet "gobject_test compiles (C11, warnings as errors)" \
     gcc -std=c11 -g -O1 -Wall -Wextra -Werror -IInclude -ITests/c Tests/gobject/gobject_test.c \
     -o "$out/gobject_test" "${gio[@]}" -L"$out" -lportal-keyring-gobject-1 -L"$PORTAL_KEYRING_LIBDIR" \
     -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
+check_quiet "gobject_watch_test compiles (C11, warnings as errors)" \
+    gcc -std=c11 -g -O1 -Wall -Wextra -Werror -IInclude -ITests/c Tests/gobject/watch_test.c \
+    -o "$out/gobject_watch_test" "${gio[@]}" -L"$out" -lportal-keyring-gobject-1 -L"$PORTAL_KEYRING_LIBDIR" \
+    -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
 
 # A GLib warning or critical from the layer (an out-of-range property, a GTask misuse) aborts the
 # program that meets it, instead of scrolling by.
@@ -63,11 +69,14 @@ export G_DEBUG=fatal-warnings,fatal-criticals
 
 section "C"
 run_logged gobject_test 120 "$out/gobject_test"
+run_logged gobject_watch_test 120 "$out/gobject_watch_test"
 if command -v valgrind >/dev/null; then
     # --errors-for-leak-kinds=definite: GLib's type system keeps its classes for the life of the
     # process ("possibly lost" / "still reachable"), which is not a leak of this layer.
     run_logged gobject_test-valgrind 600 valgrind --quiet --error-exitcode=99 --leak-check=full \
         --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes "$out/gobject_test"
+    run_logged gobject_watch_test-valgrind 600 valgrind --quiet --error-exitcode=99 --leak-check=full \
+        --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes "$out/gobject_watch_test"
 else
     skip "valgrind not installed"
 fi
