@@ -10,7 +10,8 @@
  *      watch, stopping it and dropping the last reference of another each return at once, no
  *      signal comes from a stopped watch, and a 10 ms timer on the same loop never gaps more
  *      than GAP_MS; a watch made while stopped reports STARTED once the provider resumes;
- *   3. every watch is finalised with its last reference (a weak pointer), stop or not.
+ *   3. with no session bus (a child without DBUS_SESSION_BUS_ADDRESS): FAILED with a message;
+ *   4. every watch is finalised with its last reference (a weak pointer), stop or not.
  *
  * Prints a line a failed check (check.h) and "gobject_watch_test: N checks, M failed".
  */
@@ -55,7 +56,10 @@ static void on_changed(PortalKeyringWatch *watch, PortalKeyringWatchEvent event,
     if (g_thread_self() != seen->thread || !g_main_context_is_owner(seen->context)) seen->misplaced++;
     switch (event) {
     case PORTAL_KEYRING_WATCH_EVENT_STARTED: seen->started++; break;
-    case PORTAL_KEYRING_WATCH_EVENT_FAILED: seen->failed++; break;
+    case PORTAL_KEYRING_WATCH_EVENT_FAILED: /* the message, in the end user id's place */
+        seen->failed++;
+        g_strlcpy(seen->end_user_id, end_user_id ? end_user_id : "(null)", sizeof seen->end_user_id);
+        break;
     case PORTAL_KEYRING_WATCH_EVENT_SIGNED_IN:
         seen->signed_in++;
         g_strlcpy(seen->end_user_id, end_user_id ? end_user_id : "(null)", sizeof seen->end_user_id);
@@ -207,6 +211,37 @@ static void test_other_process(void) {
     g_object_unref(auth);
 }
 
+/* With no session bus (this program as `gobject_watch_test no-bus ENV`): the watch is made, and
+ * FAILED, with a message naming the bus, is its only signal. */
+static int no_bus(void) {
+    check_context = "no session bus";
+    PortalKeyringAuth *auth = make_auth();
+    Seen seen = {0};
+    PortalKeyringWatch *watch = make_watch(auth, &seen);
+    CHECK(spin_until(NULL, &seen.failed, 1, 10000));
+    spin_for(200);
+    CHECK_MSG(seen.failed == 1 && seen.started + seen.signed_in + seen.signed_out + seen.other == 0,
+              "failed %d, started %d, other events %d", seen.failed, seen.started,
+              seen.signed_in + seen.signed_out + seen.other);
+    CHECK_MSG(strstr(seen.end_user_id, "bus") != NULL, "FAILED's message: \"%s\"", seen.end_user_id);
+    CHECK(seen.misplaced == 0);
+    unref_last(watch);
+    g_object_unref(auth);
+    return failures ? 1 : 0;
+}
+
+static void test_no_bus(void) {
+    check_context = "no session bus";
+    char *argv[] = {(char *)self_path, "no-bus", env_id, NULL};
+    char **envp = g_environ_unsetenv(g_get_environ(), "DBUS_SESSION_BUS_ADDRESS");
+    int status = -1;
+    g_autoptr(GError) error = NULL;
+    CHECK_MSG(g_spawn_sync(NULL, argv, envp, G_SPAWN_DEFAULT, NULL, NULL, NULL, NULL, &status, &error) &&
+                  g_spawn_check_wait_status(status, NULL),
+              "the watch without a session bus: %s (see its lines above)", error ? error->message : "failed");
+    g_strfreev(envp);
+}
+
 /* The provider's pid now: scripts/with-keyring.sh keeps it in $PORTAL_TEST_KEYRING_DIR/keyring.pid
  * (a restart changes it), else $PORTAL_TEST_KEYRING_PID. */
 static pid_t provider_pid(void) {
@@ -271,11 +306,13 @@ static void test_stopped_provider(void) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "no-bus") == 0) return g_strlcpy(env_id, argv[2], sizeof env_id), no_bus();
     if (argc >= 3) return act(argc, argv);
     self_path = argv[0];
     g_snprintf(env_id, sizeof env_id, "gobject-watch-test-%d", (int)getpid());
     test_other_process();
     test_stopped_provider();
+    test_no_bus();
     printf("gobject_watch_test: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
