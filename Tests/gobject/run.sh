@@ -9,10 +9,14 @@
 # build/gobject/NAME.log:
 #   gobject_test      (C) construction errors, restore / persist / clear in the three forms,
 #                     signed out vs a stopped provider, cancels, completion contexts, finalisation
-#   gobject_test under valgrind (when installed): no leak, no invalid access (memcheck)
+#   gobject_watch_test (C) PortalKeyringWatch: another process's sign-in and sign-out as "changed"
+#                     on the maker's context; start, stop and unref with the provider stopped
+#   both under valgrind (when installed): no leak, no invalid access (memcheck)
 #   gjs_test.js       gjs -m, Gio._promisify and await
 #   pygobject_test.py PyGObject with callbacks on a GLib.MainLoop
 #   vala_test.vala    valac --pkg portal-keyring-gobject-1 (the generated .vapi), async/yield
+#   {gjs,pygobject,vala}_watch_test  PortalKeyring.Watch in each language: another process's
+#                     sign-in and sign-out as "changed"; a loop that never stalls on a stopped provider
 # Every program runs with G_DEBUG=fatal-warnings,fatal-criticals. A language whose tool is
 # missing (gjs, valac, python3-gi) is skipped with a note. The library links against
 # libportal-keyring.so in $PORTAL_KEYRING_LIBDIR (default .build/debug).
@@ -56,6 +60,10 @@ check_quiet "gobject_test compiles (C11, warnings as errors)" \
     gcc -std=c11 -g -O1 -Wall -Wextra -Werror -IInclude -ITests/c Tests/gobject/gobject_test.c \
     -o "$out/gobject_test" "${gio[@]}" -L"$out" -lportal-keyring-gobject-1 -L"$PORTAL_KEYRING_LIBDIR" \
     -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
+check_quiet "gobject_watch_test compiles (C11, warnings as errors)" \
+    gcc -std=c11 -g -O1 -Wall -Wextra -Werror -IInclude -ITests/c Tests/gobject/watch_test.c \
+    -o "$out/gobject_watch_test" "${gio[@]}" -L"$out" -lportal-keyring-gobject-1 -L"$PORTAL_KEYRING_LIBDIR" \
+    -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
 
 # A GLib warning or critical from the layer (an out-of-range property, a GTask misuse) aborts the
 # program that meets it, instead of scrolling by.
@@ -63,11 +71,14 @@ export G_DEBUG=fatal-warnings,fatal-criticals
 
 section "C"
 run_logged gobject_test 120 "$out/gobject_test"
+run_logged gobject_watch_test 120 "$out/gobject_watch_test"
 if command -v valgrind >/dev/null; then
     # --errors-for-leak-kinds=definite: GLib's type system keeps its classes for the life of the
     # process ("possibly lost" / "still reachable"), which is not a leak of this layer.
     run_logged gobject_test-valgrind 600 valgrind --quiet --error-exitcode=99 --leak-check=full \
         --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes "$out/gobject_test"
+    run_logged gobject_watch_test-valgrind 600 valgrind --quiet --error-exitcode=99 --leak-check=full \
+        --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes "$out/gobject_watch_test"
 else
     skip "valgrind not installed"
 fi
@@ -78,6 +89,7 @@ export LD_LIBRARY_PATH=$out:$PORTAL_KEYRING_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRAR
 section "GJS"
 if command -v gjs >/dev/null; then
     run_logged gjs_test 120 gjs -m Tests/gobject/gjs_test.js
+    run_logged gjs_watch_test 120 gjs -m Tests/gobject/gjs_watch_test.js
 else
     skip "gjs not installed (Debian: gjs)"
 fi
@@ -85,21 +97,24 @@ fi
 section "PyGObject"
 if /usr/bin/python3 -c 'import gi' 2>/dev/null; then
     run_logged pygobject_test 120 /usr/bin/python3 Tests/gobject/pygobject_test.py
+    run_logged pygobject_watch_test 120 /usr/bin/python3 Tests/gobject/pygobject_watch_test.py
 else
     skip "python3-gi not installed"
 fi
 
 section "Vala"
 if command -v valac >/dev/null; then
-    if (cd "$out" && PKG_CONFIG_PATH=$out/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH} \
-        valac --vapidir "$out" --pkg portal-keyring-gobject-1 "$repo/Tests/gobject/vala_test.vala" -o vala_test \
-        >"$out/vala_test-build.log" 2>&1); then
-        ok "vala_test compiles with valac --pkg portal-keyring-gobject-1"
-        run_logged vala_test 120 "$out/vala_test"
-    else
-        fail "vala_test does not compile (log: build/gobject/vala_test-build.log)"
-        detail "$(tail -n 20 "$out/vala_test-build.log")"
-    fi
+    for prog in vala_test vala_watch_test; do
+        if (cd "$out" && PKG_CONFIG_PATH=$out/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH} \
+            valac --vapidir "$out" --pkg portal-keyring-gobject-1 "$repo/Tests/gobject/$prog.vala" -o $prog \
+            >"$out/$prog-build.log" 2>&1); then
+            ok "$prog compiles with valac --pkg portal-keyring-gobject-1"
+            run_logged $prog 120 "$out/$prog"
+        else
+            fail "$prog does not compile (log: build/gobject/$prog-build.log)"
+            detail "$(tail -n 20 "$out/$prog-build.log")"
+        fi
+    done
 else
     skip "valac not installed"
 fi
