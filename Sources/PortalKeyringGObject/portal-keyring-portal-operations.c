@@ -1,8 +1,77 @@
-/* portal-keyring-portal-request.c — PortalKeyringPortal's authenticated request in GIO's three
- * forms, as the auth's operations are (portal-keyring-auth-operations.c): _async starts the C
+/* portal-keyring-portal-operations.c — PortalKeyringPortal's calls in GIO's three forms, as the
+ * auth's operations are (portal-keyring-auth-operations.c): new, over the type's GAsyncInitable
+ * and GInitable, and the authenticated request, whose _async starts the C
  * portal_request_async() through the task bridge, _finish reads its GTask, and _sync either
  * calls the blocking portal_request() (no cancellable) or waits on _async in a private loop. */
 #include "portal-keyring-private.h"
+
+/* ------------------------------------------------------------------------------------------
+ * new
+ * ------------------------------------------------------------------------------------------ */
+
+/**
+ * portal_keyring_portal_new_async:
+ * @session: the session whose token the requests carry
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: (scope async): called when the portal is made and the session validated
+ * @user_data: (closure callback): data for @callback
+ *
+ * Makes a portal for @session and validates the session (see [class@PortalKeyring.Portal])
+ * without blocking: @callback runs on the thread-default main context of this call, which is
+ * also where [signal@PortalKeyring.Portal::session-invalidated] will be emitted. Finish with
+ * [func@PortalKeyring.Portal.new_finish].
+ */
+void
+portal_keyring_portal_new_async (PortalKeyringSession *session, GCancellable *cancellable,
+                                 GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_return_if_fail (session == NULL || PORTAL_KEYRING_IS_SESSION (session));
+    g_async_initable_new_async (PORTAL_KEYRING_TYPE_PORTAL, G_PRIORITY_DEFAULT, cancellable, callback, user_data,
+                                "session", session, NULL);
+}
+
+/**
+ * portal_keyring_portal_new_finish:
+ * @result: the #GAsyncResult given to the callback
+ * @error: return location for a #GError
+ *
+ * Finishes [func@PortalKeyring.Portal.new_async].
+ *
+ * Returns: (transfer full): the portal — [property@PortalKeyring.Portal:invalidated] tells
+ *   whether the Portal API rejected the session — or %NULL with @error set
+ *   (`G_IO_ERROR_CANCELLED`, %PORTAL_KEYRING_ERROR_INVALID_ARGUMENT)
+ */
+PortalKeyringPortal *
+portal_keyring_portal_new_finish (GAsyncResult *result, GError **error)
+{
+    g_autoptr (GObject) source = g_async_result_get_source_object (result);
+    GObject *portal = g_async_initable_new_finish (G_ASYNC_INITABLE (source), result, error);
+    return portal ? PORTAL_KEYRING_PORTAL (portal) : NULL;
+}
+
+/**
+ * portal_keyring_portal_new_sync:
+ * @session: the session whose token the requests carry
+ * @cancellable: (nullable): a #GCancellable
+ * @error: return location for a #GError
+ *
+ * Makes a portal for @session and validates the session, blocking the calling thread for the
+ * validation request (up to 30 s, and the keyring deadlines when it deletes a rejected session).
+ * The signal is emitted on the thread-default main context of the calling thread.
+ *
+ * Returns: (transfer full): as [func@PortalKeyring.Portal.new_finish]
+ */
+PortalKeyringPortal *
+portal_keyring_portal_new_sync (PortalKeyringSession *session, GCancellable *cancellable, GError **error)
+{
+    g_return_val_if_fail (session == NULL || PORTAL_KEYRING_IS_SESSION (session), NULL);
+    return g_initable_new (PORTAL_KEYRING_TYPE_PORTAL, cancellable, error, "session", session, NULL);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * request
+ * ------------------------------------------------------------------------------------------ */
+
 
 typedef struct {
     const gchar *method;
