@@ -57,7 +57,10 @@ portal_keyring_portal_new_finish (GAsyncResult *result, GError **error)
  *
  * Makes a portal for @session and validates the session, blocking the calling thread for the
  * validation request (up to 30 s, and the keyring deadlines when it deletes a rejected session).
- * The signal is emitted on the thread-default main context of the calling thread.
+ * [signal@PortalKeyring.Portal::session-invalidated] is emitted on the thread-default main
+ * context of the calling thread: on a worker that pushed none, the global default context, so a
+ * rejection is reported there when its loop runs, and the portal returned here may not show it
+ * yet.
  *
  * Returns: (transfer full): as [func@PortalKeyring.Portal.new_finish]
  */

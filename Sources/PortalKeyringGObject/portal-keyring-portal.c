@@ -40,7 +40,9 @@ struct _PortalKeyringPortal {
     PortalKeyringSession *session;
     /* Set by a successful set-up (portal_setup()); NULL before it and after a failed one. */
     portal *handle;
-    /* Where the invalidation is delivered: the thread-default context at construction. */
+    /* Where the invalidation is delivered: the thread-default context at construction, and the
+     * C listener's queue on it. */
+    GMainContext *context;
     portal_completion_queue *queue;
     gboolean invalidated;
     /* The failed initialisation's error, given again by every later call. */
@@ -88,6 +90,26 @@ portal_invalidated (PortalKeyringPortal *self)
     g_signal_emit (self, signals[SESSION_INVALIDATED], 0);
 }
 
+static gboolean
+invalidated_in_context (gpointer self)
+{
+    portal_invalidated (self);
+    return G_SOURCE_REMOVE;
+}
+
+/* The validation's rejection, seen on the thread that initialises: reported on the
+ * construction's context as the listener's is, through g_main_context_invoke(): at once when
+ * this thread holds or can take that context (an _async completion; a _sync call while no loop
+ * runs it), else from the loop that runs it (a _sync call on a worker that pushed no context,
+ * while the main loop runs). Either way with the context held, so that this report and the
+ * listener's never run at the same time and the second finds the first's mark. */
+static void
+portal_rejected (PortalKeyringPortal *self)
+{
+    g_main_context_invoke_full (self->context, G_PRIORITY_DEFAULT, invalidated_in_context, g_object_ref (self),
+                                g_object_unref);
+}
+
 /* The C listener, delivered on the construction's context. Its data is a weak reference, so
  * that the C portal, which the GObject owns, holds no reference back to it (no cycle); a
  * delivery already queued when the GObject went finds it gone and does nothing. */
@@ -117,6 +139,7 @@ portal_keyring_portal_finalize (GObject *object)
     if (self->handle)
         portal_free_async (self->handle, self->queue, NULL, NULL, NULL);
     portal_completion_queue_free (self->queue);
+    g_clear_pointer (&self->context, g_main_context_unref);
     g_clear_object (&self->session);
     g_clear_error (&self->init_error);
     G_OBJECT_CLASS (portal_keyring_portal_parent_class)->finalize (object);
@@ -218,7 +241,8 @@ portal_setup (PortalKeyringPortal *self, GError **error)
                    PORTAL_OK) {
             self->init_error = _portal_keyring_error_new (status, portal_last_error_message ());
         } else {
-            portal_completion_queue_new_for_main_context (&self->queue, NULL);
+            self->context = g_main_context_ref_thread_default ();
+            portal_completion_queue_new_for_main_context (&self->queue, self->context);
             GWeakRef *ref = g_new0 (GWeakRef, 1);
             g_weak_ref_init (ref, self);
             uint64_t listener = 0;
@@ -248,14 +272,14 @@ portal_validated (PortalKeyringPortal *self, guint http_status, GError *failure,
 {
     if (failure == NULL) {
         if (http_status == 401)
-            portal_invalidated (self);
+            portal_rejected (self);
         return TRUE;
     }
     gboolean rejected = g_error_matches (failure, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_SESSION_INVALIDATED);
     if (rejected || g_error_matches (failure, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_NETWORK)) {
         g_error_free (failure);
         if (rejected)
-            portal_invalidated (self);
+            portal_rejected (self);
         return TRUE;
     }
     self->init_error = g_error_copy (failure);

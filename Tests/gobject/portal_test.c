@@ -249,6 +249,52 @@ static void test_rejected_later(void) {
     unref_last(session, "its session");
 }
 
+typedef struct {
+    PortalKeyringPortal *portal;
+    GMainLoop *loop;
+    gboolean initialised;
+} Worker;
+
+static gpointer init_on_worker(gpointer data) {
+    Worker *worker = data;
+    worker->initialised = g_initable_init(G_INITABLE(worker->portal), NULL, NULL);
+    return NULL;
+}
+
+/* Runs inside the main loop, which holds the global default context meanwhile: the worker can
+ * neither take it nor have anything of it dispatched until it is done, so an emission made on
+ * the worker shows as one. */
+static gboolean run_worker(gpointer data) {
+    Worker *worker = data;
+    g_thread_join(g_thread_new("portal-test", init_on_worker, worker));
+    g_main_loop_quit(worker->loop);
+    return G_SOURCE_REMOVE;
+}
+
+/* Initialised (the sync form) on a worker that pushed no context while the main thread runs the
+ * global default context's loop: the signal runs there, on the main thread, once. */
+static void test_made_on_worker(void) {
+    check_context = "made on a worker";
+    char token[512];
+    PortalKeyringSession *session = stored_session(token, sizeof token);
+    revoke_token(token);
+    Worker worker = {g_object_new(PORTAL_KEYRING_TYPE_PORTAL, "session", session, NULL), g_main_loop_new(NULL, FALSE),
+                     FALSE};
+    Seen seen = {0};
+    watch(worker.portal, &seen);
+    g_idle_add(run_worker, &worker);
+    g_main_loop_run(worker.loop);
+    gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (seen.signals == 0 && g_get_monotonic_time() < end) g_main_context_iteration(NULL, FALSE), g_usleep(1000);
+    settle(NULL, 500);
+    CHECK(worker.initialised);
+    CHECK_MSG(seen.signals == 1 && seen.notifies == 1, "%d signals, %d notifies", seen.signals, seen.notifies);
+    CHECK(seen.thread == g_thread_self() && seen.context == NULL);
+    g_main_loop_unref(worker.loop);
+    unref_last(worker.portal, "a portal made on a worker");
+    unref_last(session, "its session");
+}
+
 /* With the API slow (every validation and request delayed 5 s), a cancel completes at once. */
 static void test_cancel(void) {
     check_context = "cancel";
@@ -314,6 +360,7 @@ int main(void) {
         test_valid();
         test_rejected_at_construction();
         test_rejected_later();
+        test_made_on_worker();
         test_cancel();
         CHECK(portal_keyring_auth_clear_persisted_session_sync(auth, NULL, NULL));
         unref_last(auth, "the auth");
