@@ -3,8 +3,9 @@
  * scripts/with-keyring.sh and the loopback Portal API of scripts/with-portal-api.sh: a valid
  * session's requests in the three GIO forms; a session the API rejects (HTTP 401, its token
  * revoked through /_admin/revoke) turning PortalKeyringPortal:invalidated TRUE and emitting
- * ::session-invalidated exactly once, on the construction's thread-default context, with a
- * handler connected after the rejection learning it from the property; cancels completing at
+ * ::session-invalidated exactly once, on the construction's thread-default context (a pushed
+ * one; the main loop's for a portal initialised on a worker), with a handler connected after the
+ * rejection learning it from the property; cancels completing at
  * once with G_IO_ERROR_CANCELLED while the API is slow (/_admin/faults); errors by code; every
  * portal finalised with its last unref, its session outliving it (no reference cycle).
  *
