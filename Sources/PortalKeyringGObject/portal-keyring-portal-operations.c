@@ -19,7 +19,7 @@
  * Makes a portal for @session and validates the session (see [class@PortalKeyring.Portal])
  * without blocking: @callback runs on the thread-default main context of this call, which is
  * also where [signal@PortalKeyring.Portal::session-invalidated] will be emitted. Finish with
- * [func@PortalKeyring.Portal.new_finish].
+ * [ctor@PortalKeyring.Portal.new_finish].
  */
 void
 portal_keyring_portal_new_async (PortalKeyringSession *session, GCancellable *cancellable,
@@ -62,7 +62,7 @@ portal_keyring_portal_new_finish (GAsyncResult *result, GError **error)
  * rejection is reported there when its loop runs, and the portal returned here may not show it
  * yet.
  *
- * Returns: (transfer full): as [func@PortalKeyring.Portal.new_finish]
+ * Returns: (transfer full): as [ctor@PortalKeyring.Portal.new_finish]
  */
 PortalKeyringPortal *
 portal_keyring_portal_new_sync (PortalKeyringSession *session, GCancellable *cancellable, GError **error)
