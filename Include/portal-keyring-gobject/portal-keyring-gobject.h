@@ -13,6 +13,7 @@
 #include "portal-keyring-session.h"
 #include "portal-keyring-auth.h"
 #include "portal-keyring-watch.h"
+#include "portal-keyring-portal.h"
 #undef PORTAL_KEYRING_GOBJECT_INSIDE
 
 #endif /* PORTAL_KEYRING_GOBJECT_H */

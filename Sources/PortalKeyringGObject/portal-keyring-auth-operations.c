@@ -10,7 +10,7 @@
  * ------------------------------------------------------------------------------------------ */
 
 static portal_status
-start_restore (portal_auth *auth, gpointer args, portal_completion_cb callback, void *bridge,
+start_restore (gpointer auth, gpointer args, portal_completion_cb callback, void *bridge,
                portal_destroy_notify destroy_notify, uint64_t *operation_out)
 {
     (void) args;
@@ -108,7 +108,7 @@ typedef struct {
 } PersistArgs;
 
 static portal_status
-start_persist (portal_auth *auth, gpointer args, portal_completion_cb callback, void *bridge,
+start_persist (gpointer auth, gpointer args, portal_completion_cb callback, void *bridge,
                portal_destroy_notify destroy_notify, uint64_t *operation_out)
 {
     PersistArgs *persist = args;
@@ -214,7 +214,7 @@ portal_keyring_auth_persist_session_sync (PortalKeyringAuth *self, const gchar *
  * ------------------------------------------------------------------------------------------ */
 
 static portal_status
-start_clear (portal_auth *auth, gpointer args, portal_completion_cb callback, void *bridge,
+start_clear (gpointer auth, gpointer args, portal_completion_cb callback, void *bridge,
              portal_destroy_notify destroy_notify, uint64_t *operation_out)
 {
     (void) args;

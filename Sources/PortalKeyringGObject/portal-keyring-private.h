@@ -1,7 +1,7 @@
 /*
  * portal-keyring-private.h — what the files of the GNOME API share and do not export: the one
- * conversion of a C status to a GError, the session made from a C handle, the auth's C handle,
- * and the bridge from a C operation to a GTask (portal-keyring-task-bridge.c) that the auth's
+ * conversion of a C status to a GError, the session made from a C handle, the auth's and the
+ * portal's C handles, and the bridge from a C operation to a GTask (portal-keyring-task-bridge.c) that the auth's
  * operations (portal-keyring-auth-operations.c) start and wait on.
  */
 #ifndef PORTAL_KEYRING_PRIVATE_H
@@ -24,26 +24,46 @@ PortalKeyringSession *_portal_keyring_session_new_take (portal_session *handle);
  * failed, or never ran). */
 portal_auth *_portal_keyring_auth_get_handle (PortalKeyringAuth *self, GError **error);
 
-/* What a C operation's success returns to its GTask: a PortalKeyringSession (or NULL) as a
- * pointer, or TRUE as a boolean. */
-typedef enum { RESULT_SESSION, RESULT_BOOLEAN } ResultKind;
+/* The portal's C handle, or NULL with the error that says why there is none (its initialisation
+ * failed, or never ran). */
+portal *_portal_keyring_portal_get_handle (PortalKeyringPortal *self, GError **error);
 
-/* Starts one C *_async operation of auth with its completion callback, bridge data and
- * destroy_notify; args are the operation's own arguments (copied by the C call if it keeps them). */
-typedef portal_status (*StartFunc) (portal_auth *auth, gpointer args, portal_completion_cb callback, void *bridge,
+/* The session's C handle (borrowed). */
+portal_session *_portal_keyring_session_get_handle (PortalKeyringSession *self);
+
+/* What a C operation's success returns to its GTask: a PortalKeyringSession (or NULL) as a
+ * pointer, TRUE as a boolean, or a Response as a pointer. */
+typedef enum { RESULT_SESSION, RESULT_BOOLEAN, RESULT_RESPONSE } ResultKind;
+
+/* A request's answer: the HTTP status and the body (wiped when the last reference goes). */
+typedef struct {
+    guint http_status;
+    GBytes *body;
+} Response;
+
+/* The answer of a C request: body (with its length) taken, wiped when the GBytes goes. */
+Response *_portal_keyring_response_new_take (long http_status, char *body, size_t length);
+
+void _portal_keyring_response_free (gpointer response);
+
+/* Starts one C *_async operation on handle (the portal_auth or portal of the object) with its
+ * completion callback, bridge data and destroy_notify; args are the operation's own arguments
+ * (copied by the C call if it keeps them). */
+typedef portal_status (*StartFunc) (gpointer handle, gpointer args, portal_completion_cb callback, void *bridge,
                                     portal_destroy_notify destroy_notify, uint64_t *operation_out);
 
-/* The body of every _async call: a GTask for self tagged source_tag, whose C operation start
- * begins; the task returns on the thread-default main context of this call, and a cancel of
- * cancellable reaches the C operation. A task that cannot start (no handle, already cancelled,
- * refused arguments) returns its error at once. */
-void _portal_keyring_bridge_run (PortalKeyringAuth *self, GCancellable *cancellable, GAsyncReadyCallback callback,
+/* The body of every _async call: a GTask for self (a PortalKeyringAuth or PortalKeyringPortal)
+ * tagged source_tag, whose C operation start begins on self's handle; the task returns on the
+ * thread-default main context of this call, and a cancel of cancellable reaches the C operation.
+ * A task that cannot start (no handle, already cancelled, refused arguments) returns its error at
+ * once. */
+void _portal_keyring_bridge_run (gpointer self, GCancellable *cancellable, GAsyncReadyCallback callback,
                                  gpointer user_data, gpointer source_tag, ResultKind kind, StartFunc start,
                                  gpointer args);
 
 /* The check of every _finish call: result as the GTask of self's _async call source_tag, or NULL
  * (with a critical) when it is not one. */
-GTask *_portal_keyring_bridge_task (PortalKeyringAuth *self, GAsyncResult *result, gpointer source_tag);
+GTask *_portal_keyring_bridge_task (gpointer self, GAsyncResult *result, gpointer source_tag);
 
 /* A _sync form with a GCancellable: begin (a private main context, pushed as the thread-default),
  * the _async form with _portal_keyring_sync_done and the SyncWait as its callback, end (iterate

@@ -126,6 +126,12 @@ _portal_keyring_session_new_take (portal_session *handle)
     return self;
 }
 
+portal_session *
+_portal_keyring_session_get_handle (PortalKeyringSession *self)
+{
+    return self->handle;
+}
+
 /**
  * portal_keyring_session_get_end_user_id: (get-property end-user-id)
  * @self: a session

@@ -1,7 +1,7 @@
-/* portal-keyring-task-bridge.c — how the operations of PortalKeyringAuth meet GIO: a C *_async
- * operation's completion callback turned into a GTask's return, and the private main loop the
- * _sync forms with a GCancellable wait on. Apart from the auth's type, so that the threading
- * rules (which thread and context each step runs on, who holds the last reference) are read in
+/* portal-keyring-task-bridge.c — how the operations of PortalKeyringAuth and PortalKeyringPortal
+ * meet GIO: a C *_async operation's completion callback turned into a GTask's return, and the
+ * private main loop the _sync forms with a GCancellable wait on. Apart from the types, so that
+ * the threading rules (which thread and context each step runs on, who holds the last reference) are read in
  * one place. */
 #include "portal-keyring-private.h"
 
@@ -78,15 +78,50 @@ bridge_completed (portal_status status, portal_result *result, const char *messa
     case RESULT_BOOLEAN:
         g_task_return_boolean (bridge->task, TRUE);
         break;
+    case RESULT_RESPONSE: {
+        /* Taken from the result, so that the C library does not free it after this returns. */
+        Response *response = _portal_keyring_response_new_take (result->http_status, result->body, result->body_len);
+        result->body = NULL;
+        g_task_return_pointer (bridge->task, response, _portal_keyring_response_free);
+        break;
     }
+    }
+}
+
+Response *
+_portal_keyring_response_new_take (long http_status, char *body, size_t length)
+{
+    Response *response = g_new0 (Response, 1);
+    response->http_status = (guint) http_status;
+    /* Not copied: the GBytes wipes and frees the C body with portal_string_free() when its last
+     * reference goes. */
+    response->body = g_bytes_new_with_free_func (body, length, (GDestroyNotify) portal_string_free, body);
+    return response;
+}
+
+void
+_portal_keyring_response_free (gpointer data)
+{
+    Response *response = data;
+    g_bytes_unref (response->body);
+    g_free (response);
+}
+
+/* The C handle that self's operations start on, or NULL with the error saying why. */
+static gpointer
+bridge_handle (gpointer self, GError **error)
+{
+    if (PORTAL_KEYRING_IS_PORTAL (self))
+        return _portal_keyring_portal_get_handle (self, error);
+    return _portal_keyring_auth_get_handle (self, error);
 }
 
 /* Starts the C operation for task (which the caller keeps its own reference to). */
 static void
-bridge_start (PortalKeyringAuth *self, GTask *task, ResultKind kind, StartFunc start, gpointer args)
+bridge_start (gpointer self, GTask *task, ResultKind kind, StartFunc start, gpointer args)
 {
     GError *error = NULL;
-    portal_auth *handle = _portal_keyring_auth_get_handle (self, &error);
+    gpointer handle = bridge_handle (self, &error);
     if (handle == NULL) {
         g_task_return_error (task, error);
         return;
@@ -117,7 +152,7 @@ bridge_start (PortalKeyringAuth *self, GTask *task, ResultKind kind, StartFunc s
 }
 
 void
-_portal_keyring_bridge_run (PortalKeyringAuth *self, GCancellable *cancellable, GAsyncReadyCallback callback,
+_portal_keyring_bridge_run (gpointer self, GCancellable *cancellable, GAsyncReadyCallback callback,
                             gpointer user_data, gpointer source_tag, ResultKind kind, StartFunc start, gpointer args)
 {
     GTask *task = g_task_new (self, cancellable, callback, user_data);
@@ -127,7 +162,7 @@ _portal_keyring_bridge_run (PortalKeyringAuth *self, GCancellable *cancellable, 
 }
 
 GTask *
-_portal_keyring_bridge_task (PortalKeyringAuth *self, GAsyncResult *result, gpointer source_tag)
+_portal_keyring_bridge_task (gpointer self, GAsyncResult *result, gpointer source_tag)
 {
     g_return_val_if_fail (g_task_is_valid (result, self), NULL);
     g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == source_tag, NULL);

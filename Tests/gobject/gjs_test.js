@@ -11,6 +11,8 @@ import System from 'system';
 
 for (const name of ['restore_session', 'persist_session', 'clear_persisted_session'])
     Gio._promisify(PortalKeyring.Auth.prototype, `${name}_async`, `${name}_finish`);
+Gio._promisify(PortalKeyring.Portal, 'new_async', 'new_finish');
+Gio._promisify(PortalKeyring.Portal.prototype, 'request_async', 'request_finish');
 
 let failed = 0;
 const check = (ok, what) => {
@@ -69,8 +71,87 @@ async function main() {
     check(await auth.restore_session_async(null) === null, 'signed out after clear');
 }
 
+// The fake Portal API's admin routes (Tests/gobject/fake_api_admin.py): the data.token answered.
+function admin(method, path, body = null) {
+    const argv = ['python3', 'Tests/gobject/fake_api_admin.py', method, path, ...body ? [body] : []];
+    const [, out] = GLib.spawn_sync(null, argv, null, GLib.SpawnFlags.SEARCH_PATH, null);
+    return new TextDecoder().decode(out).trim();
+}
+
+const sleep = ms => new Promise(resolve => GLib.timeout_add(GLib.PRIORITY_DEFAULT, ms, () => {
+    resolve();
+    return GLib.SOURCE_REMOVE;
+}));
+
+// A session the fake API knows, persisted and restored through an auth on that API.
+async function storedSession(auth, user) {
+    const cst = admin('POST', '/_admin/sessions', JSON.stringify({endUserId: user}));
+    await auth.persist_session_async(user, cst, null);
+    return [await auth.restore_session_async(null), cst];
+}
+
+// The Portal: a request, a 401 invalidating once, a late handler, a cancel, no reference cycle.
+async function portal() {
+    const auth = PortalKeyring.Auth.new(`${envId}-portal`, 'portalkeyring://auth/callback',
+        GLib.getenv('PORTAL_TEST_API_HOST'));
+    const [session, cst] = await storedSession(auth, 'end-user-gjs-portal');
+    const valid = await PortalKeyring.Portal.new_async(session, null);
+    check(!valid.invalidated && valid.session === session, 'a valid session makes a portal, not invalidated');
+    let signals = 0;
+    valid.connect('session-invalidated', () => signals++);
+    const [body, status] = await valid.request_async('GET', '/api/v3/clients/me', null, null);
+    check(status === 200 && new TextDecoder().decode(body.toArray()).includes('end-user-gjs-portal'),
+        `request answers 200 with the client (status ${status})`);
+
+    admin('POST', '/_admin/faults', JSON.stringify({route: '/api/v3/clients/me', delayMs: 5000}));
+    const cancellable = new Gio.Cancellable();
+    GLib.timeout_add(GLib.PRIORITY_DEFAULT, 100, () => cancellable.cancel());
+    const start = GLib.get_monotonic_time();
+    try {
+        await valid.request_async('GET', '/api/v3/clients/me', null, cancellable);
+        check(false, 'a cancelled request rejects');
+    } catch (e) {
+        const ms = (GLib.get_monotonic_time() - start) / 1000;
+        check(e.matches(Gio.IOErrorEnum, Gio.IOErrorEnum.CANCELLED) && ms < 1000,
+            `a cancelled request rejects with CANCELLED at once (${ms.toFixed(0)} ms, the API delays 5 s)`);
+    }
+    admin('DELETE', '/_admin/faults');
+
+    admin('POST', '/_admin/revoke', JSON.stringify({token: cst}));
+    const [, rejected] = await valid.request_async('GET', '/api/v3/clients/me', null, null);
+    await sleep(1000);
+    check(rejected === 401 && signals === 1 && valid.invalidated,
+        `a 401 emits session-invalidated exactly once (${signals}) and sets invalidated`);
+    try {
+        await valid.request_async('GET', '/api/v3/clients/me', null, null);
+        check(false, 'a request after invalidation rejects');
+    } catch (e) {
+        check(e.matches(PortalKeyring.Error, PortalKeyring.Error.SESSION_INVALIDATED) && signals === 1,
+            'a request after invalidation rejects with SESSION_INVALIDATED, no second signal');
+    }
+    // Collected first: the GAsyncResults JS still wraps hold their source object.
+    System.gc();
+    await sleep(100);
+    check(System.refcount(valid) === 1,
+        `the portal is held by nothing but its JS wrapper (${System.refcount(valid)}): no cycle`);
+
+    const [revoked, revokedCst] = await storedSession(auth, 'end-user-gjs-portal');
+    admin('POST', '/_admin/revoke', JSON.stringify({token: revokedCst}));
+    const late = await PortalKeyring.Portal.new_async(revoked, null);
+    let lateSignals = 0;
+    late.connect('session-invalidated', () => lateSignals++);
+    await sleep(500);
+    check(late.invalidated && lateSignals === 0,
+        'a handler connected after construction rejected the session reads invalidated (no replay)');
+    System.gc();
+    await sleep(100);
+    check(System.refcount(late) === 1,
+        `the rejected portal is held by nothing but its JS wrapper (${System.refcount(late)})`);
+    await auth.clear_persisted_session_async(null);
+}
+
 const loop = new GLib.MainLoop(null, false);
-main().catch(e => {
+main().then(portal).catch(e => {
     check(false, `unexpected exception: ${e}`);
 }).finally(() => loop.quit());
 loop.run();

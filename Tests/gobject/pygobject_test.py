@@ -1,12 +1,15 @@
 #!/usr/bin/python3
 """pygobject_test.py — the GNOME API from PyGObject (3.42, Debian 12's: callbacks, no awaitables)
 on a GLib main loop, against the private keyring: restore signed out, persist, restore, clear,
-a cancel, bad arguments. One line a check; exits 1 when any failed.
+a cancel, bad arguments; the Portal against the fake Portal API. One line a check; exits 1 when any failed.
 
     GI_TYPELIB_PATH=build/gobject LD_LIBRARY_PATH=build/gobject python3 Tests/gobject/pygobject_test.py
 """
+import gc
+import json
 import os
 import sys
+import time
 
 import gi
 
@@ -82,5 +85,93 @@ auth.clear_persisted_session_async(None, lambda s, r: (s.clear_persisted_session
                                                         s.restore_session_async(None, on_first_restore)))
 GLib.timeout_add_seconds(60, lambda: (check(False, "timed out"), loop.quit()))
 loop.run()
+
+# The Portal, each step waited for on the loop: a request, a 401 invalidating once, a late
+# handler, a cancel, and each portal finalised when Python drops it (no reference cycle).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fake_api_admin import admin  # noqa: E402
+
+
+def wait(start, finish):
+    """Runs the loop until the callback that start(callback) passes on ran; finish's answer."""
+    results = []
+    start(lambda source, result: (results.append(result), loop.quit()))
+    loop.run()
+    return finish(results[0])
+
+
+def settle(ms):
+    GLib.timeout_add(ms, loop.quit)
+    loop.run()
+
+
+def stored_session(portal_auth, user):
+    """A session the fake API knows, persisted and restored; and its token."""
+    cst = admin("POST", "/_admin/sessions", json.dumps({"endUserId": user}))["data"]["token"]
+    portal_auth.persist_session_sync(user, cst, None)
+    return portal_auth.restore_session_sync(None), cst
+
+
+def finalised(obj):
+    """A list that gets an item when obj is finalised."""
+    gone = []
+    obj.weak_ref(lambda: gone.append(True))
+    return gone
+
+
+portal_auth = PortalKeyring.Auth.new(f"{env_id}-portal", "portalkeyring://auth/callback",
+                                     os.environ["PORTAL_TEST_API_HOST"])
+session, cst = stored_session(portal_auth, "end-user-py-portal")
+portal = wait(lambda cb: PortalKeyring.Portal.new_async(session, None, cb), PortalKeyring.Portal.new_finish)
+check(not portal.props.invalidated and portal.props.session == session, "a valid session makes a portal")
+signals = []
+portal.connect("session-invalidated", lambda p: signals.append(p.props.invalidated))
+body, status = wait(lambda cb: portal.request_async("GET", "/api/v3/clients/me", None, None, cb),
+                    portal.request_finish)
+check(status == 200 and b"end-user-py-portal" in body.get_data(), f"request answers 200 (status {status})")
+
+admin("POST", "/_admin/faults", json.dumps({"route": "/api/v3/clients/me", "delayMs": 5000}))
+cancellable = Gio.Cancellable()
+GLib.timeout_add(100, cancellable.cancel)
+start = time.monotonic()
+try:
+    wait(lambda cb: portal.request_async("GET", "/api/v3/clients/me", None, cancellable, cb), portal.request_finish)
+    check(False, "a cancelled request raises")
+except GLib.Error as e:
+    ms = (time.monotonic() - start) * 1000
+    check(e.matches(Gio.io_error_quark(), Gio.IOErrorEnum.CANCELLED) and ms < 1000,
+          f"a cancelled request raises CANCELLED at once ({ms:.0f} ms, the API delays 5 s)")
+admin("DELETE", "/_admin/faults")
+
+admin("POST", "/_admin/revoke", json.dumps({"token": cst}))
+_, status = wait(lambda cb: portal.request_async("GET", "/api/v3/clients/me", None, None, cb), portal.request_finish)
+settle(1000)
+check(status == 401 and signals == [True] and portal.props.invalidated,
+      f"a 401 emits session-invalidated exactly once ({len(signals)}) with invalidated already set")
+try:
+    portal.request_sync("GET", "/api/v3/clients/me", None, None)
+    check(False, "a request after invalidation raises")
+except GLib.Error as e:
+    check(e.matches(PortalKeyring.error_quark(), PortalKeyring.Error.SESSION_INVALIDATED),
+          "a request after invalidation raises SESSION_INVALIDATED")
+gone = finalised(portal)
+del portal
+gc.collect()
+check(gone == [True], "the portal is finalised when Python drops it (no cycle with its handler or session)")
+
+session, cst = stored_session(portal_auth, "end-user-py-portal")
+admin("POST", "/_admin/revoke", json.dumps({"token": cst}))
+late = wait(lambda cb: PortalKeyring.Portal.new_async(session, None, cb), PortalKeyring.Portal.new_finish)
+late_signals = []
+late.connect("session-invalidated", lambda p: late_signals.append(True))
+settle(500)
+check(late.props.invalidated and late_signals == [],
+      "a handler connected after construction rejected the session reads invalidated (no replay)")
+gone = finalised(late)
+del late
+gc.collect()
+check(gone == [True], "the rejected portal is finalised when Python drops it")
+portal_auth.clear_persisted_session_sync(None)
+
 print(f"pygobject_test: {failed} failed")
 sys.exit(1 if failed else 0)

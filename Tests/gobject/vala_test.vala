@@ -37,10 +37,88 @@ async void run (MainLoop loop) {
         }
         yield auth.clear_persisted_session ();
         check ((yield auth.restore_session ()) == null, "signed out after clear");
+        yield portal_checks (env_id + "-portal");
     } catch (Error e) {
         check (false, "unexpected error: " + e.message);
     }
     loop.quit ();
+}
+
+// The fake Portal API's admin routes (Tests/gobject/fake_api_admin.py): the data.token answered.
+string admin (string method, string path, string? body = null) throws Error {
+    string[] argv = { "python3", "Tests/gobject/fake_api_admin.py", method, path };
+    if (body != null)
+        argv += body;
+    string output;
+    Process.spawn_sync (null, argv, null, SpawnFlags.SEARCH_PATH, null, out output);
+    return output.strip ();
+}
+
+async void settle (uint ms) {
+    Timeout.add (ms, settle.callback);
+    yield;
+}
+
+async PortalKeyring.Session stored_session (PortalKeyring.Auth auth, out string cst) throws Error {
+    cst = admin ("POST", "/_admin/sessions", "{\"endUserId\":\"end-user-vala-portal\"}");
+    yield auth.persist_session ("end-user-vala-portal", cst);
+    return yield auth.restore_session ();
+}
+
+// The Portal: a request, a 401 invalidating once, a late handler, a cancel, no reference cycle.
+async void portal_checks (string env_id) throws Error {
+    var auth = new PortalKeyring.Auth (env_id, "portalkeyring://auth/callback", Environment.get_variable ("PORTAL_TEST_API_HOST"));
+    string cst;
+    var session = yield stored_session (auth, out cst);
+    PortalKeyring.Portal? portal = yield new PortalKeyring.Portal (session);
+    check (!portal.invalidated, "a valid session makes a portal, not invalidated");
+    var signals = 0;
+    portal.session_invalidated.connect (() => signals++);
+    uint status;
+    var body = yield portal.request ("GET", "/api/v3/clients/me", null, null, out status);
+    check (status == 200 && ((string) body.get_data ()).contains ("end-user-vala-portal"), "request answers 200");
+
+    admin ("POST", "/_admin/faults", "{\"route\":\"/api/v3/clients/me\",\"delayMs\":5000}");
+    var cancellable = new Cancellable ();
+    Timeout.add (100, () => { cancellable.cancel (); return Source.REMOVE; });
+    var start = get_monotonic_time ();
+    try {
+        yield portal.request ("GET", "/api/v3/clients/me", null, cancellable, out status);
+        check (false, "a cancelled request throws");
+    } catch (IOError.CANCELLED e) {
+        check (get_monotonic_time () - start < 1000000, "a cancelled request throws IOError.CANCELLED at once");
+    }
+    admin ("DELETE", "/_admin/faults");
+
+    admin ("POST", "/_admin/revoke", "{\"token\":\"%s\"}".printf (cst));
+    yield portal.request ("GET", "/api/v3/clients/me", null, null, out status);
+    yield settle (1000);
+    check (status == 401 && signals == 1 && portal.invalidated, "a 401 emits session_invalidated exactly once (%d)".printf (signals));
+    try {
+        yield portal.request ("GET", "/api/v3/clients/me", null, null, out status);
+        check (false, "a request after invalidation throws");
+    } catch (PortalKeyring.Error.SESSION_INVALIDATED e) {
+        check (signals == 1, "a request after invalidation throws SESSION_INVALIDATED, no second signal");
+    }
+    // Out of the last request's callback first: its GTask holds the portal until it returns.
+    yield settle (10);
+    var gone = false;
+    portal.weak_ref (() => gone = true);
+    portal = null;
+    check (gone, "the portal is finalised with its last unref (no cycle with its handler or session)");
+
+    var revoked = yield stored_session (auth, out cst);
+    admin ("POST", "/_admin/revoke", "{\"token\":\"%s\"}".printf (cst));
+    PortalKeyring.Portal? late = yield new PortalKeyring.Portal (revoked);
+    var late_signals = 0;
+    late.session_invalidated.connect (() => late_signals++);
+    yield settle (500);
+    check (late.invalidated && late_signals == 0, "a handler connected after the rejection reads invalidated (no replay)");
+    gone = false;
+    late.weak_ref (() => gone = true);
+    late = null;
+    check (gone, "the rejected portal is finalised with its last unref");
+    yield auth.clear_persisted_session ();
 }
 
 int main () {

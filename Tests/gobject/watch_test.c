@@ -1,7 +1,7 @@
 /*
  * watch_test.c — PortalKeyringWatch (the session watch of the GNOME API) from C, against the
  * private keyring of scripts/with-keyring.sh:
- *   1. another process (this program as `gobject_watch_test persist|clear ENV [END_USER]`) signs
+ *   1. another process (this program as `watch_test persist|clear ENV [END_USER]`) signs
  *      in and out: "changed" gives STARTED, then SIGNED_IN with its end user id, then SIGNED_OUT
  *      with NULL, each on the thread and thread-default context that made the watch: the main
  *      thread's default context, and a worker's own pushed context (the main context is iterated
@@ -13,7 +13,7 @@
  *   3. with no session bus (a child without DBUS_SESSION_BUS_ADDRESS): FAILED with a message;
  *   4. every watch is finalised with its last reference (a weak pointer), stop or not.
  *
- * Prints a line a failed check (check.h) and "gobject_watch_test: N checks, M failed".
+ * Prints a line a failed check (check.h) and "watch_test: N checks, M failed".
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -128,7 +128,7 @@ static int act(int argc, char **argv) {
     } else if (auth && strcmp(argv[1], "clear") == 0) {
         ok = portal_keyring_auth_clear_persisted_session_sync(auth, NULL, &error);
     }
-    if (!ok) fprintf(stderr, "gobject_watch_test %s: %s\n", argv[1], error ? error->message : "bad arguments");
+    if (!ok) fprintf(stderr, "watch_test %s: %s\n", argv[1], error ? error->message : "bad arguments");
     g_clear_object(&auth);
     return ok ? 0 : 1;
 }
@@ -211,7 +211,7 @@ static void test_other_process(void) {
     g_object_unref(auth);
 }
 
-/* With no session bus (this program as `gobject_watch_test no-bus ENV`): the watch is made, and
+/* With no session bus (this program as `watch_test no-bus ENV`): the watch is made, and
  * FAILED, with a message naming the bus, is its only signal. */
 static int no_bus(void) {
     check_context = "no session bus";
@@ -313,6 +313,6 @@ int main(int argc, char **argv) {
     test_other_process();
     test_stopped_provider();
     test_no_bus();
-    printf("gobject_watch_test: %d checks, %d failed\n", checks, failures);
+    printf("watch_test: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
