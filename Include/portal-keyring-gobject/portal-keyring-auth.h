@@ -28,6 +28,12 @@ guint portal_keyring_auth_get_call_timeout_ms (PortalKeyringAuth *self);
 
 guint portal_keyring_auth_get_prompt_timeout_ms (PortalKeyringAuth *self);
 
+const gchar *portal_keyring_auth_get_magic_link_from_email (PortalKeyringAuth *self);
+
+const gchar *portal_keyring_auth_get_magic_link_template_id (PortalKeyringAuth *self);
+
+PortalKeyringAccountAbstraction portal_keyring_auth_get_account_abstraction (PortalKeyringAuth *self);
+
 void portal_keyring_auth_restore_session_async (PortalKeyringAuth *self, GCancellable *cancellable,
                                                 GAsyncReadyCallback callback, gpointer user_data);
 

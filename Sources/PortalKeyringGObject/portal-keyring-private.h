@@ -20,6 +20,25 @@ GError *_portal_keyring_error_new (portal_status status, const char *message);
 /* The session owning handle (taken: freed with the session). */
 PortalKeyringSession *_portal_keyring_session_new_take (portal_session *handle);
 
+/* PortalKeyringAuth's instance: its construct properties (portal-keyring-auth.c installs them,
+ * portal-keyring-auth-properties.c reads them out) and the C handle its initialisation made. */
+struct _PortalKeyringAuth {
+    GObject parent_instance;
+    gchar *auth_environment_id;
+    gchar *redirect_url;
+    gchar *api_host;
+    guint call_timeout_ms;
+    guint prompt_timeout_ms;
+    gchar *magic_link_from_email;
+    gchar *magic_link_template_id;
+    PortalKeyringAccountAbstraction account_abstraction;
+    /* Set by a successful initialisation; NULL before it and after a failed one. */
+    portal_auth *handle;
+    /* The failed initialisation's error, given again by every later call. */
+    GError *init_error;
+    gboolean init_ran;
+};
+
 /* The auth's C handle, or NULL with the error that says why there is none (its initialisation
  * failed, or never ran). */
 portal_auth *_portal_keyring_auth_get_handle (PortalKeyringAuth *self, GError **error);
