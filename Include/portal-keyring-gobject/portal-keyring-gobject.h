@@ -11,6 +11,7 @@
 #define PORTAL_KEYRING_GOBJECT_INSIDE
 #include "portal-keyring-error.h"
 #include "portal-keyring-session.h"
+#include "portal-keyring-sign-in-result.h"
 #include "portal-keyring-auth.h"
 #undef PORTAL_KEYRING_GOBJECT_INSIDE
 

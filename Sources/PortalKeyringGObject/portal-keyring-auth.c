@@ -1,7 +1,8 @@
 /* portal-keyring-auth.c — PortalKeyringAuth over a C portal_auth handle: the type, its
  * properties, construction through GInitable, and the handle its operations use. The property
  * getters are in portal-keyring-auth-properties.c; the operations in
- * portal-keyring-auth-operations.c, and their bridge to GIO in portal-keyring-task-bridge.c. */
+ * portal-keyring-auth-operations.c (the keyring) and portal-keyring-auth-signin.c,
+ * portal-keyring-auth-redirect.c (sign-in); their bridge to GIO in portal-keyring-task-bridge.c. */
 #include <string.h>
 
 #include "portal-keyring-private.h"
@@ -206,7 +207,7 @@ portal_keyring_auth_class_init (PortalKeyringAuthClass *klass)
     /**
      * PortalKeyringAuth:magic-link-from-email: (getter get_magic_link_from_email)
      *
-     * The sender of the magic-link sign-in emails:
+     * The sender of the sign-in emails of [method@PortalKeyring.Auth.send_magic_link_async]:
      * not blank, at most 2048 bytes, no control character. Set it with
      * [property@PortalKeyring.Auth:magic-link-template-id], or leave both %NULL (then sending a
      * magic link fails with %PORTAL_KEYRING_ERROR_MAGIC_LINK_NOT_CONFIGURED).

@@ -60,6 +60,39 @@ void _portal_keyring_bridge_run (PortalKeyringAuth *self, GCancellable *cancella
                                  gpointer user_data, gpointer source_tag, ResultKind kind, StartFunc start,
                                  gpointer args);
 
+/* A sign-in operation's C result with its owned fields taken (portal_sign_in_result lives only
+ * during its callback): what the task of every sign-in operation returns; each _finish picks
+ * the fields its C call sets. */
+typedef struct {
+    portal_redirect_kind kind;
+    portal_session *session;
+    char *text;
+    gboolean auto_create_wallet;
+    char *user_jwt;
+    char *totp_link;
+} SignInOutcome;
+
+/* Frees what is left in outcome (the C library's free functions: the user JWT is wiped). */
+void _portal_keyring_sign_in_outcome_free (SignInOutcome *outcome);
+
+/* StartFunc for the C sign-in calls, whose completion is a portal_sign_in_cb. */
+typedef portal_status (*SignInStartFunc) (portal_auth *auth, gpointer args, portal_sign_in_cb callback, void *bridge,
+                                          portal_destroy_notify destroy_notify, uint64_t *operation_out);
+
+/* _portal_keyring_bridge_run for a sign-in operation: the task returns a SignInOutcome. */
+void _portal_keyring_bridge_run_sign_in (PortalKeyringAuth *self, GCancellable *cancellable,
+                                         GAsyncReadyCallback callback, gpointer user_data, gpointer source_tag,
+                                         SignInStartFunc start, gpointer args);
+
+/* The _finish of a sign-in operation: the outcome of self's _async call source_tag (transfer
+ * full), or NULL with error set (or with a critical when result is not that call's). */
+SignInOutcome *_portal_keyring_bridge_sign_in_outcome (PortalKeyringAuth *self, GAsyncResult *result,
+                                                      gpointer source_tag, GError **error);
+
+/* The PortalKeyringSignInResult of an outcome: its kind, session, user JWT and TOTP link are
+ * taken (the outcome keeps the rest). */
+PortalKeyringSignInResult *_portal_keyring_sign_in_result_new_take (SignInOutcome *outcome);
+
 /* The check of every _finish call: result as the GTask of self's _async call source_tag, or NULL
  * (with a critical) when it is not one. */
 GTask *_portal_keyring_bridge_task (PortalKeyringAuth *self, GAsyncResult *result, gpointer source_tag);
