@@ -12,7 +12,7 @@
  * Prints a line a failed check (check.h) and "gobject_test: N checks, M failed"; exits 1 on any.
  */
 #define _GNU_SOURCE
-#include "check.h"
+#include "gobject_wait.h"
 #include "main_loop.h"
 
 #include <portal-keyring-gobject/portal-keyring-gobject.h>
@@ -25,42 +25,6 @@
 
 static char env_id[64];
 static pid_t provider_pid;
-
-/* One asynchronous call's outcome, filled by its callback. */
-typedef struct {
-    int done;
-    GObject *source;
-    GAsyncResult *result;
-    GThread *thread;
-    GMainContext *context;
-} Wait;
-
-static void wait_callback(GObject *source, GAsyncResult *result, gpointer data) {
-    Wait *wait = data;
-    wait->done++;
-    wait->source = source;
-    wait->result = g_object_ref(result);
-    wait->thread = g_thread_self();
-    wait->context = g_main_context_ref_thread_default();
-    g_main_context_unref(wait->context); /* kept only for comparison */
-}
-
-/* Iterates context until the callback ran or timeout_ms passed; true when it ran. */
-static int wait_run(Wait *wait, GMainContext *context, int timeout_ms) {
-    gint64 end = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-    while (!wait->done && g_get_monotonic_time() < end) g_main_context_iteration(context, FALSE), g_usleep(1000);
-    return wait->done;
-}
-
-static void wait_clear(Wait *wait) {
-    g_clear_object(&wait->result);
-    memset(wait, 0, sizeof *wait);
-}
-
-#define CHECK_GERROR(err, want_domain, want_code)                                                              \
-    CHECK_MSG((err) != NULL && g_error_matches((err), (want_domain), (want_code)), "wanted %s %d, got %s %d: %s", \
-              g_quark_to_string(want_domain), (int)(want_code), (err) ? g_quark_to_string((err)->domain) : "no error", \
-              (err) ? (err)->code : 0, (err) ? (err)->message : "")
 
 static PortalKeyringAuth *make_auth(guint call_timeout_ms) {
     g_autoptr(GError) error = NULL;
