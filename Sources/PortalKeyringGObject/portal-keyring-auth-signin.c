@@ -154,10 +154,19 @@ gboolean
 portal_keyring_auth_send_magic_link_finish (PortalKeyringAuth *self, GAsyncResult *result, GError **error)
 {
     g_return_val_if_fail (PORTAL_KEYRING_IS_AUTH (self), FALSE);
+    GError *failure = NULL;
     SignInOutcome *outcome =
-        _portal_keyring_bridge_sign_in_outcome (self, result, portal_keyring_auth_send_magic_link_async, error);
-    if (outcome == NULL)
+        _portal_keyring_bridge_sign_in_outcome (self, result, portal_keyring_auth_send_magic_link_async, &failure);
+    if (outcome == NULL) {
+        /* The C message tells a C caller which function to call; a GObject caller sets properties. */
+        if (g_error_matches (failure, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_MAGIC_LINK_NOT_CONFIGURED)) {
+            g_free (failure->message);
+            failure->message = g_strdup ("no magic-link sender and template: set the magic-link-from-email and "
+                                         "magic-link-template-id properties; nothing sent");
+        }
+        g_propagate_error (error, failure);
         return FALSE;
+    }
     _portal_keyring_sign_in_outcome_free (outcome);
     return TRUE;
 }

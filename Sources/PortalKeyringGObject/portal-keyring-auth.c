@@ -246,26 +246,28 @@ portal_keyring_auth_init (PortalKeyringAuth *self)
     self->prompt_timeout_ms = DEFAULT_PROMPT_TIMEOUT_MS;
 }
 
-/* The C library names its parameters in its messages ("call_timeout_ms: …"); a GObject caller
- * set properties: a refused setting's error names the property instead. */
+/* The C library names its parameters in its messages ("call_timeout_ms: …", "template_id: must
+ * not be NULL when from_email is given"); a GObject caller set properties: a refused setting's
+ * error names the properties instead. */
 static GError *
 setting_refused (const char *message)
 {
-    static const struct {
-        const char *parameter;
-        const char *property;
-    } names[] = {
-        { "call_timeout_ms:", "call-timeout-ms:" },
-        { "prompt_timeout_ms:", "prompt-timeout-ms:" },
-        { "from_email:", "magic-link-from-email:" },
-        { "template_id:", "magic-link-template-id:" },
-        { "value:", "account-abstraction:" },
+    static const char *const names[][2] = {
+        { "call_timeout_ms", "call-timeout-ms" },
+        { "prompt_timeout_ms", "prompt-timeout-ms" },
+        { "from_email", "magic-link-from-email" },
+        { "template_id", "magic-link-template-id" },
     };
+    GString *text = g_string_new (message);
     for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
-        if (g_str_has_prefix (message, names[i].parameter))
-            return g_error_new (PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT, "%s%s",
-                                names[i].property, message + strlen (names[i].parameter));
-    return g_error_new_literal (PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT, message);
+        g_string_replace (text, names[i][0], names[i][1], 0);
+    /* portal_auth_set_account_abstraction()'s parameter is "value", a word too common to replace
+     * anywhere but at the start. */
+    if (g_str_has_prefix (text->str, "value:"))
+        g_string_replace (text, "value:", "account-abstraction:", 1);
+    GError *error = g_error_new_literal (PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT, text->str);
+    g_string_free (text, TRUE);
+    return error;
 }
 
 /* The sign-in configuration: the magic link when either half is set (the C library refuses one

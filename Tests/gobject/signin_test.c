@@ -102,6 +102,8 @@ static void test_properties(void) {
         CHECK_GERROR(error, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT);
         CHECK_MSG(error && g_str_has_prefix(error->message, bad[i].named), "case %zu: message %s", i,
                   error ? error->message : "");
+        CHECK_MSG(error && !strstr(error->message, "from_email") && !strstr(error->message, "template_id"),
+                  "case %zu: the message names a C parameter: %s", i, error ? error->message : "");
         g_clear_error(&error);
         Wait wait = {0};
         portal_keyring_auth_send_magic_link_async(half, "someone@example.com", NULL, wait_callback, &wait);
@@ -167,6 +169,7 @@ static void test_magic_link(void) {
     PortalKeyringAuth *bare = make_auth(NULL, NULL);
     CHECK(!portal_keyring_auth_send_magic_link_sync(bare, "someone@example.com", NULL, &error));
     CHECK_GERROR(error, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_MAGIC_LINK_NOT_CONFIGURED);
+    CHECK_MSG(error && strstr(error->message, "magic-link-from-email"), "message: %s", error ? error->message : "");
     g_clear_error(&error);
     g_object_unref(bare);
 
