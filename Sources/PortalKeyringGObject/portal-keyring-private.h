@@ -44,8 +44,8 @@ struct _PortalKeyringAuth {
 portal_auth *_portal_keyring_auth_get_handle (PortalKeyringAuth *self, GError **error);
 
 /* What a C operation's success returns to its GTask: a PortalKeyringSession (or NULL) as a
- * pointer, or TRUE as a boolean. */
-typedef enum { RESULT_SESSION, RESULT_BOOLEAN } ResultKind;
+ * pointer, TRUE as a boolean, or (a sign-in operation) a SignInOutcome as a pointer. */
+typedef enum { RESULT_SESSION, RESULT_BOOLEAN, RESULT_SIGN_IN } ResultKind;
 
 /* Starts one C *_async operation of auth with its completion callback, bridge data and
  * destroy_notify; args are the operation's own arguments (copied by the C call if it keeps them). */

@@ -86,6 +86,9 @@ bridge_completed (portal_status status, portal_result *result, const char *messa
     case RESULT_BOOLEAN:
         g_task_return_boolean (bridge->task, TRUE);
         break;
+    case RESULT_SIGN_IN:
+        /* Never here: a sign-in operation's C call completes through bridge_sign_in_completed. */
+        g_assert_not_reached ();
     }
 }
 
@@ -176,8 +179,7 @@ void
 _portal_keyring_bridge_run_sign_in (PortalKeyringAuth *self, GCancellable *cancellable, GAsyncReadyCallback callback,
                                     gpointer user_data, gpointer source_tag, SignInStartFunc start, gpointer args)
 {
-    /* The kind is not read: a sign-in's completion always returns a SignInOutcome. */
-    bridge_run (self, cancellable, callback, user_data, source_tag, RESULT_SESSION, NULL, start, args);
+    bridge_run (self, cancellable, callback, user_data, source_tag, RESULT_SIGN_IN, NULL, start, args);
 }
 
 GTask *
