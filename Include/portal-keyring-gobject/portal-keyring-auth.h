@@ -118,6 +118,26 @@ PortalKeyringSession *portal_keyring_auth_verify_totp_sync (PortalKeyringAuth *s
                                                             const gchar *user_jwt, GCancellable *cancellable,
                                                             GError **error);
 
+void portal_keyring_auth_sign_in_with_google_async (PortalKeyringAuth *self, guint timeout_ms,
+                                                    GCancellable *cancellable, GAsyncReadyCallback callback,
+                                                    gpointer user_data);
+
+PortalKeyringSignInResult *portal_keyring_auth_sign_in_with_google_finish (PortalKeyringAuth *self,
+                                                                           GAsyncResult *result, GError **error);
+
+PortalKeyringSignInResult *portal_keyring_auth_sign_in_with_google_sync (PortalKeyringAuth *self, guint timeout_ms,
+                                                                         GCancellable *cancellable, GError **error);
+
+void portal_keyring_auth_sign_in_with_apple_async (PortalKeyringAuth *self, guint timeout_ms,
+                                                   GCancellable *cancellable, GAsyncReadyCallback callback,
+                                                   gpointer user_data);
+
+PortalKeyringSignInResult *portal_keyring_auth_sign_in_with_apple_finish (PortalKeyringAuth *self,
+                                                                          GAsyncResult *result, GError **error);
+
+PortalKeyringSignInResult *portal_keyring_auth_sign_in_with_apple_sync (PortalKeyringAuth *self, guint timeout_ms,
+                                                                        GCancellable *cancellable, GError **error);
+
 G_END_DECLS
 
 #endif /* PORTAL_KEYRING_AUTH_H */

@@ -1,19 +1,8 @@
 /* portal-keyring-auth-redirect.c — the sign-in operations of PortalKeyringAuth that complete a
- * sign-in and persist its session: the redirect URL, the TOTP step, and the desktop sign-in with
- * Google / Apple in the end user's browser. The same three forms as in
+ * sign-in and persist its session: the redirect URL and the TOTP step (the desktop sign-in, which
+ * waits for a redirect, is in portal-keyring-auth-desktop.c). The same three forms as in
  * portal-keyring-auth-signin.c. */
 #include "portal-keyring-private.h"
-
-/* The PortalKeyringSignInResult of a finished sign-in task, or NULL (error set). */
-static PortalKeyringSignInResult *
-sign_in_result (SignInOutcome *outcome)
-{
-    if (outcome == NULL)
-        return NULL;
-    PortalKeyringSignInResult *result = _portal_keyring_sign_in_result_new_take (outcome);
-    _portal_keyring_sign_in_outcome_free (outcome);
-    return result;
-}
 
 /* ------------------------------------------------------------------------------------------
  * handle_redirect
@@ -85,7 +74,7 @@ PortalKeyringSignInResult *
 portal_keyring_auth_handle_redirect_finish (PortalKeyringAuth *self, GAsyncResult *result, GError **error)
 {
     g_return_val_if_fail (PORTAL_KEYRING_IS_AUTH (self), NULL);
-    return sign_in_result (
+    return _portal_keyring_sign_in_result_new_take (
         _portal_keyring_bridge_sign_in_outcome (self, result, portal_keyring_auth_handle_redirect_async, error));
 }
 

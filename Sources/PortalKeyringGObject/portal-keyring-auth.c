@@ -2,7 +2,8 @@
  * properties, construction through GInitable, and the handle its operations use. The property
  * getters are in portal-keyring-auth-properties.c; the operations in
  * portal-keyring-auth-operations.c (the keyring) and portal-keyring-auth-signin.c,
- * portal-keyring-auth-redirect.c (sign-in); their bridge to GIO in portal-keyring-task-bridge.c. */
+ * portal-keyring-auth-redirect.c, portal-keyring-auth-desktop.c (sign-in); their bridge to GIO in
+ * portal-keyring-task-bridge.c. */
 #include <string.h>
 
 #include "portal-keyring-private.h"

@@ -89,8 +89,8 @@ void _portal_keyring_bridge_run_sign_in (PortalKeyringAuth *self, GCancellable *
 SignInOutcome *_portal_keyring_bridge_sign_in_outcome (PortalKeyringAuth *self, GAsyncResult *result,
                                                       gpointer source_tag, GError **error);
 
-/* The PortalKeyringSignInResult of an outcome: its kind, session, user JWT and TOTP link are
- * taken (the outcome keeps the rest). */
+/* The PortalKeyringSignInResult of a finished sign-in's outcome (its kind, session, user JWT and
+ * TOTP link; the outcome is freed), or NULL for a NULL outcome (a failed sign-in). */
 PortalKeyringSignInResult *_portal_keyring_sign_in_result_new_take (SignInOutcome *outcome);
 
 /* The check of every _finish call: result as the GTask of self's _async call source_tag, or NULL

@@ -118,12 +118,15 @@ portal_keyring_sign_in_result_init (PortalKeyringSignInResult *self)
 PortalKeyringSignInResult *
 _portal_keyring_sign_in_result_new_take (SignInOutcome *outcome)
 {
+    if (outcome == NULL)
+        return NULL;
     PortalKeyringSignInResult *self = g_object_new (PORTAL_KEYRING_TYPE_SIGN_IN_RESULT, NULL);
     self->kind = (PortalKeyringRedirectKind) outcome->kind;
     portal_session *session = g_steal_pointer (&outcome->session);
     self->session = session ? _portal_keyring_session_new_take (session) : NULL;
     self->user_jwt = g_steal_pointer (&outcome->user_jwt);
     self->totp_link = g_steal_pointer (&outcome->totp_link);
+    _portal_keyring_sign_in_outcome_free (outcome);
     return self;
 }
 
