@@ -12,6 +12,7 @@
 #include "portal-keyring-error.h"
 #include "portal-keyring-session.h"
 #include "portal-keyring-sign-in-result.h"
+#include "portal-keyring-totp.h"
 #include "portal-keyring-auth.h"
 #undef PORTAL_KEYRING_GOBJECT_INSIDE
 

@@ -9,8 +9,9 @@
  *   - get_methods, login_with_google / _apple in their forms, with what the fake API serves;
  *   - a magic link end to end: sent, the emailed link through handle_redirect_async, the
  *     session it persisted found by a restore; a URL not the app's: NOT_HANDLED;
- *   - a TOTP sign-in: TOTP_REQUIRED with the user JWT and enrolment link, a wrong code
- *     (AUTHENTICATION_FAILED), the right one (the session, restored after);
+ *   - a TOTP sign-in: TOTP_REQUIRED with the user JWT and enrolment link (its end user, secret
+ *     and QR code through the helpers), a wrong code (AUTHENTICATION_FAILED), the right one (the
+ *     session, restored after);
  *   - refused arguments, and the Portal API's 401 / 429 as their error codes;
  *   - cancels: before the start, and mid-request in _async and _sync (G_IO_ERROR_CANCELLED at
  *     once while the API holds the request for 8 s).
@@ -262,11 +263,33 @@ static void test_totp(void) {
     CHECK(jwt != NULL && result && portal_keyring_sign_in_result_get_session(result) == NULL);
     CHECK(totp_link && g_str_has_prefix(totp_link, "otpauth://"));
     g_clear_object(&result);
+    /* The step's helpers: its end user, the enrolment secret (the fake API's), the QR code. */
+    g_autofree char *who = portal_keyring_user_jwt_get_end_user_id(jwt ? jwt : "x", &error);
+    CHECK_MSG(g_strcmp0(who, totp_user) == 0, "end user of the JWT: %s", who ? who : error ? error->message : "");
+    g_clear_error(&error);
+    CHECK(portal_keyring_user_jwt_get_end_user_id("not-a-jwt", &error) == NULL);
+    CHECK_GERROR(error, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_USER_JWT);
+    g_clear_error(&error);
+    char secret[128] = "";
+    g_snprintf(path, sizeof path, "/_admin/totp?endUserId=%s", totp_user);
+    CHECK(fake_api_admin("GET", path, NULL, "d[\"data\"][\"secret\"]", secret, sizeof secret) == 0);
+    char *link_secret = portal_keyring_totp_link_get_secret(totp_link ? totp_link : "x", &error);
+    CHECK(link_secret && strcmp(link_secret, secret) == 0);
+    portal_keyring_token_free(link_secret);
+    guint size = 0;
+    char *modules = portal_keyring_totp_qr_code(totp_link ? totp_link : "x", &size, &error);
+    CHECK_MSG(modules && size >= 29 && strlen(modules) == (size_t)size * size && strspn(modules, "01") == strlen(modules),
+              "QR code: %s", modules ? "wrong shape" : error ? error->message : "");
+    g_clear_error(&error);
+    portal_keyring_token_free(modules);
+    char *svg = portal_keyring_totp_qr_svg(totp_link ? totp_link : "x", &error);
+    CHECK_MSG(svg && strstr(svg, "<svg"), "QR SVG: %s", error ? error->message : "no <svg");
+    g_clear_error(&error);
+    portal_keyring_token_free(svg);
 
     CHECK(portal_keyring_auth_verify_totp_sync(auth, "12a456", jwt ? jwt : "x", NULL, &error) == NULL);
     CHECK_GERROR(error, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT);
     g_clear_error(&error);
-    g_snprintf(path, sizeof path, "/_admin/totp?endUserId=%s", totp_user);
     CHECK(fake_api_admin("GET", path, NULL, "d[\"data\"][\"code\"]", code, sizeof code) == 0);
     CHECK(portal_keyring_auth_verify_totp_sync(auth, strcmp(code, "000000") ? "000000" : "111111", jwt ? jwt : "x",
                                                NULL, &error) == NULL);
