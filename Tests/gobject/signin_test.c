@@ -7,6 +7,7 @@
  *     with PORTAL_KEYRING_ERROR_INVALID_ARGUMENT naming the property, and the failed object's
  *     sign-ins give that error;
  *   - get_methods, login_with_google / _apple in their forms, with what the fake API serves;
+ *     account-abstraction ON refused where the API cannot honour it;
  *   - a magic link end to end: sent, the emailed link through handle_redirect_async, the
  *     session it persisted found by a restore; a URL not the app's: NOT_HANDLED;
  *   - a TOTP sign-in: TOTP_REQUIRED with the user JWT and enrolment link (its end user, secret
@@ -161,6 +162,19 @@ static void test_methods_and_urls(void) {
     g_clear_error(&error);
     clear_faults();
     g_object_unref(auth);
+
+    /* account-abstraction reaches the requests: ON where Portal cannot honour it is refused. */
+    char ignored[64];
+    CHECK(fake_api_admin("POST", "/_admin/config", "{\"accountAbstractionAvailable\":false}", "1", ignored,
+                         sizeof ignored) == 0);
+    auth = g_initable_new(PORTAL_KEYRING_TYPE_AUTH, NULL, &error, "auth-environment-id", env_id, "redirect-url", REDIRECT,
+                          "api-host", api_host, "account-abstraction", PORTAL_KEYRING_ACCOUNT_ABSTRACTION_ON, NULL);
+    CHECK(auth && portal_keyring_auth_login_with_google_sync(auth, NULL, &error) == NULL);
+    CHECK_GERROR(error, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_ACCOUNT_ABSTRACTION_UNAVAILABLE);
+    g_clear_error(&error);
+    g_clear_object(&auth);
+    CHECK(fake_api_admin("POST", "/_admin/config", "{\"accountAbstractionAvailable\":true}", "1", ignored,
+                         sizeof ignored) == 0);
 }
 
 static void test_magic_link(void) {
