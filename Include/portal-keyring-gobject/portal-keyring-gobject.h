@@ -11,6 +11,8 @@
 #define PORTAL_KEYRING_GOBJECT_INSIDE
 #include "portal-keyring-error.h"
 #include "portal-keyring-session.h"
+#include "portal-keyring-sign-in-result.h"
+#include "portal-keyring-totp.h"
 #include "portal-keyring-auth.h"
 #include "portal-keyring-watch.h"
 #include "portal-keyring-portal.h"

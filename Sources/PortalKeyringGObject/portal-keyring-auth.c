@@ -1,7 +1,11 @@
 /* portal-keyring-auth.c — PortalKeyringAuth over a C portal_auth handle: the type, its
- * properties, construction through GInitable, and the handle its operations use. The operations
- * themselves are in portal-keyring-auth-operations.c, and their bridge to GIO in
+ * properties, construction through GInitable, and the handle its operations use. The property
+ * getters are in portal-keyring-auth-properties.c; the operations in
+ * portal-keyring-auth-operations.c (the keyring) and portal-keyring-auth-signin.c,
+ * portal-keyring-auth-redirect.c, portal-keyring-auth-desktop.c (sign-in); their bridge to GIO in
  * portal-keyring-task-bridge.c. */
+#include <string.h>
+
 #include "portal-keyring-private.h"
 
 /**
@@ -28,19 +32,8 @@
  * error of code %PORTAL_KEYRING_ERROR_SESSION_STORAGE (nothing was deleted; the end user is
  * not known to be signed out).
  */
-struct _PortalKeyringAuth {
-    GObject parent_instance;
-    gchar *auth_environment_id;
-    gchar *redirect_url;
-    gchar *api_host;
-    guint call_timeout_ms;
-    guint prompt_timeout_ms;
-    /* Set by a successful initialisation; NULL before it and after a failed one. */
-    portal_auth *handle;
-    /* The failed initialisation's error, given again by every later call. */
-    GError *init_error;
-    gboolean init_ran;
-};
+/* The instance struct is in portal-keyring-private.h, for the property getters
+ * (portal-keyring-auth-properties.c). */
 
 static void portal_keyring_auth_initable_iface_init (GInitableIface *iface);
 
@@ -54,6 +47,9 @@ enum {
     PROP_API_HOST,
     PROP_CALL_TIMEOUT_MS,
     PROP_PROMPT_TIMEOUT_MS,
+    PROP_MAGIC_LINK_FROM_EMAIL,
+    PROP_MAGIC_LINK_TEMPLATE_ID,
+    PROP_ACCOUNT_ABSTRACTION,
     N_PROPS
 };
 
@@ -75,6 +71,8 @@ portal_keyring_auth_finalize (GObject *object)
     g_free (self->auth_environment_id);
     g_free (self->redirect_url);
     g_free (self->api_host);
+    g_free (self->magic_link_from_email);
+    g_free (self->magic_link_template_id);
     G_OBJECT_CLASS (portal_keyring_auth_parent_class)->finalize (object);
 }
 
@@ -97,6 +95,15 @@ portal_keyring_auth_get_property (GObject *object, guint prop_id, GValue *value,
         break;
     case PROP_PROMPT_TIMEOUT_MS:
         g_value_set_uint (value, self->prompt_timeout_ms);
+        break;
+    case PROP_MAGIC_LINK_FROM_EMAIL:
+        g_value_set_string (value, self->magic_link_from_email);
+        break;
+    case PROP_MAGIC_LINK_TEMPLATE_ID:
+        g_value_set_string (value, self->magic_link_template_id);
+        break;
+    case PROP_ACCOUNT_ABSTRACTION:
+        g_value_set_enum (value, self->account_abstraction);
         break;
     default:
         G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -125,6 +132,17 @@ portal_keyring_auth_set_property (GObject *object, guint prop_id, const GValue *
         break;
     case PROP_PROMPT_TIMEOUT_MS:
         self->prompt_timeout_ms = g_value_get_uint (value);
+        break;
+    case PROP_MAGIC_LINK_FROM_EMAIL:
+        g_free (self->magic_link_from_email);
+        self->magic_link_from_email = g_value_dup_string (value);
+        break;
+    case PROP_MAGIC_LINK_TEMPLATE_ID:
+        g_free (self->magic_link_template_id);
+        self->magic_link_template_id = g_value_dup_string (value);
+        break;
+    case PROP_ACCOUNT_ABSTRACTION:
+        self->account_abstraction = g_value_get_enum (value);
         break;
     default:
         G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -187,6 +205,38 @@ portal_keyring_auth_class_init (PortalKeyringAuthClass *klass)
     properties[PROP_PROMPT_TIMEOUT_MS] =
         g_param_spec_uint ("prompt-timeout-ms", NULL, NULL, 0, G_MAXUINT, DEFAULT_PROMPT_TIMEOUT_MS,
                            G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
+    /**
+     * PortalKeyringAuth:magic-link-from-email: (getter get_magic_link_from_email)
+     *
+     * The sender of the sign-in emails of [method@PortalKeyring.Auth.send_magic_link_async]:
+     * not blank, at most 2048 bytes, no control character. Set it with
+     * [property@PortalKeyring.Auth:magic-link-template-id], or leave both %NULL (then sending a
+     * magic link fails with %PORTAL_KEYRING_ERROR_MAGIC_LINK_NOT_CONFIGURED).
+     */
+    properties[PROP_MAGIC_LINK_FROM_EMAIL] =
+        g_param_spec_string ("magic-link-from-email", NULL, NULL, NULL,
+                             G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
+    /**
+     * PortalKeyringAuth:magic-link-template-id: (getter get_magic_link_template_id)
+     *
+     * The Portal email template of the sign-in emails: set with
+     * [property@PortalKeyring.Auth:magic-link-from-email], under the same rules.
+     */
+    properties[PROP_MAGIC_LINK_TEMPLATE_ID] =
+        g_param_spec_string ("magic-link-template-id", NULL, NULL, NULL,
+                             G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
+    /**
+     * PortalKeyringAuth:account-abstraction: (getter get_account_abstraction)
+     *
+     * Whether the magic-link and Google / Apple sign-ins ask for an account-abstracted client:
+     * %PORTAL_KEYRING_ACCOUNT_ABSTRACTION_DEFAULT (the default) asks nothing and lets the auth
+     * environment decide. When Portal cannot honour it, those sign-ins fail with
+     * %PORTAL_KEYRING_ERROR_ACCOUNT_ABSTRACTION_UNAVAILABLE.
+     */
+    properties[PROP_ACCOUNT_ABSTRACTION] =
+        g_param_spec_enum ("account-abstraction", NULL, NULL, PORTAL_KEYRING_TYPE_ACCOUNT_ABSTRACTION,
+                           PORTAL_KEYRING_ACCOUNT_ABSTRACTION_DEFAULT,
+                           G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
     g_object_class_install_properties (object_class, N_PROPS, properties);
 }
 
@@ -195,6 +245,44 @@ portal_keyring_auth_init (PortalKeyringAuth *self)
 {
     self->call_timeout_ms = DEFAULT_CALL_TIMEOUT_MS;
     self->prompt_timeout_ms = DEFAULT_PROMPT_TIMEOUT_MS;
+}
+
+/* The C library names its parameters in its messages ("call_timeout_ms: …", "template_id: must
+ * not be NULL when from_email is given"); a GObject caller set properties: a refused setting's
+ * error names the properties instead. */
+static GError *
+setting_refused (const char *message)
+{
+    static const char *const names[][2] = {
+        { "call_timeout_ms", "call-timeout-ms" },
+        { "prompt_timeout_ms", "prompt-timeout-ms" },
+        { "from_email", "magic-link-from-email" },
+        { "template_id", "magic-link-template-id" },
+    };
+    GString *text = g_string_new (message);
+    for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+        g_string_replace (text, names[i][0], names[i][1], 0);
+    /* portal_auth_set_account_abstraction()'s parameter is "value", a word too common to replace
+     * anywhere but at the start. */
+    if (g_str_has_prefix (text->str, "value:"))
+        g_string_replace (text, "value:", "account-abstraction:", 1);
+    GError *error = g_error_new_literal (PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT, text->str);
+    g_string_free (text, TRUE);
+    return error;
+}
+
+/* The sign-in configuration: the magic link when either half is set (the C library refuses one
+ * half alone), and the account abstraction always (DEFAULT is the C library's own default). */
+static portal_status
+configure_sign_in (PortalKeyringAuth *self, portal_auth *handle)
+{
+    if (self->magic_link_from_email || self->magic_link_template_id) {
+        portal_status status =
+            portal_auth_set_magic_link (handle, self->magic_link_from_email, self->magic_link_template_id);
+        if (status != PORTAL_OK)
+            return status;
+    }
+    return portal_auth_set_account_abstraction (handle, (portal_account_abstraction) self->account_abstraction);
 }
 
 static gboolean
@@ -218,17 +306,13 @@ portal_keyring_auth_initable_init (GInitable *initable, GCancellable *cancellabl
         self->init_error = _portal_keyring_error_new (status, portal_last_error_message ());
     } else if ((status = portal_auth_set_keyring_timeouts (handle, self->call_timeout_ms, self->prompt_timeout_ms)) !=
                PORTAL_OK) {
-        /* The C message starts with the C parameter's name ("call_timeout_ms: …"): name the
-         * property instead, which is what a GObject caller set. */
-        gchar *message = g_strdup (portal_last_error_message ());
-        for (gchar *c = message; *c && *c != ':' && *c != ' '; c++)
-            if (*c == '_')
-                *c = '-';
-        self->init_error = g_error_new_literal (PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT, message);
-        g_free (message);
-        portal_auth_free (handle);
+        self->init_error = setting_refused (portal_last_error_message ());
+    } else if ((status = configure_sign_in (self, handle)) != PORTAL_OK) {
+        self->init_error = setting_refused (portal_last_error_message ());
     }
     if (self->init_error) {
+        /* Never a half-made object: the handle goes, and every later call gives this error. */
+        portal_auth_free (handle);
         g_propagate_error (error, g_error_copy (self->init_error));
         return FALSE;
     }
@@ -263,83 +347,6 @@ portal_keyring_auth_new (const gchar *auth_environment_id, const gchar *redirect
 {
     return g_initable_new (PORTAL_KEYRING_TYPE_AUTH, NULL, error, "auth-environment-id", auth_environment_id,
                            "redirect-url", redirect_url, "api-host", api_host, NULL);
-}
-
-/**
- * portal_keyring_auth_get_auth_environment_id: (get-property auth-environment-id)
- * @self: an auth
- *
- * The auth environment id, as given at construction.
- *
- * Returns: (transfer none) (nullable): the id (%NULL only on an object whose initialisation
- *   failed for want of it)
- */
-const gchar *
-portal_keyring_auth_get_auth_environment_id (PortalKeyringAuth *self)
-{
-    g_return_val_if_fail (PORTAL_KEYRING_IS_AUTH (self), NULL);
-    return self->auth_environment_id;
-}
-
-/**
- * portal_keyring_auth_get_redirect_url: (get-property redirect-url)
- * @self: an auth
- *
- * The sign-in redirect URL, as given at construction.
- *
- * Returns: (transfer none) (nullable): the URL (%NULL only on an object whose initialisation
- *   failed for want of it)
- */
-const gchar *
-portal_keyring_auth_get_redirect_url (PortalKeyringAuth *self)
-{
-    g_return_val_if_fail (PORTAL_KEYRING_IS_AUTH (self), NULL);
-    return self->redirect_url;
-}
-
-/**
- * portal_keyring_auth_get_api_host: (get-property api-host)
- * @self: an auth
- *
- * The Portal API host, as given at construction.
- *
- * Returns: (transfer none) (nullable): the host, or %NULL for "api.portalhq.io"
- */
-const gchar *
-portal_keyring_auth_get_api_host (PortalKeyringAuth *self)
-{
-    g_return_val_if_fail (PORTAL_KEYRING_IS_AUTH (self), NULL);
-    return self->api_host;
-}
-
-/**
- * portal_keyring_auth_get_call_timeout_ms: (get-property call-timeout-ms)
- * @self: an auth
- *
- * The call deadline of the keyring operations.
- *
- * Returns: the deadline in milliseconds
- */
-guint
-portal_keyring_auth_get_call_timeout_ms (PortalKeyringAuth *self)
-{
-    g_return_val_if_fail (PORTAL_KEYRING_IS_AUTH (self), 0);
-    return self->call_timeout_ms;
-}
-
-/**
- * portal_keyring_auth_get_prompt_timeout_ms: (get-property prompt-timeout-ms)
- * @self: an auth
- *
- * The prompt deadline of the keyring operations.
- *
- * Returns: the deadline in milliseconds
- */
-guint
-portal_keyring_auth_get_prompt_timeout_ms (PortalKeyringAuth *self)
-{
-    g_return_val_if_fail (PORTAL_KEYRING_IS_AUTH (self), 0);
-    return self->prompt_timeout_ms;
 }
 
 portal_auth *

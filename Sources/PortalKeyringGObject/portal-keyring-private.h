@@ -20,6 +20,25 @@ GError *_portal_keyring_error_new (portal_status status, const char *message);
 /* The session owning handle (taken: freed with the session). */
 PortalKeyringSession *_portal_keyring_session_new_take (portal_session *handle);
 
+/* PortalKeyringAuth's instance: its construct properties (portal-keyring-auth.c installs them,
+ * portal-keyring-auth-properties.c reads them out) and the C handle its initialisation made. */
+struct _PortalKeyringAuth {
+    GObject parent_instance;
+    gchar *auth_environment_id;
+    gchar *redirect_url;
+    gchar *api_host;
+    guint call_timeout_ms;
+    guint prompt_timeout_ms;
+    gchar *magic_link_from_email;
+    gchar *magic_link_template_id;
+    PortalKeyringAccountAbstraction account_abstraction;
+    /* Set by a successful initialisation; NULL before it and after a failed one. */
+    portal_auth *handle;
+    /* The failed initialisation's error, given again by every later call. */
+    GError *init_error;
+    gboolean init_ran;
+};
+
 /* The auth's C handle, or NULL with the error that says why there is none (its initialisation
  * failed, or never ran). */
 portal_auth *_portal_keyring_auth_get_handle (PortalKeyringAuth *self, GError **error);
@@ -32,8 +51,9 @@ portal *_portal_keyring_portal_get_handle (PortalKeyringPortal *self, GError **e
 portal_session *_portal_keyring_session_get_handle (PortalKeyringSession *self);
 
 /* What a C operation's success returns to its GTask: a PortalKeyringSession (or NULL) as a
- * pointer, TRUE as a boolean, or a Response as a pointer. */
-typedef enum { RESULT_SESSION, RESULT_BOOLEAN, RESULT_RESPONSE } ResultKind;
+ * pointer, TRUE as a boolean, a Response as a pointer, or (a sign-in operation) a SignInOutcome
+ * as a pointer. */
+typedef enum { RESULT_SESSION, RESULT_BOOLEAN, RESULT_RESPONSE, RESULT_SIGN_IN } ResultKind;
 
 /* A request's answer: the HTTP status and the body (wiped when the last reference goes). */
 typedef struct {
@@ -60,6 +80,39 @@ typedef portal_status (*StartFunc) (gpointer handle, gpointer args, portal_compl
 void _portal_keyring_bridge_run (gpointer self, GCancellable *cancellable, GAsyncReadyCallback callback,
                                  gpointer user_data, gpointer source_tag, ResultKind kind, StartFunc start,
                                  gpointer args);
+
+/* A sign-in operation's C result with its owned fields taken (portal_sign_in_result lives only
+ * during its callback): what the task of every sign-in operation returns; each _finish picks
+ * the fields its C call sets. */
+typedef struct {
+    portal_redirect_kind kind;
+    portal_session *session;
+    char *text;
+    gboolean auto_create_wallet;
+    char *user_jwt;
+    char *totp_link;
+} SignInOutcome;
+
+/* Frees what is left in outcome (the C library's free functions: the user JWT is wiped). */
+void _portal_keyring_sign_in_outcome_free (SignInOutcome *outcome);
+
+/* StartFunc for the C sign-in calls, whose completion is a portal_sign_in_cb. */
+typedef portal_status (*SignInStartFunc) (portal_auth *auth, gpointer args, portal_sign_in_cb callback, void *bridge,
+                                          portal_destroy_notify destroy_notify, uint64_t *operation_out);
+
+/* _portal_keyring_bridge_run for a sign-in operation: the task returns a SignInOutcome. */
+void _portal_keyring_bridge_run_sign_in (PortalKeyringAuth *self, GCancellable *cancellable,
+                                         GAsyncReadyCallback callback, gpointer user_data, gpointer source_tag,
+                                         SignInStartFunc start, gpointer args);
+
+/* The _finish of a sign-in operation: the outcome of self's _async call source_tag (transfer
+ * full), or NULL with error set (or with a critical when result is not that call's). */
+SignInOutcome *_portal_keyring_bridge_sign_in_outcome (PortalKeyringAuth *self, GAsyncResult *result,
+                                                      gpointer source_tag, GError **error);
+
+/* The PortalKeyringSignInResult of a finished sign-in's outcome (its kind, session, user JWT and
+ * TOTP link; the outcome is freed), or NULL for a NULL outcome (a failed sign-in). */
+PortalKeyringSignInResult *_portal_keyring_sign_in_result_new_take (SignInOutcome *outcome);
 
 /* The check of every _finish call: result as the GTask of self's _async call source_tag, or NULL
  * (with a critical) when it is not one. */

@@ -52,20 +52,28 @@ bridge_cancelled (GCancellable *cancellable, gpointer data)
     portal_operation_cancel (bridge->operation);
 }
 
-static void
-bridge_completed (portal_status status, portal_result *result, const char *message, void *data)
+/* The first step of each completion: TRUE when the operation failed, its error returned. */
+static gboolean
+bridge_failed (Bridge *bridge, portal_status status, const char *message)
 {
-    Bridge *bridge = data;
     /* Stop cancels reaching an operation that is over before the task returns (a late cancel
      * still turns the result into G_IO_ERROR_CANCELLED: GTask checks the cancellable). */
     if (bridge->cancelled_id) {
         g_cancellable_disconnect (bridge->cancellable, bridge->cancelled_id);
         bridge->cancelled_id = 0;
     }
-    if (status != PORTAL_OK) {
-        g_task_return_error (bridge->task, _portal_keyring_error_new (status, message));
+    if (status == PORTAL_OK)
+        return FALSE;
+    g_task_return_error (bridge->task, _portal_keyring_error_new (status, message));
+    return TRUE;
+}
+
+static void
+bridge_completed (portal_status status, portal_result *result, const char *message, void *data)
+{
+    Bridge *bridge = data;
+    if (bridge_failed (bridge, status, message))
         return;
-    }
     switch (bridge->kind) {
     case RESULT_SESSION: {
         /* Taken from the result, so that the C library does not free it after this returns. */
@@ -85,6 +93,9 @@ bridge_completed (portal_status status, portal_result *result, const char *messa
         g_task_return_pointer (bridge->task, response, _portal_keyring_response_free);
         break;
     }
+    case RESULT_SIGN_IN:
+        /* Never here: a sign-in operation's C call completes through bridge_sign_in_completed. */
+        g_assert_not_reached ();
     }
 }
 
@@ -116,9 +127,38 @@ bridge_handle (gpointer self, GError **error)
     return _portal_keyring_auth_get_handle (self, error);
 }
 
-/* Starts the C operation for task (which the caller keeps its own reference to). */
+void
+_portal_keyring_sign_in_outcome_free (SignInOutcome *outcome)
+{
+    portal_session_free (outcome->session);
+    portal_string_free (outcome->text);
+    portal_string_free (outcome->user_jwt);
+    portal_string_free (outcome->totp_link);
+    g_free (outcome);
+}
+
 static void
-bridge_start (gpointer self, GTask *task, ResultKind kind, StartFunc start, gpointer args)
+bridge_sign_in_completed (portal_status status, portal_sign_in_result *result, const char *message, void *data)
+{
+    Bridge *bridge = data;
+    if (bridge_failed (bridge, status, message))
+        return;
+    /* Every owned field taken, so that the C library does not free it after this returns. */
+    SignInOutcome *outcome = g_new0 (SignInOutcome, 1);
+    outcome->kind = result->kind;
+    outcome->session = g_steal_pointer (&result->session);
+    outcome->text = g_steal_pointer (&result->text);
+    outcome->auto_create_wallet = result->auto_create_wallet;
+    outcome->user_jwt = g_steal_pointer (&result->user_jwt);
+    outcome->totp_link = g_steal_pointer (&result->totp_link);
+    g_task_return_pointer (bridge->task, outcome, (GDestroyNotify) _portal_keyring_sign_in_outcome_free);
+}
+
+/* Starts the C operation for task (which the caller keeps its own reference to): start, or
+ * sign_in_start for a sign-in operation (the other is NULL). */
+static void
+bridge_start (gpointer self, GTask *task, ResultKind kind, StartFunc start, SignInStartFunc sign_in_start,
+              gpointer args)
 {
     GError *error = NULL;
     gpointer handle = bridge_handle (self, &error);
@@ -137,7 +177,9 @@ bridge_start (gpointer self, GTask *task, ResultKind kind, StartFunc start, gpoi
      * when the start fails); this function keeps its own until it is done with the bridge. */
     g_atomic_rc_box_acquire (bridge);
     uint64_t operation = 0;
-    portal_status status = start (handle, args, bridge_completed, bridge, bridge_release, &operation);
+    portal_status status = start ? start (handle, args, bridge_completed, bridge, bridge_release, &operation)
+                                 : sign_in_start (handle, args, bridge_sign_in_completed, bridge, bridge_release,
+                                                  &operation);
     if (status != PORTAL_OK) {
         g_task_return_error (task, _portal_keyring_error_new (status, portal_last_error_message ()));
         bridge_release (bridge);
@@ -151,14 +193,28 @@ bridge_start (gpointer self, GTask *task, ResultKind kind, StartFunc start, gpoi
     bridge_release (bridge);
 }
 
+static void
+bridge_run (gpointer self, GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data,
+            gpointer source_tag, ResultKind kind, StartFunc start, SignInStartFunc sign_in_start, gpointer args)
+{
+    GTask *task = g_task_new (self, cancellable, callback, user_data);
+    g_task_set_source_tag (task, source_tag);
+    bridge_start (self, task, kind, start, sign_in_start, args);
+    g_object_unref (task);
+}
+
 void
 _portal_keyring_bridge_run (gpointer self, GCancellable *cancellable, GAsyncReadyCallback callback,
                             gpointer user_data, gpointer source_tag, ResultKind kind, StartFunc start, gpointer args)
 {
-    GTask *task = g_task_new (self, cancellable, callback, user_data);
-    g_task_set_source_tag (task, source_tag);
-    bridge_start (self, task, kind, start, args);
-    g_object_unref (task);
+    bridge_run (self, cancellable, callback, user_data, source_tag, kind, start, NULL, args);
+}
+
+void
+_portal_keyring_bridge_run_sign_in (PortalKeyringAuth *self, GCancellable *cancellable, GAsyncReadyCallback callback,
+                                    gpointer user_data, gpointer source_tag, SignInStartFunc start, gpointer args)
+{
+    bridge_run (self, cancellable, callback, user_data, source_tag, RESULT_SIGN_IN, NULL, start, args);
 }
 
 GTask *
@@ -167,6 +223,14 @@ _portal_keyring_bridge_task (gpointer self, GAsyncResult *result, gpointer sourc
     g_return_val_if_fail (g_task_is_valid (result, self), NULL);
     g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == source_tag, NULL);
     return G_TASK (result);
+}
+
+SignInOutcome *
+_portal_keyring_bridge_sign_in_outcome (PortalKeyringAuth *self, GAsyncResult *result, gpointer source_tag,
+                                        GError **error)
+{
+    GTask *task = _portal_keyring_bridge_task (self, result, source_tag);
+    return task ? g_task_propagate_pointer (task, error) : NULL;
 }
 
 /* ------------------------------------------------------------------------------------------

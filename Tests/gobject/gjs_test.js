@@ -3,13 +3,15 @@
 //
 //   GI_TYPELIB_PATH=build/gobject LD_LIBRARY_PATH=build/gobject gjs -m Tests/gobject/gjs_test.js
 //
+// Then a TOTP sign-in against the fake Portal API of scripts/with-portal-api.sh.
 // One line a check ("ok    …" / "FAIL  …"); exits 1 when any failed.
 import GLib from 'gi://GLib';
 import Gio from 'gi://Gio';
 import PortalKeyring from 'gi://PortalKeyring?version=1';
 import System from 'system';
 
-for (const name of ['restore_session', 'persist_session', 'clear_persisted_session'])
+for (const name of ['restore_session', 'persist_session', 'clear_persisted_session', 'get_methods',
+    'send_magic_link', 'handle_redirect', 'verify_totp'])
     Gio._promisify(PortalKeyring.Auth.prototype, `${name}_async`, `${name}_finish`);
 Gio._promisify(PortalKeyring.Portal, 'new_async', 'new_finish');
 Gio._promisify(PortalKeyring.Portal.prototype, 'request_async', 'request_finish');
@@ -69,6 +71,58 @@ async function main() {
 
     check(await auth.clear_persisted_session_async(null) === true, 'clear');
     check(await auth.restore_session_async(null) === null, 'signed out after clear');
+    await signIn();
+}
+
+// A TOTP sign-in against the fake Portal API (scripts/with-portal-api.sh): a grant minted by its
+// admin API, handle_redirect, a wrong code, the right one, the session a restore finds.
+function admin(method, path, body) {
+    const script = 'import json,sys,urllib.request as u; b=sys.argv[3].encode() or None; ' +
+        "r=u.Request(sys.argv[1]+sys.argv[2], data=b, method=sys.argv[4], headers={'Content-Type':'application/json'}); " +
+        "print(json.dumps(json.load(u.urlopen(r))['data']))";
+    const python = Gio.Subprocess.new(['python3', '-c', script, GLib.getenv('PORTAL_TEST_API_URL'), path, body ?? '',
+        method], Gio.SubprocessFlags.STDOUT_PIPE);
+    const [, out] = python.communicate_utf8(null, null);
+    return JSON.parse(out);
+}
+
+async function signIn() {
+    const signer = new PortalKeyring.Auth({
+        auth_environment_id: envId, redirect_url: 'portalkeyring://auth/callback',
+        api_host: GLib.getenv('PORTAL_TEST_API_HOST'),
+    });
+    signer.init(null);
+    const [methods, autoCreateWallet] = await signer.get_methods_async(null);
+    check(methods.includes('EMAIL_MAGIC_LINK') && autoCreateWallet === true, `get_methods: ${methods}`);
+    try {
+        await signer.send_magic_link_async('someone@example.com', null);
+        check(false, 'send_magic_link without a configuration rejects');
+    } catch (e) {
+        check(e.matches(PortalKeyring.Error, PortalKeyring.Error.MAGIC_LINK_NOT_CONFIGURED),
+            `send_magic_link without a configuration rejects: ${e.message}`);
+    }
+    const endUser = `end-user-gjs-totp-${new Date().getTime()}`;
+    const grant = admin('POST', '/_admin/grants', JSON.stringify({
+        kind: 'magic_link', endUserId: endUser, totpRequired: true, redirectUrl: 'portalkeyring://auth/callback',
+    }));
+    const step = await signer.handle_redirect_async(grant.redirectUrl,
+        PortalKeyring.RedirectFlags.ALLOW_UNSOLICITED, null);
+    check(step.kind === PortalKeyring.RedirectKind.TOTP_REQUIRED && step.session === null,
+        'handle_redirect of a TOTP grant asks for the code');
+    const jwt = step.copy_user_jwt();
+    check(step.copy_totp_link()?.startsWith('otpauth://'), 'the enrolment link comes with the first TOTP step');
+    const {code} = admin('GET', `/_admin/totp?endUserId=${endUser}`);
+    try {
+        await signer.verify_totp_async(code === '000000' ? '111111' : '000000', jwt, null);
+        check(false, 'a wrong TOTP code rejects');
+    } catch (e) {
+        check(e.matches(PortalKeyring.Error, PortalKeyring.Error.AUTHENTICATION_FAILED), 'a wrong TOTP code rejects');
+    }
+    const session = await signer.verify_totp_async(code, jwt, null);
+    check(session.end_user_id === endUser && session.client_id !== null, 'verify_totp signs the end user in');
+    const restored = await signer.restore_session_async(null);
+    check(restored?.end_user_id === endUser, 'restore finds the signed-in session');
+    check(await signer.clear_persisted_session_async(null) === true, 'clear after the sign-in');
 }
 
 // The fake Portal API's admin routes (Tests/gobject/fake_api_admin.py): the data.token answered.

@@ -12,8 +12,10 @@
  * Prints a line a failed check (check.h) and "gobject_test: N checks, M failed"; exits 1 on any.
  */
 #define _GNU_SOURCE
-#include "gobject_test.h"
+#include "gobject_wait.h"
 #include "main_loop.h"
+
+#include <portal-keyring-gobject/portal-keyring-gobject.h>
 
 #include <signal.h>
 #include <sys/types.h>

@@ -13,7 +13,9 @@
  */
 #define _GNU_SOURCE
 #include "fake_api.h"
-#include "gobject_test.h"
+#include "gobject_wait.h"
+
+#include <portal-keyring-gobject/portal-keyring-gobject.h>
 
 #define END_USER "end-user-gobject-portal"
 

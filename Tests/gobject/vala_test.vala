@@ -1,5 +1,6 @@
 // vala_test.vala — the GNOME API from Vala through the generated .vapi (valac --pkg
-// portal-keyring-gobject-1): async/yield on a main loop against the private keyring.
+// portal-keyring-gobject-1): async/yield on a main loop against the private keyring and the fake
+// Portal API.
 // Prints one line a check; exits 1 when any failed.
 int failed = 0;
 
@@ -38,6 +39,14 @@ async void run (MainLoop loop) {
         yield auth.clear_persisted_session ();
         check ((yield auth.restore_session ()) == null, "signed out after clear");
         yield portal_checks (env_id + "-portal");
+        // Sign-in through the .vapi, against the fake Portal API (scripts/with-portal-api.sh).
+        var signer = new PortalKeyring.Auth (env_id, "portalkeyring://auth/callback",
+                                             Environment.get_variable ("PORTAL_TEST_API_HOST"));
+        bool wallet;
+        string[] methods = yield signer.get_methods (null, out wallet);
+        check ("GOOGLE" in methods && wallet, "get_methods: " + string.joinv (",", methods));
+        var result = yield signer.handle_redirect ("otherapp://auth?token=x", PortalKeyring.RedirectFlags.NONE);
+        check (result.kind == PortalKeyring.RedirectKind.NOT_HANDLED, "another app's URL is not handled");
     } catch (Error e) {
         check (false, "unexpected error: " + e.message);
     }

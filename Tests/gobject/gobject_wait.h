@@ -1,16 +1,19 @@
 /*
- * gobject_test.h — what the C test programs of the GNOME API (gobject_test.c, portal_test.c)
- * share: the outcome of one asynchronous call, the loop that waits for it, and the check of a
- * GError's domain and code.
+ * gobject_wait.h — what the C test programs of the GNOME API in Tests/gobject/ share: one
+ * asynchronous call's outcome, filled by its GAsyncReadyCallback, and the check of a GError.
+ *
+ *   Wait wait = {0}; portal_keyring_auth_X_async(..., wait_callback, &wait);
+ *   wait_run(&wait, context, timeout_ms)   iterates context until the callback ran; true if it did
+ *   wait_clear(&wait)                      drops the result, for the next call
+ *   CHECK_GERROR(error, domain, code)      error is set, of that domain and code
  */
-#ifndef PORTAL_TEST_GOBJECT_TEST_H
-#define PORTAL_TEST_GOBJECT_TEST_H
+#ifndef PORTAL_TEST_GOBJECT_WAIT_H
+#define PORTAL_TEST_GOBJECT_WAIT_H
 
 #include "check.h"
 
-#include <portal-keyring-gobject/portal-keyring-gobject.h>
+#include <gio/gio.h>
 
-/* One asynchronous call's outcome, filled by its callback. */
 typedef struct {
     int done;
     GObject *source;
@@ -29,7 +32,6 @@ static inline void wait_callback(GObject *source, GAsyncResult *result, gpointer
     g_main_context_unref(wait->context); /* kept only for comparison */
 }
 
-/* Iterates context until the callback ran or timeout_ms passed; true when it ran. */
 static inline int wait_run(Wait *wait, GMainContext *context, int timeout_ms) {
     gint64 end = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
     while (!wait->done && g_get_monotonic_time() < end) g_main_context_iteration(context, FALSE), g_usleep(1000);
