@@ -4,7 +4,7 @@
  * portal_keyring.hpp (it includes it); code that only blocks includes portal_keyring.hpp alone.
  *
  *   portal_keyring::completion_queue queue = portal_keyring::completion_queue::pollable();
- *   portal_keyring::operation op = auth.restore_session_async(queue,
+ *   portal_keyring::operation op = portal_keyring::async(auth).restore_session(queue,
  *       [](portal_keyring::result<std::optional<portal_keyring::session>> r) {
  *           if (!r) return show_error(r.message());   // NOT signed out
  *           if (!*r) return show_sign_in();           // signed out
@@ -12,16 +12,17 @@
  *       });
  *   // in the loop: poll queue.fd() for POLLIN, then queue.dispatch();
  *
- * Each *_async method returns at once (never keyring or network I/O on the calling thread) and
- * its callback runs exactly once, on the completion_queue passed to it, never before the method
+ * async(x) gives the non-blocking form of each call of an auth, session or portal that the C ABI
+ * has as *_async. Each returns at once (never keyring or network I/O on the calling thread) and
+ * its callback runs exactly once, on the completion_queue passed to it, never before the call
  * returned. What the wrapper adds to the C rules (docs/threading.md#non-blocking-calls):
  *
  *  - Errors: the completion carries a result<T>: status(), message() and the value. It holds what
  *    the blocking form reports: result::value() throws the same portal_keyring::error subclass
  *    the blocking call throws, with the same code and message. A cancelled operation completes
  *    with status PORTAL_ERR_CANCELLED (value() throws portal_keyring::cancelled). Arguments are
- *    checked before anything starts: a bad one throws invalid_argument from the *_async method
- *    itself, as from the blocking form; then the callback never runs and is destroyed at once.
+ *    checked before anything starts: a bad one throws invalid_argument from the call itself, as
+ *    from the blocking form; then the callback never runs and is destroyed at once.
  *  - Ownership of the callback: the wrapper moves it to the heap and hands it to the C library as
  *    user_data; the library's destroy_notify deletes it, exactly once — after the completion, when
  *    the completion is dropped (its pollable queue was freed first: no callback, only the
@@ -50,6 +51,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -355,6 +357,61 @@ inline session to_signed_in(portal_sign_in_result &r) { return session(std::exch
 } // namespace detail
 
 // ------------------------------------------------------------------------------------------------
+// watch: the stored session's changes, on a completion queue
+// ------------------------------------------------------------------------------------------------
+
+namespace detail {
+/** The heap-owned watch callback: user_data of portal_auth_watch_async, deleted by destroy_notify. */
+struct watch_box {
+    std::function<void(portal_watch_event, std::string_view)> callback;
+};
+} // namespace detail
+
+extern "C" {
+static inline void portal_keyring_hpp_watch_event(portal_watch_event event, const char *end_user_id,
+                                                  void *user_data) noexcept {
+    try {
+        static_cast<detail::watch_box *>(user_data)->callback(
+            event, end_user_id ? std::string_view(end_user_id) : std::string_view());
+    } catch (...) {
+        detail::report_callback_exception();
+    }
+}
+
+static inline void portal_keyring_hpp_release_watch(void *user_data) noexcept {
+    delete static_cast<detail::watch_box *>(user_data);
+}
+}
+
+/**
+ * A running watch (portal_watch). Move-only; destroying it (or reset()) stops the watch without
+ * waiting (portal_watch_free): called on the queue's thread, no event is delivered after that.
+ * The callback is deleted by destroy_notify once no delivery holds it.
+ */
+class watch {
+public:
+    watch() noexcept = default;
+    watch(watch &&) noexcept = default;
+    watch &operator=(watch &&) noexcept = default;
+    watch(const watch &) = delete;
+    watch &operator=(const watch &) = delete;
+    ~watch() = default;
+
+    void reset() noexcept { handle_.reset(); }
+    portal_watch *native_handle() const noexcept { return handle_.get(); }
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+private:
+    friend class auth_async;
+    struct deleter {
+        void operator()(portal_watch *w) const noexcept { portal_watch_free(w); }
+    };
+    explicit watch(portal_watch *owned) noexcept : handle_(owned) {}
+
+    std::unique_ptr<portal_watch, deleter> handle_;
+};
+
+// ------------------------------------------------------------------------------------------------
 // The non-blocking calls
 // ------------------------------------------------------------------------------------------------
 
@@ -445,6 +502,22 @@ public:
         return sign_in_call<session>(std::move(done), &detail::to_signed_in, [&](auto cb, void *ud, auto dn, std::uint64_t *id) {
             return portal_auth_verify_totp_async(auth_, c_code, user_jwt, q.native_handle(), cb, ud, dn, id);
         });
+    }
+
+    /**
+     * portal_auth_watch_async(): the first event is PORTAL_WATCH_STARTED, or PORTAL_WATCH_FAILED
+     * with the reason in the text; then the changes, in order (the text: the end user id of
+     * PORTAL_WATCH_SIGNED_IN, else empty; valid during the call).
+     */
+    watch watch_session(const completion_queue &q, std::function<void(portal_watch_event, std::string_view)> on_event) {
+        if (!on_event) detail::throw_invalid("callback: empty std::function");
+        auto box = std::make_unique<detail::watch_box>();
+        box->callback = std::move(on_event);
+        portal_watch *out = nullptr;
+        // From here the C library owns the box: destroy_notify deletes it, also when this fails.
+        detail::check(portal_auth_watch_async(auth_, q.native_handle(), &portal_keyring_hpp_watch_event, box.release(),
+                                              &portal_keyring_hpp_release_watch, &out));
+        return watch(out);
     }
 
 private:

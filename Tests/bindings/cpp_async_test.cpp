@@ -28,6 +28,8 @@
 #include <thread>
 #include <type_traits>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 namespace pk = portal_keyring;
 using namespace std::chrono_literals;
@@ -326,6 +328,29 @@ static void test_sign_in_calls() {
     CHECK(redirect && redirect->ok() && (*redirect)->kind == PORTAL_REDIRECT_NOT_HANDLED && !(*redirect)->signed_in);
 }
 
+/* A watch on the loop: STARTED, then another process's sign-in; stopping it destroys the callback. */
+static void test_watch() {
+    poll_loop l;
+    pk::auth a = new_auth("watch");
+    std::atomic<int> destroyed{0};
+    auto w = std::make_shared<witness>(destroyed);
+    std::vector<std::pair<portal_watch_event, std::string>> events;
+    pk::watch watching = pk::async(a).watch_session(l.queue(), [&, w](portal_watch_event e, std::string_view text) {
+        events.emplace_back(e, std::string(text));
+    });
+    w.reset();
+    CHECK(l.run_until([&] { return !events.empty(); }));
+    CHECK(!events.empty() && events[0].first == PORTAL_WATCH_STARTED);
+    pk::auth other(unique("watch"), "cpp-test://cb");
+    other.persist_session("u-watched", "tok-watched");
+    CHECK(l.run_until([&] { return events.size() >= 2; }));
+    CHECK(events.size() >= 2 && events.back().first == PORTAL_WATCH_SIGNED_IN && events.back().second == "u-watched");
+    CHECK(destroyed == 0);
+    watching.reset();
+    CHECK(l.run_until([&] { return destroyed == 1; }, 2s));
+    a.clear_persisted_session();
+}
+
 /* Cancel completes once with PORTAL_ERR_CANCELLED, at once, also when the handle is dropped; the
  * callback's state is destroyed exactly once in every path. */
 static void test_cancel_and_destroy_once() {
@@ -430,6 +455,7 @@ int main() {
         {"errors as values", test_errors_as_values},
         {"portal calls, queued listener, close", test_portal_calls},
         {"sign-in calls", test_sign_in_calls},
+        {"watch", test_watch},
         {"cancel, destroy exactly once", test_cancel_and_destroy_once},
         {"provider stopped: the loop never blocks", test_provider_stopped},
     };
