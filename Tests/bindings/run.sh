@@ -134,6 +134,7 @@ compile() { # NAME SOURCE [EXTRA...]; COMPILER (default CXX) and FLAGS (default 
     local name=$1 source=$2 with=${COMPILER:-$cxx} flags=("${strict[@]}")
     shift 2
     [[ -n ${FLAGS:-} ]] && read -ra flags <<<"$FLAGS"
+    rm -f "$build/$name" # a failed build leaves no older program to run
     if "$with" "${flags[@]}" -I"$repo/Include" "$source" -o "$build/$name" "$@" "${link[@]}" 2>"$build/$name.log"; then
         pass "compiled ${source#"$repo"/} with $with (${flags[*]})"
     else
@@ -145,10 +146,12 @@ compile restore_on_launch_cpp "$repo/examples/cpp/restore_on_launch.cpp"
 compile cpp_wrapper_test "$repo/Tests/bindings/cpp_wrapper_test.cpp" -pthread
 # shellcheck disable=SC2207  # pkg-config output is a word list
 glib=($(pkg-config --cflags glib-2.0 | sed 's/-I/-isystem /g') $(pkg-config --libs glib-2.0))
+blocking_built=$cpp_built # cpp_async_test failing to build must not skip the blocking wrapper's steps
 for compiler in "${compilers[@]}"; do
     COMPILER=$compiler FLAGS="${strict[*]} ${extra[*]}" compile "cpp_async_test.$(basename "$compiler")" \
         "$repo/Tests/bindings/cpp_async_test.cpp" -pthread "${glib[@]}"
 done
+cpp_built=$blocking_built
 c_reference=1
 if ! gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$repo/Include" "$repo/examples/c/restore_on_launch.c" \
     -o "$build/restore_on_launch_c" "${link[@]}" 2>"$build/restore_on_launch_c.log"; then
