@@ -217,12 +217,15 @@ struct auth_deleter {
 struct session_deleter {
     void operator()(portal_session *p) const noexcept { portal_session_free(p); }
 };
+/** How a portal is freed when its last reference goes: portal_free, unless portal_async::close()
+ *  set `instead` (portal_free_async; never throws). Shared with the portal object, since reading
+ *  a shared_ptr's deleter back (std::get_deleter) needs RTTI. */
+using portal_closer = std::shared_ptr<std::function<void(::portal *)>>;
 struct portal_deleter {
-    /** Set by portal_async::close(): frees with portal_free_async instead (never throws). */
-    std::function<void(::portal *)> instead;
+    portal_closer instead;
     void operator()(::portal *p) const noexcept {
-        if (instead) {
-            instead(p);
+        if (instead && *instead) {
+            (*instead)(p);
         } else {
             portal_free(p);
         }
@@ -259,8 +262,8 @@ struct listener_box {
 
 /**
  * Sets what happens to an exception that escapes a listener or a completion callback (it never
- * reaches the C library, and is not rethrown). The handler runs on the callback's thread. nullptr restores the default (a line on stderr).
- * Returns the previous handler.
+ * reaches the C library, and is not rethrown). The handler runs on the callback's thread.
+ * nullptr restores the default (a line on stderr). Returns the previous handler.
  */
 inline detail::listener_exception_handler
 set_listener_exception_handler(detail::listener_exception_handler handler) noexcept {
@@ -492,7 +495,7 @@ public:
     explicit portal(const session &credentials, const std::optional<std::string> &api_host = std::nullopt) {
         ::portal *out = nullptr;
         detail::check(portal_new(&out, credentials.native_handle(), detail::c_arg(api_host, "api_host")));
-        handle_.reset(out, detail::portal_deleter());
+        handle_.reset(out, detail::portal_deleter{closer_});
     }
 
     /** A client from a static API key: never invalidates; listeners are spent at once. */
@@ -554,7 +557,7 @@ public:
 private:
     friend class portal_async; // portal_keyring_async.hpp: queued listeners, close()
 
-    explicit portal(::portal *owned) : handle_(owned, detail::portal_deleter()) {}
+    explicit portal(::portal *owned) : handle_(owned, detail::portal_deleter{closer_}) {}
 
     /** Registers callback through `start(deliver, user_data, release, &id)` (a C registration call). */
     template <typename Start> listener register_listener(std::function<void()> callback, Start start) {
@@ -570,10 +573,12 @@ private:
     /** Drops this object's handle, freeing the portal with `free_instead` (noexcept in effect). */
     void close_with(std::function<void(::portal *)> free_instead) {
         if (!handle_) detail::throw_invalid("portal: moved from or closed");
-        std::get_deleter<detail::portal_deleter>(handle_)->instead = std::move(free_instead);
+        *closer_ = std::move(free_instead);
+        closer_.reset();
         handle_.reset();
     }
 
+    detail::portal_closer closer_ = std::make_shared<std::function<void(::portal *)>>(); // before handle_
     std::shared_ptr<::portal> handle_; // shared only with listener handles' weak references
 };
 
