@@ -33,12 +33,16 @@
  *    a library-owned thread (one serial queue per portal), never under a library lock; they may
  *    call anything here, including listener::cancel() on themselves and destroying the portal.
  *    An exception that escapes a listener never crosses into the C library: it is passed to the
- *    handler set with set_listener_exception_handler() (default: one line on stderr).
+ *    handler set with set_listener_exception_handler() (default: one line on stderr); the same
+ *    handler gets what escapes a completion callback of portal_keyring_async.hpp.
  *  - listener handles do not own the registration: dropping one does not cancel it. cancel()
  *    is safe after the portal is gone (it then does nothing: destroying the portal cancelled it).
  *
  * Threads: the library is thread-safe; one object may be used from several threads at once, but
  * — as for any C++ object — it must not be destroyed or moved from while another thread uses it.
+ *
+ * Non-blocking forms (completion queues, results as values, cancellable operations): include
+ * portal_keyring_async.hpp instead, which includes this header.
  *
  * Compiles warning-free with -std=c++17 -Wall -Wextra -pedantic (and -Wshadow -Wconversion
  * -Wsign-conversion -Wold-style-cast), with GCC and Clang.
@@ -132,7 +136,7 @@ PORTAL_KEYRING_HPP_ERROR(authentication_failed);
 PORTAL_KEYRING_HPP_ERROR(unsolicited_redirect);
 /** PORTAL_ERR_DIFFERENT_END_USER: another end user's session is stored; nothing stored. */
 PORTAL_KEYRING_HPP_ERROR(different_end_user);
-/** PORTAL_ERR_CANCELLED: a non-blocking call was cancelled (this wrapper has none yet). */
+/** PORTAL_ERR_CANCELLED: a non-blocking call was cancelled (portal_keyring_async.hpp). */
 PORTAL_KEYRING_HPP_ERROR(cancelled);
 /** PORTAL_ERR_MAGIC_LINK_NOT_CONFIGURED: no magic-link sender and template; nothing sent. */
 PORTAL_KEYRING_HPP_ERROR(magic_link_not_configured);
@@ -213,20 +217,37 @@ struct auth_deleter {
 struct session_deleter {
     void operator()(portal_session *p) const noexcept { portal_session_free(p); }
 };
+/** How a portal is freed when its last reference goes: portal_free, unless portal_async::close()
+ *  set `instead` (portal_free_async; never throws). Shared with the portal object, since reading
+ *  a shared_ptr's deleter back (std::get_deleter) needs RTTI. */
+using portal_closer = std::shared_ptr<std::function<void(::portal *)>>;
 struct portal_deleter {
-    void operator()(::portal *p) const noexcept { portal_free(p); }
+    portal_closer instead;
+    void operator()(::portal *p) const noexcept {
+        if (instead && *instead) {
+            (*instead)(p);
+        } else {
+            portal_free(p);
+        }
+    }
 };
 
-/** Called with the exception that escaped a listener (on the library thread). */
+/** A duration in milliseconds as the C library takes it (1 … 600 s). */
+inline std::uint32_t to_ms(std::chrono::milliseconds value, const char *name) {
+    if (value.count() < 1 || value.count() > 600000) throw_invalid(std::string(name) + ": must be 1 … 600000");
+    return static_cast<std::uint32_t>(value.count());
+}
+
+/** Called with the exception that escaped a listener or completion callback (on its thread). */
 using listener_exception_handler = void (*)(std::exception_ptr) noexcept;
 
 inline void default_listener_exception_handler(std::exception_ptr exception) noexcept {
     try {
         std::rethrow_exception(exception);
     } catch (const std::exception &e) {
-        std::fprintf(stderr, "portal_keyring: a session-invalidated listener threw: %s\n", e.what());
+        std::fprintf(stderr, "portal_keyring: a callback threw: %s\n", e.what());
     } catch (...) {
-        std::fprintf(stderr, "portal_keyring: a session-invalidated listener threw a non-std exception\n");
+        std::fprintf(stderr, "portal_keyring: a callback threw a non-std exception\n");
     }
 }
 
@@ -240,9 +261,9 @@ struct listener_box {
 } // namespace detail
 
 /**
- * Sets what happens to an exception that escapes a listener (it never reaches the C library).
- * The handler runs on the library thread. nullptr restores the default (a line on stderr).
- * Returns the previous handler.
+ * Sets what happens to an exception that escapes a listener or a completion callback (it never
+ * reaches the C library, and is not rethrown). The handler runs on the callback's thread.
+ * nullptr restores the default (a line on stderr). Returns the previous handler.
  */
 inline detail::listener_exception_handler
 set_listener_exception_handler(detail::listener_exception_handler handler) noexcept {
@@ -387,8 +408,8 @@ public:
 
     /** Keyring deadlines of later calls (1 ms … 600 s each; defaults 5 s and 30 s). */
     void set_keyring_timeouts(std::chrono::milliseconds call_timeout, std::chrono::milliseconds prompt_timeout) {
-        detail::check(portal_auth_set_keyring_timeouts(handle_.get(), to_ms(call_timeout, "call_timeout_ms"),
-                                                       to_ms(prompt_timeout, "prompt_timeout_ms")));
+        detail::check(portal_auth_set_keyring_timeouts(handle_.get(), detail::to_ms(call_timeout, "call_timeout_ms"),
+                                                       detail::to_ms(prompt_timeout, "prompt_timeout_ms")));
     }
 
     /**
@@ -421,17 +442,14 @@ public:
     explicit operator bool() const noexcept { return handle_ != nullptr; }
 
 private:
-    static std::uint32_t to_ms(std::chrono::milliseconds value, const char *name) {
-        if (value.count() < 1 || value.count() > 600000) detail::throw_invalid(std::string(name) + ": must be 1 … 600000");
-        return static_cast<std::uint32_t>(value.count());
-    }
-
     std::unique_ptr<portal_auth, detail::auth_deleter> handle_;
 };
 
 // ------------------------------------------------------------------------------------------------
 // portal and listeners
 // ------------------------------------------------------------------------------------------------
+
+class portal_async;
 
 /**
  * One listener registration. Copyable; does not own the registration (dropping it does not
@@ -477,7 +495,7 @@ public:
     explicit portal(const session &credentials, const std::optional<std::string> &api_host = std::nullopt) {
         ::portal *out = nullptr;
         detail::check(portal_new(&out, credentials.native_handle(), detail::c_arg(api_host, "api_host")));
-        handle_.reset(out, detail::portal_deleter());
+        handle_.reset(out, detail::portal_deleter{closer_});
     }
 
     /** A client from a static API key: never invalidates; listeners are spent at once. */
@@ -500,15 +518,9 @@ public:
      * @throws invalid_argument for an empty function or a moved-from portal.
      */
     listener on_session_invalidated(std::function<void()> callback) {
-        if (!callback) detail::throw_invalid("callback: empty std::function");
-        auto box = std::make_unique<detail::listener_box>();
-        box->callback = std::move(callback);
-        std::uint64_t id = 0;
-        // From here the C library owns the box: destroy_notify deletes it, also when this fails.
-        portal_status status = portal_on_session_invalidated(handle_.get(), &portal_keyring_hpp_deliver, box.release(),
-                                                             &portal_keyring_hpp_release, &id);
-        detail::check(status);
-        return listener(handle_, id);
+        return register_listener(std::move(callback), [&](auto cb, void *user_data, auto release, std::uint64_t *id) {
+            return portal_on_session_invalidated(handle_.get(), cb, user_data, release, id);
+        });
     }
 
     /** Reports that the app's own request with rejected_token as bearer got HTTP 401.
@@ -543,8 +555,30 @@ public:
     void reset() noexcept { handle_.reset(); }
 
 private:
-    explicit portal(::portal *owned) : handle_(owned, detail::portal_deleter()) {}
+    friend class portal_async; // portal_keyring_async.hpp: queued listeners, close()
 
+    explicit portal(::portal *owned) : handle_(owned, detail::portal_deleter{closer_}) {}
+
+    /** Registers callback through `start(deliver, user_data, release, &id)` (a C registration call). */
+    template <typename Start> listener register_listener(std::function<void()> callback, Start start) {
+        if (!callback) detail::throw_invalid("callback: empty std::function");
+        auto box = std::make_unique<detail::listener_box>();
+        box->callback = std::move(callback);
+        std::uint64_t id = 0;
+        // From here the C library owns the box: destroy_notify deletes it, also when this fails.
+        detail::check(start(&portal_keyring_hpp_deliver, box.release(), &portal_keyring_hpp_release, &id));
+        return listener(handle_, id);
+    }
+
+    /** Drops this object's handle, freeing the portal with `free_instead` (noexcept in effect). */
+    void close_with(std::function<void(::portal *)> free_instead) {
+        if (!handle_) detail::throw_invalid("portal: moved from or closed");
+        *closer_ = std::move(free_instead);
+        closer_.reset();
+        handle_.reset();
+    }
+
+    detail::portal_closer closer_ = std::make_shared<std::function<void(::portal *)>>(); // before handle_
     std::shared_ptr<::portal> handle_; // shared only with listener handles' weak references
 };
 

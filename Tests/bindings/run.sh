@@ -9,16 +9,18 @@
 #   1. pytest and mypy: imported, or installed (python3 -m pip install; as root, apt-get install
 #      python3-pytest / python3-mypy as a fallback);
 #   2. keyringctl ($PORTAL_TEST_KEYRINGCTL, else built into BUILD_DIR);
-#   3. C++: Include/portal_keyring.hpp compiled on its own and in two linked translation units
-#      with g++ (and clang++ when found) -std=c++17 -Wall -Wextra -pedantic -Werror (plus
-#      -Wshadow -Wconversion -Wsign-conversion -Wold-style-cast), then examples/cpp/*.cpp and
-#      Tests/bindings/cpp_wrapper_test.cpp; BUILD_DIR defaults to build/bindings;
+#   3. C++: Include/portal_keyring.hpp and portal_keyring_async.hpp compiled in two linked
+#      translation units with g++ (and clang++ when found) -std=c++17 -Wall -Wextra -pedantic
+#      -Werror (plus -Wshadow -Wconversion -Wsign-conversion -Wold-style-cast), then
+#      examples/cpp/*.cpp and Tests/bindings/cpp_wrapper_test.cpp, and
+#      Tests/bindings/cpp_async_test.cpp with every compiler and those flags (GLib's headers as
+#      system headers); BUILD_DIR defaults to build/bindings;
 #   4. mypy --strict on python/portal_keyring, examples/python, Tests/python,
 #      Tests/flatpak/python_restore.py and
 #      Tests/bindings/typing/watch_good.py, and that it rejects watch_bad.py (mypy installed
 #      like pytest when missing: pip, else apt-get install python3-mypy), then the pytest suite
 #      Tests/python (python3 -m pytest -W error) with PYTHONPATH=python;
-#   5. cpp_wrapper_test;
+#   5. cpp_wrapper_test and cpp_async_test (the one built with CXX);
 #   6. restore_on_launch end to end in Python, C++ and — as the reference — C
 #      (examples/c/restore_on_launch.c): the same scenarios (first launch, restore, reinstall,
 #      $HOME fallback, locked collection, no session bus, bad input), each run as a separate
@@ -114,25 +116,27 @@ extra=(-Wshadow -Wconversion -Wsign-conversion -Wold-style-cast -Wnon-virtual-dt
 link=(-L"$libdir" -lportal-keyring -Wl,-rpath,"$libdir")
 compilers=("$cxx")
 if command -v clang++ >/dev/null 2>&1; then compilers+=(clang++); fi
-printf '#include <portal_keyring.hpp>\nint tu_one(void);\nint tu_one(void) { return portal_keyring::library_matches_header() ? 0 : 1; }\n' >"$build/hpp_tu1.cpp"
-printf '#include <portal_keyring.hpp>\n#include <portal_keyring.hpp>\nint tu_one(void);\nint main(void) { return tu_one(); }\n' >"$build/hpp_tu2.cpp"
+printf '#include <portal_keyring.hpp>\n#include <portal_keyring_async.hpp>\nint tu_one(void);\nint tu_one(void) { return portal_keyring::library_matches_header() ? 0 : 1; }\n' >"$build/hpp_tu1.cpp"
+printf '#include <portal_keyring_async.hpp>\n#include <portal_keyring.hpp>\n#include <portal_keyring_async.hpp>\nint tu_one(void);\nint main(void) { return tu_one(); }\n' >"$build/hpp_tu2.cpp"
 for compiler in "${compilers[@]}"; do
     for std in c++17 c++20; do
         flags=("${strict[@]/-std=c++17/-std=$std}" "${extra[@]}")
         if "$compiler" "${flags[@]}" -I"$repo/Include" "$build/hpp_tu1.cpp" "$build/hpp_tu2.cpp" \
             -o "$build/hpp_check" "${link[@]}" 2>"$build/hpp_check.log" && "$build/hpp_check"; then
-            pass "portal_keyring.hpp: $compiler -std=$std ${strict[*]:1} ${extra[*]} (two TUs, linked, run)"
+            pass "portal_keyring.hpp, portal_keyring_async.hpp: $compiler -std=$std ${strict[*]:1} ${extra[*]} (two TUs, linked, run)"
         else
             fail "portal_keyring.hpp with $compiler -$std: $(cat "$build/hpp_check.log")"
         fi
     done
 done
 cpp_built=1
-compile() { # NAME SOURCE [EXTRA...]
-    local name=$1 source=$2
+compile() { # NAME SOURCE [EXTRA...]; COMPILER (default CXX) and FLAGS (default the strict ones) from the caller
+    local name=$1 source=$2 with=${COMPILER:-$cxx} flags=("${strict[@]}")
     shift 2
-    if "$cxx" "${strict[@]}" -I"$repo/Include" "$source" -o "$build/$name" "$@" "${link[@]}" 2>"$build/$name.log"; then
-        pass "compiled ${source#"$repo"/} (${strict[*]})"
+    [[ -n ${FLAGS:-} ]] && read -ra flags <<<"$FLAGS"
+    rm -f "$build/$name" # a failed build leaves no older program to run
+    if "$with" "${flags[@]}" -I"$repo/Include" "$source" -o "$build/$name" "$@" "${link[@]}" 2>"$build/$name.log"; then
+        pass "compiled ${source#"$repo"/} with $with (${flags[*]})"
     else
         fail "compile ${source#"$repo"/}: $(cat "$build/$name.log")"
         cpp_built=0
@@ -140,6 +144,14 @@ compile() { # NAME SOURCE [EXTRA...]
 }
 compile restore_on_launch_cpp "$repo/examples/cpp/restore_on_launch.cpp"
 compile cpp_wrapper_test "$repo/Tests/bindings/cpp_wrapper_test.cpp" -pthread
+# shellcheck disable=SC2207  # pkg-config output is a word list
+glib=($(pkg-config --cflags glib-2.0 | sed 's/-I/-isystem /g') $(pkg-config --libs glib-2.0))
+blocking_built=$cpp_built # cpp_async_test failing to build must not skip the blocking wrapper's steps
+for compiler in "${compilers[@]}"; do
+    COMPILER=$compiler FLAGS="${strict[*]} ${extra[*]}" compile "cpp_async_test.$(basename "$compiler")" \
+        "$repo/Tests/bindings/cpp_async_test.cpp" -pthread "${glib[@]}"
+done
+cpp_built=$blocking_built
 c_reference=1
 if ! gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$repo/Include" "$repo/examples/c/restore_on_launch.c" \
     -o "$build/restore_on_launch_c" "${link[@]}" 2>"$build/restore_on_launch_c.log"; then
@@ -196,6 +208,17 @@ if ((cpp_built)); then
     if ((cpp_rc == 0)); then pass "$cpp_summary"; else fail "cpp_wrapper_test exited $cpp_rc: $cpp_summary"; fi
 else
     fail "cpp_wrapper_test not run (build failed)"
+fi
+
+section "C++: cpp_async_test"
+async_test=$build/cpp_async_test.$(basename "$cxx")
+if [[ -x $async_test ]]; then
+    "$async_test" 2>&1 | tee "$build/cpp_async_test.log" | sed 's/^/  | /'
+    async_rc=${PIPESTATUS[0]}
+    async_summary=$(grep -E '^cpp_async_test: ' "$build/cpp_async_test.log" | tail -n1)
+    if ((async_rc == 0)); then pass "$async_summary"; else fail "cpp_async_test exited $async_rc: $async_summary"; fi
+else
+    fail "cpp_async_test not run (build failed)"
 fi
 
 # ------------------------------------------------------------------------------- examples
@@ -379,4 +402,4 @@ fi
 
 # ------------------------------------------------------------------------------- summary
 
-harness_summary "$me" " (pytest: ${pytest_summary:-not run}; ${cpp_summary:-cpp_wrapper_test not run})"
+harness_summary "$me" " (pytest: ${pytest_summary:-not run}; ${cpp_summary:-cpp_wrapper_test not run}; ${async_summary:-cpp_async_test not run})"

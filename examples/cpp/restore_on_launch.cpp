@@ -1,6 +1,8 @@
 /*
- * restore_on_launch.cpp — what a desktop app does at start-up, with the C++ wrapper
- * (Include/portal_keyring.hpp). The same program as examples/c/restore_on_launch.c.
+ * restore_on_launch.cpp — what a desktop app does at start-up, with the C++ wrapper's
+ * non-blocking calls (Include/portal_keyring_async.hpp) on a pollable completion queue that a
+ * plain poll() loop runs (a Qt app watches queue.fd() with a QSocketNotifier instead). The same
+ * program as examples/c/restore_on_launch.c.
  *
  *   restore_on_launch AUTH_ENVIRONMENT_ID
  *
@@ -10,18 +12,32 @@
  *
  * Build: g++ -std=c++17 -I Include restore_on_launch.cpp -L .build/debug -lportal-keyring
  */
-#include <portal_keyring.hpp>
+#include <portal_keyring_async.hpp>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <poll.h>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
+
+namespace pk = portal_keyring;
+
+/* The app's event loop, reduced to what this program waits for: one completion on `queue`. */
+template <typename T> pk::result<T> run_until_complete(pk::completion_queue &queue, pk::operation started,
+                                                       std::optional<pk::result<T>> &slot) {
+    while (!slot) {
+        struct pollfd fd = {queue.fd(), POLLIN, 0};
+        if (poll(&fd, 1, -1) > 0) queue.dispatch();
+    }
+    started.detach();
+    return std::move(*slot);
+}
 
 int fail(const portal_keyring::error &e) {
     std::fprintf(stderr, "error: %s (%d): %s\n", e.status_name(), static_cast<int>(e.code()), e.message().c_str());
@@ -57,6 +73,7 @@ int main(int argc, char **argv) {
 
     try {
         portal_keyring::auth auth(env_id, "example-app://portal/redirect");
+        pk::completion_queue queue = pk::completion_queue::pollable();
 
         /* Keyring items survive uninstall and reinstall, so the first launch after install starts
          * from a clean slate. The flag lives in $XDG_STATE_HOME (default ~/.local/state). */
@@ -71,13 +88,21 @@ int main(int argc, char **argv) {
             return 2;
         }
         if (access(flag.c_str(), F_OK) != 0) {
-            auth.clear_persisted_session(); /* throws: no flag, so this is tried again next launch */
+            std::optional<pk::result<void>> cleared;
+            pk::operation clear = pk::async(auth).clear_persisted_session(
+                queue, [&cleared](pk::result<void> r) { cleared.emplace(std::move(r)); });
+            /* value() throws: no flag, so this is tried again next launch */
+            run_until_complete(queue, std::move(clear), cleared).value();
             std::FILE *f = std::fopen(flag.c_str(), "w");
             if (!f || std::fclose(f) != 0) std::fprintf(stderr, "warning: cannot create %s\n", flag.c_str());
         }
 
-        /* Restore without a network call: a session, std::nullopt (signed out), or an exception. */
-        std::optional<portal_keyring::session> session = auth.restore_session();
+        /* Restore without a network call: a session, std::nullopt (signed out), or an error
+         * status, which value() throws as the blocking restore_session() would. */
+        std::optional<pk::result<std::optional<pk::session>>> restored;
+        pk::operation restore = pk::async(auth).restore_session(
+            queue, [&restored](pk::result<std::optional<pk::session>> r) { restored.emplace(std::move(r)); });
+        std::optional<pk::session> session = run_until_complete(queue, std::move(restore), restored).value();
         if (!session) {
             std::printf("signed out — show sign-in\n");
             return 1;
