@@ -4,7 +4,7 @@
  * GMainContext; requests, report_unauthorized, queued listeners and close(); cancel completes
  * once with PORTAL_ERR_CANCELLED (also by dropping the operation); each callback's captured state
  * is destroyed exactly once (completed, cancelled, refused, thrown from, dropped with its queue);
- * with the provider SIGSTOPped the loop's 10 ms timer never gaps over max_gap_ms (200 ms: the C
+ * with the provider SIGSTOPped the loop's 10 ms timer never gaps over gap_bound_ms (200 ms: the C
  * tests' MAX_GAP_MS, Tests/c/main_loop.h says why; a blocking call would stall it for seconds).
  *
  * Needs (Tests/bindings/run.sh sets them up): scripts/with-keyring.sh + scripts/with-portal-api.sh.
@@ -71,7 +71,7 @@ struct witness {
 };
 
 /* The largest gap allowed: Tests/c/main_loop.h's MAX_GAP_MS. */
-static constexpr double max_gap_ms = 200.0;
+static constexpr double gap_bound_ms = 200.0;
 
 /* One event loop over either queue kind, with a 10 ms timer whose largest gap it records. */
 class loop {
@@ -438,7 +438,7 @@ static void provider_stopped_never_blocks(loop &l, const char *tag) {
     const double took = std::chrono::duration<double, std::milli>(ended - started).count();
     std::printf("  %s, provider stopped: completed after %.0f ms, largest timer gap %.1f ms\n", tag, took, l.max_gap_ms());
     CHECK(restored && restored->status() == PORTAL_ERR_SESSION_STORAGE);
-    CHECK_MSG(l.max_gap_ms() <= max_gap_ms, "the loop's 10 ms timer gapped %.1f ms", l.max_gap_ms());
+    CHECK_MSG(l.max_gap_ms() <= gap_bound_ms, "the loop's 10 ms timer gapped %.1f ms", l.max_gap_ms());
 }
 
 static void test_provider_stopped() {
