@@ -4,7 +4,8 @@
 API: gjs_test.js and vala_test.vala run it (they have no HTTP client here), pygobject_test.py
 imports admin(). Tests/c/fake_api.h is the C programs' counterpart.
 
-    fake_api_admin.py METHOD PATH [JSON]    prints the answer's data.token ("" when none)
+    fake_api_admin.py METHOD PATH [JSON]           prints the answer's data.token ("" when none)
+    fake_api_admin.py --data METHOD PATH [JSON]    prints the answer's data as JSON
 """
 import json
 import os
@@ -22,5 +23,10 @@ def admin(method, path, body=None):
 
 
 if __name__ == "__main__":
-    data = admin(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None).get("data")
-    print(data.get("token", "") if isinstance(data, dict) else "")
+    whole = sys.argv[1:2] == ["--data"]
+    args = sys.argv[2:] if whole else sys.argv[1:]
+    data = admin(args[0], args[1], args[2] if len(args) > 2 else None).get("data")
+    if whole:
+        print(json.dumps(data))
+    else:
+        print(data.get("token", "") if isinstance(data, dict) else "")

@@ -76,15 +76,6 @@ async function main() {
 
 // A TOTP sign-in against the fake Portal API (scripts/with-portal-api.sh): a grant minted by its
 // admin API, handle_redirect, a wrong code, the right one, the session a restore finds.
-function admin(method, path, body) {
-    const script = 'import json,sys,urllib.request as u; b=sys.argv[3].encode() or None; ' +
-        "r=u.Request(sys.argv[1]+sys.argv[2], data=b, method=sys.argv[4], headers={'Content-Type':'application/json'}); " +
-        "print(json.dumps(json.load(u.urlopen(r))['data']))";
-    const python = Gio.Subprocess.new(['python3', '-c', script, GLib.getenv('PORTAL_TEST_API_URL'), path, body ?? '',
-        method], Gio.SubprocessFlags.STDOUT_PIPE);
-    const [, out] = python.communicate_utf8(null, null);
-    return JSON.parse(out);
-}
 
 async function signIn() {
     const signer = new PortalKeyring.Auth({
@@ -102,7 +93,7 @@ async function signIn() {
             `send_magic_link without a configuration rejects: ${e.message}`);
     }
     const endUser = `end-user-gjs-totp-${new Date().getTime()}`;
-    const grant = admin('POST', '/_admin/grants', JSON.stringify({
+    const grant = adminData('POST', '/_admin/grants', JSON.stringify({
         kind: 'magic_link', endUserId: endUser, totpRequired: true, redirectUrl: 'portalkeyring://auth/callback',
     }));
     const step = await signer.handle_redirect_async(grant.redirectUrl,
@@ -111,7 +102,7 @@ async function signIn() {
         'handle_redirect of a TOTP grant asks for the code');
     const jwt = step.copy_user_jwt();
     check(step.copy_totp_link()?.startsWith('otpauth://'), 'the enrolment link comes with the first TOTP step');
-    const {code} = admin('GET', `/_admin/totp?endUserId=${endUser}`);
+    const {code} = adminData('GET', `/_admin/totp?endUserId=${endUser}`);
     try {
         await signer.verify_totp_async(code === '000000' ? '111111' : '000000', jwt, null);
         check(false, 'a wrong TOTP code rejects');
@@ -125,11 +116,16 @@ async function signIn() {
     check(await signer.clear_persisted_session_async(null) === true, 'clear after the sign-in');
 }
 
-// The fake Portal API's admin routes (Tests/gobject/fake_api_admin.py): the data.token answered.
-function admin(method, path, body = null) {
-    const argv = ['python3', 'Tests/gobject/fake_api_admin.py', method, path, ...body ? [body] : []];
+// The fake Portal API's admin routes (Tests/gobject/fake_api_admin.py): the answer's data.
+function adminData(method, path, body = null) {
+    const argv = ['python3', 'Tests/gobject/fake_api_admin.py', '--data', method, path, ...body ? [body] : []];
     const [, out] = GLib.spawn_sync(null, argv, null, GLib.SpawnFlags.SEARCH_PATH, null);
-    return new TextDecoder().decode(out).trim();
+    return JSON.parse(new TextDecoder().decode(out));
+}
+
+// The same call's data.token ('' when none).
+function admin(method, path, body = null) {
+    return adminData(method, path, body)?.token ?? '';
 }
 
 const sleep = ms => new Promise(resolve => GLib.timeout_add(GLib.PRIORITY_DEFAULT, ms, () => {

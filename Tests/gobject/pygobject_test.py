@@ -12,12 +12,14 @@ import json
 import os
 import sys
 import time
-import urllib.request
 
 import gi
 
 gi.require_version("PortalKeyring", "1")
 from gi.repository import Gio, GLib, PortalKeyring  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fake_api_admin import admin  # noqa: E402  (the fake Portal API's admin routes)
 
 failed = 0
 
@@ -86,11 +88,6 @@ def on_cleared(source, result):
 
 # The sign-in: the magic link "emailed" by the fake API, through handle_redirect.
 
-def admin(path):
-    with urllib.request.urlopen(os.environ["PORTAL_TEST_API_URL"] + path) as answer:
-        return json.load(answer)["data"]
-
-
 def sign_in():
     half = PortalKeyring.Auth(auth_environment_id=env_id, redirect_url="portalkeyring://auth/callback",
                               magic_link_from_email="login@example.com")
@@ -122,7 +119,7 @@ def on_send_cancelled(source, result):
 
 def on_sent(source, result):
     check(source.send_magic_link_finish(result), "send_magic_link")
-    link = [entry for entry in admin("/_admin/magic-links")["links"] if entry["email"] == "py.user@example.com"][-1]
+    link = [entry for entry in admin("GET", "/_admin/magic-links")["data"]["links"] if entry["email"] == "py.user@example.com"][-1]
     source.handle_redirect_async(link["link"], PortalKeyring.RedirectFlags.NONE, None,
                                  lambda s, r: on_redirected(s, r, link["endUserId"]))
 
@@ -144,9 +141,6 @@ loop.run()
 
 # The Portal, each step waited for on the loop: a request, a 401 invalidating once, a late
 # handler, a cancel, and each portal finalised when Python drops it (no reference cycle).
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fake_api_admin import admin  # noqa: E402
-
 
 def wait(start, finish):
     """Runs the loop until the callback that start(callback) passes on ran; finish's answer."""
