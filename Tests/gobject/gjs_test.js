@@ -74,8 +74,7 @@ async function main() {
     await signIn();
 }
 
-// A TOTP sign-in against the fake Portal API (scripts/with-portal-api.sh): a grant minted by its
-// admin API, handle_redirect, a wrong code, the right one, the session a restore finds.
+// The fake Portal API's admin routes (scripts/with-portal-api.sh): the answer's data, decoded.
 function admin(method, path, body) {
     const script = 'import json,sys,urllib.request as u; b=sys.argv[3].encode() or None; ' +
         "r=u.Request(sys.argv[1]+sys.argv[2], data=b, method=sys.argv[4], headers={'Content-Type':'application/json'}); " +
@@ -86,6 +85,8 @@ function admin(method, path, body) {
     return JSON.parse(out);
 }
 
+// A TOTP sign-in against the fake Portal API: a grant minted by its admin API, handle_redirect,
+// a wrong code, the right one, the session a restore finds.
 async function signIn() {
     const signer = new PortalKeyring.Auth({
         auth_environment_id: envId, redirect_url: 'portalkeyring://auth/callback',
@@ -125,13 +126,6 @@ async function signIn() {
     check(await signer.clear_persisted_session_async(null) === true, 'clear after the sign-in');
 }
 
-// The fake Portal API's admin routes (Tests/gobject/fake_api_admin.py): the data.token answered.
-function admin(method, path, body = null) {
-    const argv = ['python3', 'Tests/gobject/fake_api_admin.py', method, path, ...body ? [body] : []];
-    const [, out] = GLib.spawn_sync(null, argv, null, GLib.SpawnFlags.SEARCH_PATH, null);
-    return new TextDecoder().decode(out).trim();
-}
-
 const sleep = ms => new Promise(resolve => GLib.timeout_add(GLib.PRIORITY_DEFAULT, ms, () => {
     resolve();
     return GLib.SOURCE_REMOVE;
@@ -139,7 +133,7 @@ const sleep = ms => new Promise(resolve => GLib.timeout_add(GLib.PRIORITY_DEFAUL
 
 // A session the fake API knows, persisted and restored through an auth on that API.
 async function storedSession(auth, user) {
-    const cst = admin('POST', '/_admin/sessions', JSON.stringify({endUserId: user}));
+    const cst = admin('POST', '/_admin/sessions', JSON.stringify({endUserId: user})).token;
     await auth.persist_session_async(user, cst, null);
     return [await auth.restore_session_async(null), cst];
 }
