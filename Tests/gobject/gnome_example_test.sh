@@ -6,8 +6,10 @@
 # instance with the redirect URL, as the desktop starts it), checked through its state lines:
 #   signed out → the magic link emailed and opened → signed in as its end user → the window as a
 #   PNG (build/gobject/gnome-example.png) → another process signs out → signed out → a TOTP grant
-#   opened and the code verified → signed in → the API revokes the session and the app's request
-#   gets 401 → signed out.
+#   opened and the code verified → signed in → a request while the API takes 1.5 s → the API
+#   revokes the session and the app's request gets 401 → signed out. Meanwhile
+#   Tests/gobject/main_loop_probe.py measures how long the app's main loop keeps a D-Bus call
+#   waiting: a blocking call on the loop (the keyring, the network) would show as seconds.
 # PORTAL_UPDATE_SCREENSHOTS=1 also copies the PNG to docs/images/gnome-example.png.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -50,9 +52,11 @@ for _ in $(seq 100); do [[ -s $out/gnome-example-display ]] && break; sleep 0.05
 export DISPLAY=:$(cat "$out/gnome-example-display")
 gjs -m examples/gnome/main.js >"$log" 2>&1 &
 app=$!
-trap 'kill "$app" "$xvfb" 2>/dev/null; wait 2>/dev/null' EXIT
+trap 'kill "$app" "$xvfb" "${probe:-}" 2>/dev/null; wait 2>/dev/null' EXIT
 
 check "launched signed out: the sign-in screen" wait_line 1 "state: signed-out"
+/usr/bin/python3 Tests/gobject/main_loop_probe.py "$app_id" "$out/gnome-example-probe" &
+probe=$!
 action send-magic-link "'demo@example.com'"
 check "send-magic-link: Portal emails the link" wait_line 1 "sent: demo@example.com"
 link=$(admin GET /_admin/magic-links "" 'd["links"][-1]["link"]')
@@ -77,6 +81,16 @@ gjs -m examples/gnome/main.js "$link" >>"$out/gnome-example-open.log" 2>&1
 check "a TOTP grant: the code screen" wait_line 1 "state: totp-required"
 action verify-totp "'$(admin GET "/_admin/totp?endUserId=$totp_user" "" 'd["code"]')'"
 check "the code verified: signed in as $totp_user" wait_line 1 "state: signed-in $totp_user"
+
+# The API slow: the request waits off the main loop.
+admin POST /_admin/faults '{"route":"/api/v3/clients/me","delayMs":1500}' 'd' >/dev/null
+action check
+check "a request while the API takes 1.5 s answers 200" wait_line 1 "check: HTTP 200"
+admin DELETE /_admin/faults "" 'd' >/dev/null
+kill -TERM "$probe" && wait "$probe"
+worst=$(cat "$out/gnome-example-probe")
+check "the main loop answered D-Bus within ${LOOP_LIMIT_MS:=500} ms throughout, the slow request too (worst $worst ms)" \
+    python3 -c 'import sys; sys.exit(float(sys.argv[1]) > float(sys.argv[2]))' "$worst" "$LOOP_LIMIT_MS"
 
 admin POST /_admin/revoke "{\"endUserId\":\"$totp_user\"}" 'd' >/dev/null
 action check

@@ -24,7 +24,8 @@
 #   {gjs,pygobject,vala}_watch_test  PortalKeyring.Watch in each language: another process's
 #                     sign-in and sign-out as "changed"; a loop that never stalls on a stopped provider
 #   gnome_example     examples/gnome (GTK 4, libadwaita) on Xvfb, driven by its GApplication
-#                     actions: magic link, TOTP, another process's sign-out, a 401; its window as a PNG
+#                     actions: magic link, TOTP, another process's sign-out, a slow API, a 401, its
+#                     main loop never kept waiting (main_loop_probe.py); its window as a PNG
 #   gnome_reference   make gobject-doc, the index in headless Chromium as a PNG
 # Every program runs with G_DEBUG=fatal-warnings,fatal-criticals. A language whose tool is
 # missing (gjs, valac, python3-gi) is skipped with a note. The library links against
