@@ -95,7 +95,9 @@ check "the main loop answered D-Bus within ${LOOP_LIMIT_MS:=500} ms throughout, 
 admin POST /_admin/revoke "{\"endUserId\":\"$totp_user\"}" 'd' >/dev/null
 action check
 check "the app's request after the API revoked the session answers 401" wait_line 1 "check: HTTP 401"
-check "session-invalidated: back to sign-in" wait_line 3 "state: signed-out"
+check "back to sign-in" wait_line 3 "state: signed-out"
+# The watch also sees the stored session go; the app tells the end user why only from the portal.
+check "the portal's session-invalidated reached the app" wait_line 1 "invalidated"
 action quit
 check "quit" timeout 5 tail --pid="$app" -f /dev/null
 check "no error printed" bash -c '! grep -iE "error|critical|warning" "$1"' _ "$log"

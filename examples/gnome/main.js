@@ -18,7 +18,8 @@
 // GApplication actions (also for a test: `gapplication action org.example.PortalKeyringDemo NAME`):
 // send-magic-link(s email), verify-totp(s code), check (GET /api/v3/clients/me with the session),
 // sign-out, screenshot(s path: the window as a PNG), quit. Each state change prints one line on stdout:
-// "state: signed-out", "state: totp-required", "state: signed-in END_USER".
+// "state: signed-out", "state: totp-required", "state: signed-in END_USER"; and "invalidated" when
+// the Portal API rejected the session.
 import Adw from 'gi://Adw?version=1';
 import Gio from 'gi://Gio';
 import GLib from 'gi://GLib';
@@ -184,10 +185,10 @@ class Demo {
         const portal = await PortalKeyring.Portal.new_async(session, null); // validates the session
         if (this.endUserId !== endUserId) // signed out meanwhile
             return;
-        portal.connect('session-invalidated', () => this._signedOut());
+        portal.connect('session-invalidated', () => this._invalidated());
         this.portal = portal;
         if (portal.invalidated) { // rejected while validating: the signal ran before the connect
-            this._signedOut();
+            this._invalidated();
             return;
         }
         this.signedIn.description = `Signed in as ${endUserId}`;
@@ -195,11 +196,17 @@ class Demo {
         this._show('signed-in', `signed-in ${endUserId}`);
     }
 
-    _signedOut() {
+    _signedOut(why = '') {
         this.portal = this.endUserId = null;
-        this.hint.label = '';
+        this.hint.label = why;
         if (this.stack.visible_child_name !== 'signed-out')
             this._show('signed-out');
+    }
+
+    // The Portal API rejected the session (a 401): the library deleted it from the keyring already.
+    _invalidated() {
+        print('invalidated');
+        this._signedOut('Your session has ended. Sign in again.');
     }
 
     _onWatch(event, endUserId) {
