@@ -25,13 +25,16 @@
 # g-ir-compiler) and libgirepository1.0-dev (GLib's and Gio's .gir, which the scanner reads) make
 # the .gir and .typelib; valac (valac, vapigen) the .vapi and the Vala test; gi-docgen checks that
 # every public symbol is documented; gjs and python3-gi run the binding tests; valgrind runs the C
-# test under memcheck (a leaked GTask or object is a definite leak there).
+# test under memcheck (a leaked GTask or object is a definite leak there). The GTK 4 example app
+# (examples/gnome) runs under xvfb with gir1.2-gtk-4.0 and gir1.2-adw-1 (libadwaita); chromium
+# (headless) screenshots the gi-docgen reference.
 PORTAL_DEPS_PACKAGES=(
     libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
     libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
     gdb dbus-bin keepassxc libkf5wallet-bin libqca-qt5-2-plugins libqrencode4 zbar-tools
     bubblewrap xdg-dbus-proxy xdg-desktop-portal libjsmn-dev
     gobject-introspection libgirepository1.0-dev valac gi-docgen gjs python3-gi valgrind
+    xvfb gir1.2-gtk-4.0 gir1.2-adw-1 chromium
 )
 
 portal_deps_missing() {

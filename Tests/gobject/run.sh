@@ -23,6 +23,10 @@
 #   vala_test.vala    valac --pkg portal-keyring-gobject-1 (the generated .vapi), async/yield
 #   {gjs,pygobject,vala}_watch_test  PortalKeyring.Watch in each language: another process's
 #                     sign-in and sign-out as "changed"; a loop that never stalls on a stopped provider
+#   gnome_example     examples/gnome (GTK 4, libadwaita) on Xvfb, driven by its GApplication
+#                     actions: magic link, TOTP, another process's sign-out, a slow API, a 401, its
+#                     main loop never kept waiting (main_loop_probe.py); its window as a PNG
+#   gnome_reference   make gobject-doc, the index in headless Chromium as a PNG
 # Every program runs with G_DEBUG=fatal-warnings,fatal-criticals. A language whose tool is
 # missing (gjs, valac, python3-gi) is skipped with a note. The library links against
 # libportal-keyring.so in $PORTAL_KEYRING_LIBDIR (default .build/debug).
@@ -129,6 +133,18 @@ if command -v valac >/dev/null; then
     done
 else
     skip "valac not installed"
+fi
+
+section "GTK example and reference"
+if command -v Xvfb >/dev/null && gjs -c "imports.gi.versions.Gtk = '4.0'; imports.gi.Adw" 2>/dev/null; then
+    run_logged gnome_example 60 Tests/gobject/gnome_example_test.sh
+else
+    skip "examples/gnome: Xvfb, GTK 4 or libadwaita not installed (Debian: xvfb gir1.2-gtk-4.0 gir1.2-adw-1)"
+fi
+if command -v chromium >/dev/null; then
+    run_logged gnome_reference 90 Tests/gobject/gnome_reference_test.sh
+else
+    skip "the reference's screenshot: chromium not installed (Debian: chromium)"
 fi
 
 harness_summary "gobject/run.sh"
