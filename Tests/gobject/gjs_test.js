@@ -76,7 +76,7 @@ async function main() {
 
 // A TOTP sign-in against the fake Portal API (scripts/with-portal-api.sh): a grant minted by its
 // admin API, handle_redirect, a wrong code, the right one, the session a restore finds.
-function admin(method, path, body) {
+function adminData(method, path, body) {
     const script = 'import json,sys,urllib.request as u; b=sys.argv[3].encode() or None; ' +
         "r=u.Request(sys.argv[1]+sys.argv[2], data=b, method=sys.argv[4], headers={'Content-Type':'application/json'}); " +
         "print(json.dumps(json.load(u.urlopen(r))['data']))";
@@ -102,7 +102,7 @@ async function signIn() {
             `send_magic_link without a configuration rejects: ${e.message}`);
     }
     const endUser = `end-user-gjs-totp-${new Date().getTime()}`;
-    const grant = admin('POST', '/_admin/grants', JSON.stringify({
+    const grant = adminData('POST', '/_admin/grants', JSON.stringify({
         kind: 'magic_link', endUserId: endUser, totpRequired: true, redirectUrl: 'portalkeyring://auth/callback',
     }));
     const step = await signer.handle_redirect_async(grant.redirectUrl,
@@ -111,7 +111,7 @@ async function signIn() {
         'handle_redirect of a TOTP grant asks for the code');
     const jwt = step.copy_user_jwt();
     check(step.copy_totp_link()?.startsWith('otpauth://'), 'the enrolment link comes with the first TOTP step');
-    const {code} = admin('GET', `/_admin/totp?endUserId=${endUser}`);
+    const {code} = adminData('GET', `/_admin/totp?endUserId=${endUser}`);
     try {
         await signer.verify_totp_async(code === '000000' ? '111111' : '000000', jwt, null);
         check(false, 'a wrong TOTP code rejects');
