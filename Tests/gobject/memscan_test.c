@@ -101,7 +101,8 @@ static gboolean clear(Path *path, PortalKeyringAuth *auth, GError **error) {
     if (path->sync) return portal_keyring_auth_clear_persisted_session_sync(auth, path->cancellable, error);
     Wait wait = {0};
     portal_keyring_auth_clear_persisted_session_async(auth, NULL, wait_callback, &wait);
-    gboolean cleared = await(path, &wait) && portal_keyring_auth_clear_persisted_session_finish(auth, wait.result, error);
+    gboolean cleared =
+        await(path, &wait) && portal_keyring_auth_clear_persisted_session_finish(auth, wait.result, error);
     wait_clear(&wait);
     return cleared;
 }

@@ -67,7 +67,9 @@ fi
 read -r -a gio <<<"$(pkg-config --cflags --libs gio-2.0)"
 c_tests=(gobject_test watch_test portal_test signin_test desktop_test memscan_test)
 # Sources of Tests/c that a program links beside its own file.
-declare -A c_sources=([memscan_test]="Tests/c/memscan_test/marker.c Tests/c/memscan_test/scan.c Tests/c/memscan_test/support.c")
+declare -A c_sources=(
+    [memscan_test]="Tests/c/memscan_test/marker.c Tests/c/memscan_test/scan.c Tests/c/memscan_test/support.c"
+)
 # desktop_test registers it as the browser, in the private XDG directories.
 export PORTAL_TEST_FAKE_BROWSER=$repo/Tests/tools/fake_browser.sh
 for program in "${c_tests[@]}"; do
