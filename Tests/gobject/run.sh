@@ -17,6 +17,9 @@
 #                     the fake Portal API to the session a restore finds, refused arguments, cancels
 #   desktop_test      (C) sign_in_with_google / _apple: GIO opens Tests/tools/fake_browser.sh, the
 #                     redirect through handle_redirect to the session a restore finds, a cancel
+#   memscan_test      (C) no copy of the token in memory once the objects that held it are
+#                     finalised (every operation, _async and _sync, on the main thread and on a
+#                     worker with its own context); a handler's closure holding its portal
 #   each C test under valgrind (when installed): no leak, no invalid access (memcheck)
 #   gjs_test.js       gjs -m, Gio._promisify and await
 #   pygobject_test.py PyGObject with callbacks on a GLib.MainLoop
@@ -66,13 +69,18 @@ else
     exit 1
 fi
 read -r -a gio <<<"$(pkg-config --cflags --libs gio-2.0)"
-c_tests=(gobject_test watch_test portal_test signin_test desktop_test)
+c_tests=(gobject_test watch_test portal_test signin_test desktop_test memscan_test)
+# Sources of Tests/c that a program links beside its own file.
+declare -A c_sources=(
+    [memscan_test]="Tests/c/memscan_test/marker.c Tests/c/memscan_test/scan.c Tests/c/memscan_test/support.c"
+)
 # desktop_test registers it as the browser, in the private XDG directories.
 export PORTAL_TEST_FAKE_BROWSER=$repo/Tests/tools/fake_browser.sh
 for program in "${c_tests[@]}"; do
+    read -r -a shared <<<"${c_sources[$program]:-}"
     check_quiet "$program compiles (C11, warnings as errors)" \
         gcc -std=c11 -g -O1 -Wall -Wextra -Werror -IInclude -ITests/c "Tests/gobject/$program.c" \
-        -o "$out/$program" "${gio[@]}" -L"$out" -lportal-keyring-gobject-1 -L"$PORTAL_KEYRING_LIBDIR" \
+        "${shared[@]}" -o "$out/$program" "${gio[@]}" -L"$out" -lportal-keyring-gobject-1 -L"$PORTAL_KEYRING_LIBDIR" \
         -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
 done
 
