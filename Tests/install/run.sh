@@ -119,12 +119,15 @@ else
 fi
 rm -f app.c build/make/readme-app
 # The C++ guide's build line (docs/cpp.md), as written, on its C++ snippet put in a
-# function (it is not a whole program); the program checks the library it loaded.
+# function (it is not a whole program) beside stand-ins for the app's own functions it calls;
+# the program checks the library it loaded.
 cpp_line=$(grep -o 'g++ -std=c++17 app.cpp[^`]*' docs/cpp.md | head -n1)
 {
     awk '/^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' docs/cpp.md |
         sed -n '1p'
-    printf 'static int show_sign_in() { return 1; }\nint app();\nint app() {\n'
+    printf '%s\n' 'static int show_sign_in() { return 1; }' \
+        'template <class T> static void show_error(const T &) {}' \
+        'template <class T> static void show_signed_in(T &&) {}' 'int app();' 'int app() {'
     awk '/^```cpp$/ {g=1; next} g && /^```$/ {exit} g {print}' docs/cpp.md |
         sed '1d'
     printf '    return 0;\n}\nint main() { return portal_keyring::library_matches_header() ? 0 : 1; }\n'
