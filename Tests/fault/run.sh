@@ -632,6 +632,7 @@ if ((slow)); then
     asan=$repo/.build/sanitize-address asan_b=$repo/.build/sanitize-address-b
     rm -rf "$asan_b" && mkdir -p "$asan_b"
     for entry in "$asan"/* "$asan"/.[!.]*; do
+        [[ -e $entry || -L $entry ]] || continue # a pattern that matched nothing
         case ${entry##*/} in
         .lock) ;;
         *) if [[ -d $entry && ! -L $entry ]]; then ln -s "$entry" "$asan_b/"; else cp -P "$entry" "$asan_b/"; fi ;;
