@@ -12,7 +12,7 @@
  */
 #include <portal_keyring_async.hpp>
 
-#include "../c/check.h"
+#include "cpp_tests.hpp"
 
 #include <glib.h>
 
@@ -450,10 +450,7 @@ static void test_provider_stopped() {
 
 int main() {
     env("PORTAL_TEST_KEYRING_DIR");
-    const struct {
-        const char *name;
-        void (*run)();
-    } tests[] = {
+    static const named_test tests[] = {
         {"round trip on a pollable queue (poll)", test_round_trip_pollable},
         {"round trip on a GMainContext queue", test_round_trip_main_context},
         {"errors as values", test_errors_as_values},
@@ -463,20 +460,5 @@ int main() {
         {"cancel, destroy exactly once", test_cancel_and_destroy_once},
         {"provider stopped: the loop never blocks", test_provider_stopped},
     };
-    for (const auto &test : tests) {
-        int before = failures;
-        try {
-            test.run();
-        } catch (const std::exception &e) {
-            failures++;
-            std::fprintf(stderr, "cpp_async_test: %s: unexpected exception: %s\n", test.name, e.what());
-        }
-        std::printf("  %s  %s\n", failures == before ? "ok  " : "FAIL", test.name);
-    }
-    if (failures) {
-        std::printf("cpp_async_test: %d of %d checks FAILED\n", failures, checks);
-        return 1;
-    }
-    std::printf("cpp_async_test: %d checks passed\n", checks);
-    return 0;
+    return run_tests("cpp_async_test", tests);
 }

@@ -10,7 +10,7 @@
  */
 #include <portal_keyring.hpp>
 
-#include "../c/check.h"
+#include "cpp_tests.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -387,10 +387,7 @@ static void test_eight_threads() {
 int main() {
     env("PORTAL_TEST_KEYRING_DIR");
     env("PORTAL_TEST_KEYRINGCTL");
-    const struct {
-        const char *name;
-        void (*run)();
-    } tests[] = {
+    static const named_test tests[] = {
         {"errors and arguments", test_errors_and_arguments},
         {"round trip and moves", test_round_trip_and_moves},
         {"storage failure is not signed out", test_storage_failure_is_not_signed_out},
@@ -399,20 +396,5 @@ int main() {
         {"request, destroy inside a callback", test_request_and_destroy_inside_callback},
         {"eight threads", test_eight_threads},
     };
-    for (const auto &test : tests) {
-        int before = failures;
-        try {
-            test.run();
-        } catch (const std::exception &e) {
-            failures++;
-            std::fprintf(stderr, "cpp_wrapper_test: %s: unexpected exception: %s\n", test.name, e.what());
-        }
-        std::printf("  %s  %s\n", failures == before ? "ok  " : "FAIL", test.name);
-    }
-    if (failures) {
-        std::printf("cpp_wrapper_test: %d of %d checks FAILED\n", failures, checks);
-        return 1;
-    }
-    std::printf("cpp_wrapper_test: %d checks passed\n", checks);
-    return 0;
+    return run_tests("cpp_wrapper_test", tests);
 }
