@@ -19,6 +19,7 @@
 #define _DEFAULT_SOURCE 1
 #include <portal_keyring.h>
 #include "check.h"
+#include "fake_browser.h"
 #include "main_loop.h"
 
 #include <gio/gio.h>
@@ -79,15 +80,7 @@ static char *opened_state(void) {
     return found;
 }
 
-static int handler_is(const char *want) {
-    GAppInfo *info = g_app_info_get_default_for_uri_scheme("http");
-    int same = info ? (want && strcmp(g_app_info_get_id(info), want) == 0) : want == NULL;
-    if (info) g_object_unref(info);
-    return same;
-}
-
-/* What the browser does next (fake_browser.sh's modes), and the desktop files that make it the
- * http(s) handler; waits until GIO in this process sees them (it notices through a monitor). */
+/* What the browser does next (fake_browser.sh's modes), and the browser as the http(s) handler. */
 static void browser(const char *mode, const char *end_user) {
     char text[2048];
     put("mode", mode);
@@ -103,22 +96,7 @@ static void browser(const char *mode, const char *end_user) {
         unlink(path);
         g_free(path);
     }
-    char *apps = g_build_filename(getenv("XDG_DATA_HOME"), "applications", NULL);
-    g_mkdir_with_parents(apps, 0700);
-    char *desktop = g_build_filename(apps, DESKTOP_ID, NULL);
-    char *mimeapps = g_build_filename(getenv("XDG_CONFIG_HOME"), "mimeapps.list", NULL);
-    snprintf(text, sizeof text,
-             "[Desktop Entry]\nType=Application\nName=Portal test browser (C)\nExec=\"%s\" \"%s\" %%u\n"
-             "MimeType=x-scheme-handler/http;x-scheme-handler/https;\nNoDisplay=true\n",
-             getenv("PORTAL_TEST_FAKE_BROWSER"), state);
-    CHECK(g_file_set_contents(desktop, text, -1, NULL));
-    CHECK(g_file_set_contents(mimeapps, "[Default Applications]\nx-scheme-handler/http=" DESKTOP_ID
-                                        "\nx-scheme-handler/https=" DESKTOP_ID "\n", -1, NULL));
-    for (int i = 0; i < 250 && !handler_is(DESKTOP_ID); i++) g_usleep(20000);
-    CHECK(handler_is(DESKTOP_ID));
-    g_free(desktop);
-    g_free(mimeapps);
-    g_free(apps);
+    fake_browser_register(DESKTOP_ID, "Portal test browser (C)", state);
 }
 
 typedef struct {
@@ -169,7 +147,7 @@ int main(void) {
     portal_session *session = NULL;
 
     /* No handler: nothing registered for http in this fresh XDG environment. */
-    CHECK(handler_is(NULL));
+    CHECK(fake_browser_handler_is(NULL));
     CHECK(portal_auth_sign_in_with_google(auth, 5000, &kind, &session, NULL, NULL) == PORTAL_ERR_SIGN_IN_UNAVAILABLE);
     CHECK(strstr(portal_last_error_message(), "x-scheme-handler/http") != NULL);
     CHECK(strstr(portal_last_error_message(), "state=") == NULL);

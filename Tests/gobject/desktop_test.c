@@ -13,6 +13,7 @@
  * Prints a line a failed check (check.h) and "desktop_test: N checks, M failed"; exits 1 on any.
  */
 #define _GNU_SOURCE
+#include "fake_browser.h"
 #include "gobject_wait.h"
 
 #include <portal-keyring-gobject/portal-keyring-gobject.h>
@@ -39,11 +40,6 @@ static char *await_file(const char *name) {
     return text;
 }
 
-static int handler_is(const char *want) {
-    g_autoptr(GAppInfo) info = g_app_info_get_default_for_uri_scheme("http");
-    return info && strcmp(g_app_info_get_id(info), want) == 0;
-}
-
 /* The browser (fake_browser.sh's mode: "deliver" or "ignore") as the http(s) handler. */
 static void browser(const char *mode) {
     char text[2048];
@@ -54,19 +50,7 @@ static void browser(const char *mode) {
         g_autofree char *path = g_build_filename(state, *file, NULL);
         unlink(path);
     }
-    g_autofree char *apps = g_build_filename(g_get_user_data_dir(), "applications", NULL);
-    g_mkdir_with_parents(apps, 0700);
-    g_autofree char *desktop = g_build_filename(apps, DESKTOP_ID, NULL);
-    g_autofree char *mimeapps = g_build_filename(g_get_user_config_dir(), "mimeapps.list", NULL);
-    g_snprintf(text, sizeof text,
-               "[Desktop Entry]\nType=Application\nName=Portal test browser (GObject)\nExec=\"%s\" \"%s\" %%u\n"
-               "MimeType=x-scheme-handler/http;x-scheme-handler/https;\nNoDisplay=true\n",
-               getenv("PORTAL_TEST_FAKE_BROWSER"), state);
-    CHECK(g_file_set_contents(desktop, text, -1, NULL));
-    CHECK(g_file_set_contents(mimeapps, "[Default Applications]\nx-scheme-handler/http=" DESKTOP_ID
-                                        "\nx-scheme-handler/https=" DESKTOP_ID "\n", -1, NULL));
-    for (int i = 0; i < 250 && !handler_is(DESKTOP_ID); i++) g_usleep(20000);
-    CHECK(handler_is(DESKTOP_ID));
+    fake_browser_register(DESKTOP_ID, "Portal test browser (GObject)", state);
 }
 
 int main(void) {
