@@ -124,6 +124,18 @@ if [[ -z ${PORTAL_CHECK_NESTED:-} ]]; then
         printf 'check-sources: Tests/tools/test_check_links.py failed:\n%s\n' "$links_test"
         failed=1
     fi
+    # The table of suites (Tests/suites) parses, each row's program exists, and the scheduler that
+    # runs it passes its own tests on planted tables.
+    suites=$(bash -c 'source scripts/suites.sh && suites_load && for n in "${SUITE_NAMES[@]}"; do
+        read -r -a w <<<"${SUITE_CMD[$n]}"; for x in "${w[@]}"; do
+            [[ $x == */* && $x != build/* && $x != *"{provider}"* && ! -e $x ]] && echo "Tests/suites: $n: no $x"; done; done' 2>&1)
+    rule "$suites" "rows of Tests/suites that do not parse or name a missing file" "every row of Tests/suites parses and runs a file of the tree"
+    if suites_test=$(python3 Tests/tools/test_run_suites.py 2>&1); then
+        echo "check-sources: the suites' scheduler passes its tests on planted tables (Tests/tools/test_run_suites.py)"
+    else
+        printf 'check-sources: Tests/tools/test_run_suites.py failed:\n%s\n' "$suites_test"
+        failed=1
+    fi
     python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
     python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1
     python3 Tests/tools/test_check_layers.py 2>&1 | tail -n 3 || failed=1

@@ -2,8 +2,13 @@
 # run-suite.sh — run one suite by hand, in the environment the test command gives it (a private
 # keyring from scripts/with-keyring.sh, the loopback Portal API from scripts/with-portal-api.sh).
 #
-#   scripts/run-suite.sh [--provider P] [--build] KIND ARG...
+#   scripts/run-suite.sh [--provider P] [--build] NAME         a whole suite: a row of Tests/suites
+#   scripts/run-suite.sh [--provider P] [--build] KIND ARG...  a part of one
+#   scripts/run-suite.sh --list                                the rows of Tests/suites
 #
+# NAME runs the row as the test command does (its hard limit, its Portal API, on --provider P or
+# else the row's first provider): `scripts/run-suite.sh c --provider kwallet`,
+# `scripts/run-suite.sh gobject`, `scripts/run-suite.sh flatpak`.
 # Kinds (the `suite:` lines of Tests/mutants/*.mutant name suites the same way):
 #   swift FILTER          swift test --skip-build --no-parallel --filter FILTER (must run a test)
 #   swift-on P FILTER     the same on provider P
@@ -38,6 +43,7 @@ die() { echo "$me: $*" >&2; exit 2; }
 
 provider=""
 build=0
+list=0
 words=()
 while (($#)); do
     case $1 in
@@ -45,12 +51,31 @@ while (($#)); do
     --provider=*) provider=${1#--provider=} ;;
     --build) build=1 ;;
     -h | --help) usage; exit 0 ;;
+    --list) list=1 ;;
     *) words+=("$1") ;;
     esac
     shift
 done
-((${#words[@]} >= 2)) || { usage >&2; exit 2; }
-kind=${words[0]}
+cd "$repo" || exit 2
+# shellcheck source=scripts/suites.sh
+source scripts/suites.sh
+suites_load || exit 2
+if ((list)); then
+    for name in "${SUITE_NAMES[@]}"; do printf '%-18s %s\n' "$name" "${SUITE_CMD[$name]}"; done
+    exit 0
+fi
+whole=""
+if ((${#words[@]} == 1)) && [[ -n ${SUITE_ROW[${words[0]}]:-} ]]; then
+    whole=${words[0]}
+    if [[ ${SUITE_PROVIDERS[$whole]} == - ]]; then
+        [[ -z $provider ]] || die "$whole starts what it needs itself (no --provider)"
+    elif [[ -z $provider ]]; then
+        provider=${SUITE_PROVIDERS[$whole]%%,*}
+    fi
+    kind=suite
+fi
+[[ -n $whole ]] || ((${#words[@]} >= 2)) || { usage >&2; exit 2; }
+kind=${kind:-${words[0]}}
 case $kind in
 swift-on | c-on)
     ((${#words[@]} == 3)) || die "$kind takes a provider and one argument"
@@ -61,7 +86,8 @@ swift | c | pytest | script | provider | fault)
     ((${#words[@]} == 2)) || die "$kind takes one argument"
     arg=${words[1]}
     ;;
-*) die "unknown kind '$kind' (see --help)" ;;
+suite) ;;
+*) die "unknown kind or suite '$kind' (see --help, --list)" ;;
 esac
 case $kind in
 provider) [[ -z $provider ]] || die "provider names its provider (provider P)"; provider=$arg ;;
@@ -75,7 +101,7 @@ command -v swift >/dev/null 2>&1 || PATH=${PORTAL_SWIFT_BIN:-/opt/swift/usr/bin}
 # A fresh clone has nothing built: build first, as --build would.
 [[ -e $repo/.build/debug/libportal-keyring.so ]] || build=1
 if ((build)); then
-    if [[ $kind == swift ]]; then swift build --build-tests || exit 3; else swift build || exit 3; fi
+    if [[ $kind == swift || $whole == swift ]]; then swift build --build-tests || exit 3; else swift build || exit 3; fi
 fi
 out=$repo/build/run-suite
 mkdir -p "$out" || exit 2
@@ -99,6 +125,11 @@ must_run_a_test() {
 }
 
 case $kind in
+suite)
+    export PORTAL_TEST_BUILT=1
+    suite_command "$whole" "$provider"
+    exit
+    ;;
 swift)
     # A filter that matches nothing passes: report it as a suite that could not run.
     log=$(mktemp "${TMPDIR:-/tmp}/run-suite.XXXXXX") || exit 2

@@ -24,7 +24,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $runs =~ ^[0-9]+$ && $until =~ ^[0-9]+$ ]] || { echo "usage: scripts/stress.sh [RUNS] [--until EPOCH]" >&2; exit 2; }
 export PORTAL_TEST_KEYRINGCTL=$PWD/build/keyringctl
-[[ -x $PORTAL_TEST_KEYRINGCTL && -d build/c ]] || { echo "stress.sh: run scripts/test.sh first (build/keyringctl, build/c)" >&2; exit 1; }
+[[ -x $PORTAL_TEST_KEYRINGCTL && -e .build/debug/libportal-keyring.so ]] || { echo "stress.sh: run scripts/test.sh first (build/keyringctl, the debug build)" >&2; exit 1; }
 log=$(mktemp -d /tmp/portal-stress.XXXXXX)
 # failed_lines LOG: the lines that name what failed, printed after the tail (CI keeps only its log's tail).
 failed_lines() {
