@@ -98,16 +98,20 @@ session_is() {
 planted_document() {
     python3 -c 'import sys; n=int(sys.argv[1]); body=",".join(["\"a\":0"]*(n//6)); sys.stdout.write("{\"v\":1,"+body+"}")' "$1"
 }
-plant() { # SIZE: an item of ours ranked below the real sign-in (persisted_at 0)
-    local size=$1
-    if [[ $mode == host ]]; then
-        planted_document "$size" | "$kctl" store --schema "$schema" --label planted \
-            auth_environment_id="$env_id" session_generation=00 persisted_at=0 >/dev/null
-    else
-        planted_document "$size" >"$work/planted"
-        "$PORTAL_TEST_IN_SANDBOX" timeout 20 secret-tool store --label planted xdg:schema "$schema" \
-            auth_environment_id "$env_id" session_generation 00 persisted_at 0 <"$work/planted"
-    fi
+# plant SIZE: an item of ours ranked below the real sign-in (persisted_at 0). On the host each one
+# is another item (keyringctl adds; it stores all of stdin). In the sandbox, the file keyring
+# through keyringctl's stand-in there, which replaces the item of the same attributes and is read
+# back whole: secret-tool stores at most 8 KiB from stdin (the stand-in stores a longer secret
+# through libsecret's API), and a secret cut short would test a smaller item than the check names.
+plant() {
+    local size=$1 planted=(auth_environment_id="$env_id" session_generation=00 persisted_at=0) ctl=("$kctl")
+    [[ $mode == host ]] || ctl=("$PORTAL_TEST_IN_SANDBOX" python3 "$repo/Tests/tools/keyringctl-sandbox.py")
+    planted_document "$size" >"$work/planted"
+    "${ctl[@]}" store --schema "$schema" --label planted "${planted[@]}" <"$work/planted" >/dev/null || return 1
+    [[ $mode == host ]] && return 0
+    local back
+    back=$("${ctl[@]}" get --schema "$schema" "${planted[@]}" | wc -c)
+    [[ $back == "$(wc -c <"$work/planted")" ]] || { echo "planted $(wc -c <"$work/planted") bytes, read back $back" >&2; return 1; }
 }
 # replace_file KIND: the keyring file replaced by something hostile (the real one kept aside).
 replace_file() {

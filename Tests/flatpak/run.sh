@@ -61,14 +61,15 @@ sandbox() { "$PORTAL_TEST_IN_SANDBOX" "$@"; }
 # expect STATUS DESCRIPTION -- CMD...   (in the sandbox; stdout in $out, stderr in $err)
 expect() { expect_exit "$1" "$2" -- sandbox "${@:4}"; } # WANT DESCRIPTION -- COMMAND... (in the sandbox)
 # secret-tool in the sandbox, bounded: libsecret 0.20.5 hangs now and then on the portal's
-# Response (tried again up to 3 times; counted in $work/hangs, since stool often runs in a
-# pipeline's subshell). A store's stdin (the secret) is read once and given to every try:
+# Response (tried again up to 5 times: about 1 run in 7 hangs on a loaded machine, and 3 tries
+# left 1 lookup in 300 unanswered, which a check then read as a lost item; counted in
+# $work/hangs, since stool often runs in a pipeline's subshell; status 124 after 5 hangs). A store's stdin (the secret) is read once and given to every try:
 # a retry that read the spent pipe stored an empty secret, which restore then found unusable.
 : >"$work/hangs"
 stool() {
     local try rc
     if [[ $1 == store ]]; then cat >"$work/stool-in"; else : >"$work/stool-in"; fi
-    for try in 1 2 3; do
+    for try in 1 2 3 4 5; do
         sandbox timeout 10 secret-tool "$@" <"$work/stool-in" && return 0 || rc=$?
         [[ $rc == 124 ]] || return "$rc"
         echo hung >>"$work/hangs"
@@ -291,11 +292,18 @@ sandbox bash "$work/stores.sh" >"$work/stores.out" &
 stores=$!
 sandbox bash "$work/persists.sh" c "${cli[@]}" >"$work/c.out"
 wait "$stores"  # (not every child: the portal started again above is one)
-stored=$(cat "$work/stores.out") lost=""
-for i in $stored; do [[ $(stool lookup app_race "item-$i") == "v$i" ]] || lost+=" $i"; done
+stored=$(cat "$work/stores.out") lost="" unread=""
+for i in $stored; do
+    got=$(stool lookup app_race "item-$i")
+    case $?:$got in
+    0:"v$i") ;;
+    124:*) unread+=" $i" ;;
+    *) lost+=" $i (read '$got')" ;;
+    esac
+done
 n=$(wc -w <<<"$stored")
-((n > 0)) && [[ -z $lost ]] && ok "all $n items libsecret stored meanwhile are there: none overwritten by our writes" ||
-    bad "libsecret's items lost:${lost:- (none was stored)}; $(sort "$HOME/stores.err" 2>/dev/null | uniq -c | head -3)"
+((n > 0)) && [[ -z $lost$unread ]] && ok "all $n items libsecret stored meanwhile are there: none overwritten by our writes" ||
+    bad "libsecret's items lost:${lost:- none}; not read back (secret-tool hung 5 times):${unread:- none};$( ((n == 0)) && echo " none was stored;") $(sort "$HOME/stores.err" 2>/dev/null | uniq -c | head -3)"
 [[ $(cat "$work/c.out") == 0 ]] && ok "... and none of the 20 persists failed" || bad "persists failed: $(cat "$work/c.out")"
 out=$(sandbox "${cli[@]}" restore 2>&1)
 note "after them restore says: $out (stores libsecret refused meanwhile: $(grep -c 'externally modified' "$HOME/stores.err" 2>/dev/null))"

@@ -21,28 +21,51 @@ attributes (keyringctl without --replace adds a second one); no content type is 
 that act on the host's keyring (lock, unlock, is-locked, settle, stuck-prompter, unlock-prompt,
 content-type) exit 3 naming the sandbox: the tests do those from outside (Tests/flatpak/run.sh).
 libsecret 0.20.5 now and then waits forever for a portal answer it subscribed to too late:
-a secret-tool run is stopped after 4 s and tried again, three times at most; a store
-that fails is tried again the same way.
+a secret-tool run is stopped and tried again, five times at most, the n-th run after 4n s (a
+loaded machine, where a run takes seconds, gets more time each try; three 4-second tries once
+failed a run at load average 9); a store that fails is tried again the same way.
 """
 import subprocess
 import sys
 
-TRIES, SECONDS = 3, 4
+TRIES, SECONDS = 5, 4  # the n-th try may take n * SECONDS
 HOST_ONLY = {"lock", "unlock", "is-locked", "settle", "stuck-prompter", "unlock-prompt", "content-type"}
+
+
+# secret-tool reads at most 8192 bytes of a secret from stdin (libsecret 0.20.5: a longer one is
+# cut there, "password is too long", exit 0); a longer secret is stored through libsecret's own
+# API instead, in a child Python (bounded and tried again like secret-tool).
+STDIN_LIMIT = 8192
+STORE_LONG = """
+import sys, gi
+gi.require_version("Secret", "1")
+from gi.repository import Secret
+label, pairs = sys.argv[1], sys.argv[2:]
+attributes = dict(zip(pairs[0::2], pairs[1::2]))
+Secret.password_store_sync(None, attributes, Secret.COLLECTION_DEFAULT, label, sys.stdin.read(), None)
+"""
 
 
 def secret_tool(args, stdin=b"", merged=False):
     """Runs secret-tool. MERGED: stderr into stdout, in the order written (secret-tool's search
     writes an item's attributes on stderr, the rest of it on stdout: both line-buffered here)."""
+    if args[0] == "store" and len(stdin) > STDIN_LIMIT:
+        return bounded([sys.executable, "-c", STORE_LONG, *args[2:]], stdin, merged, "store")
     command = ["stdbuf", "-oL", "-eL", "secret-tool", *args] if merged else ["secret-tool", *args]
-    for _ in range(TRIES):
+    return bounded(command, stdin, merged, args[0])
+
+
+def bounded(command, stdin, merged, what):
+    """Runs COMMAND, stopped and tried again when it hangs (see the module's text)."""
+    for n in range(1, TRIES + 1):
         try:
             if merged:
-                return subprocess.run(command, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=SECONDS)
-            return subprocess.run(command, input=stdin, capture_output=True, timeout=SECONDS)
+                return subprocess.run(command, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      timeout=n * SECONDS)
+            return subprocess.run(command, input=stdin, capture_output=True, timeout=n * SECONDS)
         except subprocess.TimeoutExpired:
             continue
-    sys.exit(f"keyringctl-sandbox: secret-tool {args[0]} hung {TRIES} times ({SECONDS} s each)")
+    sys.exit(f"keyringctl-sandbox: secret-tool {what} hung {TRIES} times ({SECONDS} s, then {SECONDS} s more each try)")
 
 
 def parse(argv):
