@@ -128,6 +128,15 @@ fi
 
 section "Vala"
 if command -v valac >/dev/null; then
+    # What a getter may return as NULL is nullable in the .vapi too (the metadata file), so Vala
+    # code may compare it with null without a warning.
+    for prop in api_host magic_link_from_email magic_link_template_id; do
+        if grep -q "public string? $prop { get; construct; }" "$out/portal-keyring-gobject-1.vapi"; then
+            ok "the .vapi's $prop is nullable (string?)"
+        else
+            fail "the .vapi's $prop is not nullable: $(grep " $prop {" "$out/portal-keyring-gobject-1.vapi")"
+        fi
+    done
     for prog in vala_test vala_watch_test; do
         if (cd "$out" && PKG_CONFIG_PATH=$out/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH} \
             valac --vapidir "$out" --pkg portal-keyring-gobject-1 "$repo/Tests/gobject/$prog.vala" -o $prog \
