@@ -195,9 +195,9 @@ let commandHelp: [String: String] = [
     its Client Session Token; the token is never printed) and prints the end user id when it is.
     When the API rejects it (HTTP 401), that sign-in is signed out as a Portal does on any 401:
     its stored item is deleted — only that one, so a newer sign-in stored meanwhile by another
-    process stays — and every portal-session watch prints "signed-out". A server error (5xx), another status or
-    no answer clears nothing (exit 3): try again later. The keyring calls are bounded by
-    --timeout-ms, the request by the library's limits (10 s to connect, 30 s in all).
+    process stays — and every portal-session watch prints "signed-out". A server error (5xx),
+    another status or no answer clears nothing (exit 3): try again later. The keyring calls are
+    bounded by --timeout-ms, the request by the library's limits (10 s to connect, 30 s in all).
     --json prints {"authEnvironmentId":…,"endUserId":…,"status":"valid"|"rejected"},
     {"authEnvironmentId":…,"status":"signedOut"}, or "status" "unavailable" or "error" with "message".
     exit: 0 valid, 1 signed out (nothing stored), 2 keyring unavailable/locked/timed out (also
