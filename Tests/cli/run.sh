@@ -589,6 +589,29 @@ wait "$check_pid" && got=0 || got=$?
 expect 0 "the newer sign-in survives the older one's rejection" -- "${ccli[@]}" restore --json --show-token
 [[ $(field "$out" endUserId) == eu-check-new && $(field "$out" clientSessionToken) == tok-check-new ]] && ok "... eu-check-new, its token" || bad "restore after: $out"
 expect 0 "clear" -- "${ccli[@]}" clear
+if [[ $provider != flatpak ]]; then
+    # The rejected item cannot be deleted (the provider stops while the 401 is on its way): exit 2,
+    # not 6 — the sign-in is still stored, and the next check deletes it.
+    check_stuck=$(field "$(admin POST sessions '{"endUserId":"eu-check-stuck"}')" token)
+    printf '%s' "$check_stuck" | "${ccli[@]}" persist --end-user-id eu-check-stuck >/dev/null || bad "persist eu-check-stuck"
+    admin POST revoke "{\"token\":\"$check_stuck\"}" >/dev/null
+    admin POST faults '{"route":"/api/v3/clients/me","delayMs":2000,"count":1}' >/dev/null
+    "${ccli[@]}" --timeout-ms 1000 check --json >"$watch_out" 2>"$watch_err" &
+    check_pid=$!
+    taken=no
+    for _ in $(seq 1 200); do
+        [[ $(admin GET faults) == *'"faults": []'* ]] && { taken=yes; break; }
+        sleep 0.05
+    done
+    kill -STOP "$PORTAL_TEST_KEYRING_PID"
+    wait "$check_pid" && got=0 || got=$?
+    kill -CONT "$PORTAL_TEST_KEYRING_PID"
+    [[ $taken == yes && $got == 2 && $(field "$(cat "$watch_out")" status) == unavailable && $(cat "$watch_err") == *"rejected the session, but its stored item could not be deleted"* ]] &&
+        ok "a rejection whose delete fails: exit 2, {status: unavailable}, says so" || bad "stuck delete: taken $taken, exit $got; $(cat "$watch_out") $(cat "$watch_err")"
+    expect 0 "... the rejected sign-in is still stored" -- "${ccli[@]}" restore
+    expect 6 "... and the next check deletes it" -- "${ccli[@]}" check
+    expect 1 "... signed out" -- "${ccli[@]}" restore
+fi
 expect 64 "check takes no arguments" -- "${ccli[@]}" check extra
 expect 64 "check does not take --show-token" -- "${ccli[@]}" check --show-token
 
