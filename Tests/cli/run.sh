@@ -518,6 +518,8 @@ expect 64 "watch takes no arguments" -- "${cli[@]}" watch extra
 echo "== check: the stored session against the Portal API; a rejection signs out exactly that sign-in"
 ccli=("$ps_bin" --env "cli-check-$$")
 check_items() { kcount io.portalhq.PortalKeyring.Session "auth_environment_id=cli-check-$$"; }
+# The provider's pid now: a lock on gnome-keyring-locked restarted it (scripts/keyring-restart.sh).
+provider_pid() { cat "${PORTAL_TEST_KEYRING_DIR:-/nonexistent}/keyring.pid" 2>/dev/null || echo "$PORTAL_TEST_KEYRING_PID"; }
 expect 1 "check with nothing stored: signed out, as restore" -- "${ccli[@]}" check --json
 [[ $(field "$out" status) == signedOut ]] && ok "... {status: signedOut}" || bad "check --json signed out: $out"
 check_cst=$(field "$(admin POST sessions '{"endUserId":"eu-check"}')" token)
@@ -543,10 +545,10 @@ expect 0 "after 500, reset and 403 the session is still stored" -- "${ccli[@]}" 
 if [[ $provider != flatpak ]]; then
     # --timeout-ms bounds the keyring calls: a provider that does not answer is exit 2, nothing sent.
     before=$(me_requests)
-    kill -STOP "$PORTAL_TEST_KEYRING_PID"
+    kill -STOP "$(provider_pid)"
     started=$SECONDS
     expect 2 "check with the keyring provider stopped (--timeout-ms 1000)" -- timeout 20 "${ccli[@]}" --timeout-ms 1000 check
-    kill -CONT "$PORTAL_TEST_KEYRING_PID"
+    kill -CONT "$(provider_pid)"
     (( SECONDS - started <= 6 )) && ok "... within the deadline ($((SECONDS - started)) s)" || bad "check with a stopped provider took $((SECONDS - started)) s"
     [[ $(me_requests) == "$before" && $(check_items) == 1 ]] && ok "... no request sent, the item kept" || bad "requests $before → $(me_requests), items $(check_items)"
 fi
@@ -603,9 +605,9 @@ if [[ $provider != flatpak ]]; then
         [[ $(admin GET faults) == *'"faults": []'* ]] && { taken=yes; break; }
         sleep 0.05
     done
-    kill -STOP "$PORTAL_TEST_KEYRING_PID"
+    kill -STOP "$(provider_pid)"
     wait "$check_pid" && got=0 || got=$?
-    kill -CONT "$PORTAL_TEST_KEYRING_PID"
+    kill -CONT "$(provider_pid)"
     [[ $taken == yes && $got == 2 && $(field "$(cat "$watch_out")" status) == unavailable && $(cat "$watch_err") == *"rejected the session, but its stored item could not be deleted"* ]] &&
         ok "a rejection whose delete fails: exit 2, {status: unavailable}, says so" || bad "stuck delete: taken $taken, exit $got; $(cat "$watch_out") $(cat "$watch_err")"
     expect 0 "... the rejected sign-in is still stored" -- "${ccli[@]}" restore
