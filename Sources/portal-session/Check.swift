@@ -27,8 +27,10 @@ func check(_ options: Options) throws -> Exit {
         do {
             try session.invalidate()
         } catch {
+            var cause = "\(error)"
+            if case .sessionStorageFailure(let message) = error { cause = message }
             throw PortalAuthError.sessionStorageFailure(
-                message: "the Portal API rejected the session, but its stored item could not be deleted: \(error)")
+                message: "the Portal API rejected the session, but its stored item could not be deleted: \(cause)")
         }
         printError("the Portal API rejected the session of \(session.endUserId): signed out (that sign-in's item deleted)")
         report(options, fields.merging(["status": "rejected"]) { $1 }, text: "rejected")

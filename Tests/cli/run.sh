@@ -610,6 +610,7 @@ if [[ $provider != flatpak ]]; then
     kill -CONT "$(provider_pid)"
     [[ $taken == yes && $got == 2 && $(field "$(cat "$watch_out")" status) == unavailable && $(cat "$watch_err") == *"rejected the session, but its stored item could not be deleted"* ]] &&
         ok "a rejection whose delete fails: exit 2, {status: unavailable}, says so" || bad "stuck delete: taken $taken, exit $got; $(cat "$watch_out") $(cat "$watch_err")"
+    [[ $(grep -o "session storage failure" <<<"$(cat "$watch_err")" | wc -l) == 1 ]] && ok "... the message says 'session storage failure' once" || bad "stuck delete message: $(cat "$watch_err")"
     expect 0 "... the rejected sign-in is still stored" -- "${ccli[@]}" restore
     expect 6 "... and the next check deletes it" -- "${ccli[@]}" check
     expect 1 "... signed out" -- "${ccli[@]}" restore
