@@ -120,6 +120,9 @@ func run(_ options: Options) throws(UsageError) -> Exit {
         case "status":
             try options.expectArguments(0, "no arguments")
             return try status(options)
+        case "check":
+            try options.expectArguments(0, "no arguments")
+            return try check(options)
         case "watch":
             return try watch(options)
         default:

@@ -12,6 +12,7 @@ enum Exit: Int32 {
     case signIn = 3         // sign-in or network failure (invalid grant, rate limited, …)
     case unsolicited = 4    // handle-redirect: no sign-in pending (login CSRF); nothing done
     case differentUser = 5  // handle-redirect: another end user's session is stored; nothing stored
+    case rejected = 6       // check: the Portal API rejected the session; that sign-in's item deleted
     case usage = 64         // bad command line (EX_USAGE)
     case output = 74        // stdout could not be written (EX_IOERR)
 }
@@ -39,6 +40,8 @@ commands:
                                     complete a sign-in from a redirect URL (magic link, Google, Apple)
   verify-totp CODE [--json] [--show-token] [--replace-user]
                                     complete a TOTP sign-in; the user JWT is read from stdin
+  check [--json]                    ask the Portal API whether the stored session is still valid;
+                                    if rejected, sign out that sign-in (exit 6)
   status [--json]                   configuration and whether a session is stored
   watch [--json]                    print a line per sign-in, sign-out, lock or provider restart,
                                     by any process, until SIGINT/SIGTERM
@@ -67,8 +70,9 @@ error's is {"status":"usage","message":…}); messages go to stderr.
 
 exit status: 0 ok/restored, 1 signed out (or: not our redirect URL), 2 keyring unavailable,
 locked or timed out (NOT signed out), 3 sign-in or network failure, 4 unsolicited redirect (no
-sign-in pending), 5 another end user is signed in (nothing stored), 64 usage error, 74 stdout
-could not be written (the command may have been carried out).
+sign-in pending), 5 another end user is signed in (nothing stored), 6 check: the Portal API
+rejected the session (its sign-in deleted: signed out), 64 usage error, 74 stdout could not be
+written (the command may have been carried out).
 Tokens are never printed unless --show-token is given, and never accepted in arguments.
 """
 
@@ -185,6 +189,21 @@ let commandHelp: [String: String] = [
     exit: 0 signed in, 2 keyring failure, 3 wrong code / invalid JWT / network, 5 another end
     user is signed in, 64 usage.
     """,
+    "check": """
+    usage: portal-session [--env ID] [--api-host HOST] check [--json]
+    Asks the Portal API whether the stored session is still accepted (GET /api/v3/clients/me with
+    its Client Session Token; the token is never printed) and prints the end user id when it is.
+    When the API rejects it (HTTP 401), that sign-in is signed out as a Portal does on any 401:
+    its stored item is deleted — only that one, so a newer sign-in stored meanwhile by another
+    process stays — and every portal-session watch prints "signed-out". A server error (5xx),
+    another status or no answer clears nothing (exit 3): try again later. The keyring calls are
+    bounded by --timeout-ms, the request by the library's limits (10 s to connect, 30 s in all).
+    --json prints {"authEnvironmentId":…,"endUserId":…,"status":"valid"|"rejected"},
+    {"authEnvironmentId":…,"status":"signedOut"}, or "status" "unavailable" or "error" with "message".
+    exit: 0 valid, 1 signed out (nothing stored), 2 keyring unavailable/locked/timed out (also
+    when the rejected item could not be deleted), 3 server error / network / unexpected answer
+    (nothing cleared), 6 rejected (signed out), 64 usage.
+    """,
     "status": """
     usage: portal-session [--env ID] status [--json]
     Prints the configuration, whether a session is stored (no network, no token), the Secret Service
@@ -227,6 +246,7 @@ let commandOptions: [String: Set<String>] = [
     "sign-in-with-apple": ["--json", "--account-abstracted", "--sign-in-timeout-ms", "--show-token"],
     "handle-redirect": ["--json", "--show-token", "--qr", "--allow-unsolicited", "--replace-user"],
     "verify-totp": ["--json", "--show-token", "--replace-user"],
+    "check": ["--json"],
     "status": ["--json"],
     "watch": ["--json"],
 ]

@@ -1,8 +1,8 @@
 // portal-session: the Portal session layer for shell scripts and desktop integration.
 // Built on the Swift core; never prints a token unless --show-token is given, never logs one.
-// Files: Options.swift (the command line), Commands.swift (each command), Watch.swift (watch),
-// Help.swift (texts and exit codes), JSONOutput.swift (--json), Terminal.swift (stdin, stdout,
-// stderr).
+// Files: Options.swift (the command line), Commands.swift (each command), Check.swift (check),
+// Watch.swift (watch), Help.swift (texts and exit codes), JSONOutput.swift (--json),
+// Terminal.swift (stdin, stdout, stderr).
 @_spi(PortalKeyringCLI) import PortalKeyringCore
 #if canImport(Glibc)
 import Glibc

@@ -65,7 +65,7 @@ cli=("$ps_bin" --env "$env_id" --redirect-url "$redirect")
 echo "== usage and help"
 expect 0 "--help" -- "$ps_bin" --help
 for sub in restore clear persist send-magic-link login-with-google login-with-apple sign-in-with-google sign-in-with-apple \
-    handle-redirect verify-totp status watch; do
+    handle-redirect verify-totp status check watch; do
     expect 0 "$sub --help" -- "$ps_bin" "$sub" --help
     grep -q "usage: portal-session" <<<"$out" || bad "$sub --help prints no usage"
 done
@@ -514,6 +514,110 @@ wait "$watch_pid" && got=0 || got=$?
 expect 64 "watch takes no arguments" -- "${cli[@]}" watch extra
 "${cli[@]}" clear >/dev/null
 "$ps_bin" --env "$env_id-other" clear >/dev/null
+
+echo "== check: the stored session against the Portal API; a rejection signs out exactly that sign-in"
+ccli=("$ps_bin" --env "cli-check-$$")
+check_items() { kcount io.portalhq.PortalKeyring.Session "auth_environment_id=cli-check-$$"; }
+# The provider's pid now: a lock on gnome-keyring-locked restarted it (scripts/keyring-restart.sh).
+provider_pid() { cat "${PORTAL_TEST_KEYRING_DIR:-/nonexistent}/keyring.pid" 2>/dev/null || echo "$PORTAL_TEST_KEYRING_PID"; }
+expect 1 "check with nothing stored: signed out, as restore" -- "${ccli[@]}" check --json
+[[ $(field "$out" status) == signedOut ]] && ok "... {status: signedOut}" || bad "check --json signed out: $out"
+check_cst=$(field "$(admin POST sessions '{"endUserId":"eu-check"}')" token)
+printf '%s' "$check_cst" | "${ccli[@]}" persist --end-user-id eu-check >/dev/null || bad "persist eu-check"
+me_requests() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])["routes"].get("/api/v3/clients/me",{}).get("requests",0))' "$(admin GET stats)"; }
+before=$(me_requests)
+expect 0 "check of a valid session" -- "${ccli[@]}" check
+[[ $out == eu-check ]] && ok "... prints its end user" || bad "check printed '$out'"
+[[ $(me_requests) == $((before + 1)) ]] && ok "... with one GET /api/v3/clients/me" || bad "clients/me requests: $before, then $(me_requests)"
+expect 0 "check --json of a valid session" -- "${ccli[@]}" check --json
+[[ $(field "$out" status) == valid && $(field "$out" endUserId) == eu-check ]] && ok "... {status: valid, endUserId: eu-check}" || bad "check --json: $out"
+[[ $out$err != *"$check_cst"* ]] && ok "... no token in its output" || bad "check printed the token"
+[[ $(check_items) == 1 ]] && ok "a valid session's item is kept" || bad "items after a valid check: $(check_items)"
+admin POST faults '{"route":"/api/v3/clients/me","status":500,"count":1}' >/dev/null
+expect 3 "check answered 500" -- "${ccli[@]}" check --json
+[[ $(field "$out" status) == error && $err == *"server error (HTTP 500)"* && $err == *"kept"* ]] && ok "... an error that says the session is kept" || bad "500: $out / $err"
+admin POST faults '{"route":"/api/v3/clients/me","reset":true,"count":1}' >/dev/null
+expect 3 "check with the connection reset" -- "${ccli[@]}" check
+admin POST faults '{"route":"/api/v3/clients/me","status":403,"count":1}' >/dev/null
+expect 3 "check answered 403" -- "${ccli[@]}" check
+expect 0 "after 500, reset and 403 the session is still stored" -- "${ccli[@]}" restore
+[[ $out == eu-check && $(check_items) == 1 ]] && ok "... the same one, one item" || bad "restore '$out', items $(check_items)"
+if [[ $provider != flatpak ]]; then
+    # --timeout-ms bounds the keyring calls: a provider that does not answer is exit 2, nothing sent.
+    before=$(me_requests)
+    kill -STOP "$(provider_pid)"
+    started=$SECONDS
+    expect 2 "check with the keyring provider stopped (--timeout-ms 1000)" -- timeout 20 "${ccli[@]}" --timeout-ms 1000 check
+    kill -CONT "$(provider_pid)"
+    (( SECONDS - started <= 6 )) && ok "... within the deadline ($((SECONDS - started)) s)" || bad "check with a stopped provider took $((SECONDS - started)) s"
+    [[ $(me_requests) == "$before" && $(check_items) == 1 ]] && ok "... no request sent, the item kept" || bad "requests $before → $(me_requests), items $(check_items)"
+fi
+# A rejection: the backend revoked the token. Another process's watch hears the sign-out.
+: >"$watch_out"
+: >"$watch_err"
+"${ccli[@]}" watch --json >"$watch_out" 2>"$watch_err" &
+watch_pid=$!
+wait_for "$watch_err" "^watching cli-check-$$\$" || bad "check: the watch never said it was watching"
+admin POST revoke "{\"token\":\"$check_cst\"}" >/dev/null
+expect 6 "check of a revoked session: rejected" -- "${ccli[@]}" check
+[[ $out == rejected && $err == *"rejected the session of eu-check"* ]] && ok "... says so" || bad "rejected: '$out' / $err"
+[[ $(check_items) == 0 ]] && ok "... its item is deleted" || bad "items after a rejection: $(check_items)"
+expect 1 "restore after the rejection: signed out" -- "${ccli[@]}" restore
+if wait_for "$watch_out" '"event":"signedOut"'; then ok "the watch in another process printed signedOut"; else bad "watch after check's rejection: $(cat "$watch_out")"; fi
+kill -INT "$watch_pid"
+wait "$watch_pid" || bad "check: the watch ended with exit $?"
+expect 1 "check again: signed out" -- "${ccli[@]}" check
+# --json of a rejection (a 401 the fake API is told to give).
+printf 'tok-check-json' | "${ccli[@]}" persist --end-user-id eu-check-json >/dev/null
+admin POST faults '{"route":"/api/v3/clients/me","status":401,"count":1}' >/dev/null
+expect 6 "check --json of a rejected session" -- "${ccli[@]}" check --json
+[[ $(field "$out" status) == rejected && $(field "$out" endUserId) == eu-check-json && $(check_items) == 0 ]] && ok "... {status: rejected, endUserId: eu-check-json}, item deleted" || bad "rejected --json: $out; items $(check_items)"
+# A newer sign-in stored while check waits for its answer survives the older one's 401: check
+# deletes the item of the sign-in it read (its generation), never the auth environment's.
+check_old=$(field "$(admin POST sessions '{"endUserId":"eu-check-old"}')" token)
+printf '%s' "$check_old" | "${ccli[@]}" persist --end-user-id eu-check-old >/dev/null || bad "persist eu-check-old"
+admin POST faults '{"route":"/api/v3/clients/me","status":401,"delayMs":3000,"count":1}' >/dev/null
+"${ccli[@]}" check >"$watch_out" 2>"$watch_err" &
+check_pid=$!
+taken=no
+for _ in $(seq 1 200); do
+    [[ $(admin GET faults) == *'"faults": []'* ]] && { taken=yes; break; }
+    sleep 0.05
+done
+[[ $taken == yes ]] && ok "check's request reached the API (its answer delayed 3 s)" || bad "check's request never reached the API"
+printf 'tok-check-new' | "${ccli[@]}" persist --end-user-id eu-check-new >/dev/null || bad "persist eu-check-new during the check"
+wait "$check_pid" && got=0 || got=$?
+[[ $got == 6 ]] && ok "check of the older sign-in: rejected (exit 6)" || bad "check during a newer sign-in: exit $got; $(cat "$watch_err")"
+expect 0 "the newer sign-in survives the older one's rejection" -- "${ccli[@]}" restore --json --show-token
+[[ $(field "$out" endUserId) == eu-check-new && $(field "$out" clientSessionToken) == tok-check-new ]] && ok "... eu-check-new, its token" || bad "restore after: $out"
+expect 0 "clear" -- "${ccli[@]}" clear
+if [[ $provider != flatpak ]]; then
+    # The rejected item cannot be deleted (the provider stops while the 401 is on its way): exit 2,
+    # not 6 — the sign-in is still stored, and the next check deletes it.
+    check_stuck=$(field "$(admin POST sessions '{"endUserId":"eu-check-stuck"}')" token)
+    printf '%s' "$check_stuck" | "${ccli[@]}" persist --end-user-id eu-check-stuck >/dev/null || bad "persist eu-check-stuck"
+    admin POST revoke "{\"token\":\"$check_stuck\"}" >/dev/null
+    admin POST faults '{"route":"/api/v3/clients/me","delayMs":2000,"count":1}' >/dev/null
+    "${ccli[@]}" --timeout-ms 1000 check --json >"$watch_out" 2>"$watch_err" &
+    check_pid=$!
+    taken=no
+    for _ in $(seq 1 200); do
+        [[ $(admin GET faults) == *'"faults": []'* ]] && { taken=yes; break; }
+        sleep 0.05
+    done
+    kill -STOP "$(provider_pid)"
+    wait "$check_pid" && got=0 || got=$?
+    kill -CONT "$(provider_pid)"
+    [[ $taken == yes && $got == 2 && $(field "$(cat "$watch_out")" status) == unavailable && $(cat "$watch_err") == *"rejected the session, but its stored item could not be deleted"* ]] &&
+        ok "a rejection whose delete fails: exit 2, {status: unavailable}, says so" || bad "stuck delete: taken $taken, exit $got; $(cat "$watch_out") $(cat "$watch_err")"
+    [[ $(grep -o "session storage failure" <<<"$(cat "$watch_err")" | wc -l) == 1 ]] && ok "... the message says 'session storage failure' once" || bad "stuck delete message: $(cat "$watch_err")"
+    expect 0 "... the rejected sign-in is still stored" -- "${ccli[@]}" restore
+    expect 6 "... and the next check deletes it" -- "${ccli[@]}" check
+    expect 1 "... signed out" -- "${ccli[@]}" restore
+fi
+expect 64 "check takes no arguments" -- "${ccli[@]}" check extra
+expect 64 "check does not take --show-token" -- "${ccli[@]}" check --show-token
+
 rm -f "$watch_out" "$watch_err"
 
 echo "== magic-link contract: sender and template, account abstraction, disabled providers, statuses"

@@ -60,6 +60,14 @@ public final class Portal: Sendable {
         }
     }
 
+    /// Builds a Portal that sends nothing until asked (no validation at init): `portal-session
+    /// check` sends its one `GET /api/v3/clients/me` itself and reads the answer; a 401 there
+    /// invalidates exactly as any other (`reportUnauthorized`).
+    @_spi(PortalKeyringCLI)
+    public convenience init(credentialsUnvalidated credentials: PortalSession) {
+        self.init(credentials: credentials, apiHost: nil, http: HTTPClient(), validate: false)
+    }
+
     /// Builds a Portal from a static API key. Such a Portal never invalidates anything and its
     /// `onSessionInvalidated` returns a spent handle.
     ///
