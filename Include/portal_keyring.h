@@ -1068,7 +1068,13 @@ PORTAL_API portal_status portal_request(portal *portal, const char *method, cons
  *    loop (Qt's QSocketNotifier, libuv's uv_poll, asyncio's add_reader, plain poll()).
  *  - queue == NULL in an *_async call means a main-context queue for the calling thread's
  *    thread-default GMainContext at call time (g_main_context_ref_thread_default(): the global
- *    default context unless the thread pushed another), as GTask does.
+ *    default context unless the thread pushed another), as GTask does. Only a GLib main loop
+ *    runs it: where none iterates that context (Qt without its GLib event dispatcher, as with
+ *    QT_NO_GLIB=1; libuv; asyncio; a thread with no loop) the completion waits until one does,
+ *    possibly forever. That is not silent: a completion that has waited over 2 s while no thread
+ *    owns its context (g_main_context_acquire() succeeds: nobody iterates it) makes the library
+ *    write one line to stderr (fd 2) saying so and naming the fix, once per process. Outside a
+ *    GLib loop, pass a pollable queue.
  *
  * Cancellation: portal_operation_cancel() completes the operation at once with
  * PORTAL_ERR_CANCELLED (the callback still runs on its queue, once, later) unless it already
