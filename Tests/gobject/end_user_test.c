@@ -19,33 +19,11 @@
  * Prints a line a failed check (check.h) and "end_user_test: N checks, M failed"; exits 1 on any.
  */
 #define _GNU_SOURCE
-#include "fake_api.h"
-#include "gobject_wait.h"
-
-#include <portal-keyring-gobject/portal-keyring-gobject.h>
-
-#define REDIRECT "portalkeyring://auth/callback"
+#include "gobject_signin.h"
 
 static char env_id[64], first[64], second[64], totp_user[64];
-static const char *api_host;
 
-static PortalKeyringAuth *make_auth(void) {
-    g_autoptr(GError) error = NULL;
-    PortalKeyringAuth *auth = g_initable_new(PORTAL_KEYRING_TYPE_AUTH, NULL, &error, "auth-environment-id", env_id,
-                                             "redirect-url", REDIRECT, "api-host", api_host, "magic-link-from-email",
-                                             "login@example.com", "magic-link-template-id", "tpl-gobject", NULL);
-    CHECK_MSG(auth != NULL && error == NULL, "construction failed: %s", error ? error->message : "");
-    return auth;
-}
-
-/* A grant for end_user (the link the email would open) into url; with totp, a TOTP step. */
-static void mint_grant(const char *end_user, int totp, char *url, size_t size) {
-    char json[256];
-    g_snprintf(json, sizeof json,
-               "{\"kind\":\"magic_link\",\"endUserId\":\"%s\",\"totpRequired\":%s,\"redirectUrl\":\"" REDIRECT "\"}",
-               end_user, totp ? "true" : "false");
-    CHECK(fake_api_admin("POST", "/_admin/grants", json, "d[\"data\"][\"redirectUrl\"]", url, size) == 0);
-}
+static PortalKeyringAuth *make_auth(void) { return signin_auth_new(env_id, "login@example.com", "tpl-gobject"); }
 
 /* The end user of the stored session ("" when signed out; g_free). */
 static char *stored_end_user(PortalKeyringAuth *auth) {
@@ -176,8 +154,7 @@ int main(void) {
     g_snprintf(first, sizeof first, "eu-gobject-first-%d", (int)getpid());
     g_snprintf(second, sizeof second, "eu-gobject-second-%d", (int)getpid());
     g_snprintf(totp_user, sizeof totp_user, "eu-gobject-totp-%d", (int)getpid());
-    api_host = getenv("PORTAL_TEST_API_HOST");
-    if (!api_host || !getenv("PORTAL_TEST_API_URL")) {
+    if (!getenv("PORTAL_TEST_API_HOST") || !getenv("PORTAL_TEST_API_URL")) {
         fprintf(stderr, "end_user_test: run inside scripts/with-portal-api.sh\n");
         return 2;
     }
