@@ -40,7 +40,10 @@ start_handle_redirect (portal_auth *auth, gpointer args, portal_sign_in_cb callb
  * [method@PortalKeyring.Auth.send_magic_link_async] or
  * [method@PortalKeyring.Auth.login_with_google_async] started is pending (any process of this
  * user, 15 minutes), else %PORTAL_KEYRING_ERROR_UNSOLICITED_REDIRECT; and a session of another
- * end user in the keyring is never replaced silently (%PORTAL_KEYRING_ERROR_DIFFERENT_END_USER).
+ * end user in the keyring is never replaced silently (%PORTAL_KEYRING_ERROR_DIFFERENT_END_USER:
+ * nothing stored; to confirm, deliver the same URL again on this auth with
+ * %PORTAL_KEYRING_REDIRECT_FLAGS_REPLACE_END_USER, which persists the remembered exchange; on
+ * another auth the grant is spent).
  * The same URL delivered again on this auth returns the same result without a second exchange.
  * A cancel after the exchange leaves the session persisted or not, never half. Finish with
  * [method@PortalKeyring.Auth.handle_redirect_finish].
@@ -138,7 +141,10 @@ start_verify_totp (portal_auth *auth, gpointer args, portal_sign_in_cb callback,
  * Completes a TOTP sign-in without blocking: exchanges the code with the user JWT and persists
  * the session of the JWT's end user. A wrong code is
  * %PORTAL_KEYRING_ERROR_AUTHENTICATION_FAILED: ask for a new code and call again with the same
- * JWT. When the keyring write fails after Portal accepted the code, calling again with the same
+ * JWT. When the keyring holds a session of an end user other than the JWT's, nothing is sent
+ * and the operation fails with %PORTAL_KEYRING_ERROR_DIFFERENT_END_USER: the code stays unused,
+ * and after [method@PortalKeyring.Auth.clear_persisted_session_async] the same code and JWT sign
+ * in. When the keyring write fails after Portal accepted the code, calling again with the same
  * JWT on this auth retries only the write. Finish with
  * [method@PortalKeyring.Auth.verify_totp_finish].
  */
@@ -164,7 +170,8 @@ portal_keyring_auth_verify_totp_async (PortalKeyringAuth *self, const gchar *cod
  * Returns: (transfer full): the persisted session (it knows its client id and account
  *   abstraction), or %NULL with @error set (%PORTAL_KEYRING_ERROR_AUTHENTICATION_FAILED,
  *   %PORTAL_KEYRING_ERROR_INVALID_USER_JWT, %PORTAL_KEYRING_ERROR_INVALID_ARGUMENT for a code that
- *   is not digits, %PORTAL_KEYRING_ERROR_SESSION_STORAGE, …, `G_IO_ERROR_CANCELLED`)
+ *   is not digits, %PORTAL_KEYRING_ERROR_DIFFERENT_END_USER, %PORTAL_KEYRING_ERROR_SESSION_STORAGE,
+ *   …, `G_IO_ERROR_CANCELLED`)
  */
 PortalKeyringSession *
 portal_keyring_auth_verify_totp_finish (PortalKeyringAuth *self, GAsyncResult *result, GError **error)

@@ -1,8 +1,8 @@
-/* portal-keyring-portal.c — PortalKeyringPortal over a C portal handle: the type, its
- * initialisation (GInitable, GAsyncInitable: the C portal, its invalidation listener and the
- * session's validation), and the one place where the session's invalidation becomes the
- * PortalKeyringPortal::session-invalidated signal and the PortalKeyringPortal:invalidated
- * property. Its calls (new, request) are in portal-keyring-portal-operations.c. */
+/* portal-keyring-portal.c — PortalKeyringPortal over a C portal handle: the type and its
+ * initialisation (GInitable, GAsyncInitable: the C portal and the session's validation). How the
+ * session's invalidation becomes the PortalKeyringPortal::session-invalidated signal and the
+ * PortalKeyringPortal:invalidated property is in portal-keyring-portal-invalidation.c; its calls
+ * (new, request) are in portal-keyring-portal-operations.c. */
 #include "portal-keyring-private.h"
 
 /**
@@ -35,21 +35,6 @@
  * [ctor@GObject.Object.new]). The portal holds no reference to its handlers' data, and its
  * session does not hold the portal: it is finalised with its last unref.
  */
-struct _PortalKeyringPortal {
-    GObject parent_instance;
-    PortalKeyringSession *session;
-    /* Set by a successful set-up (portal_setup()); NULL before it and after a failed one. */
-    portal *handle;
-    /* Where the invalidation is delivered: the thread-default context at construction, and the
-     * C listener's queue on it. */
-    GMainContext *context;
-    portal_completion_queue *queue;
-    gboolean invalidated;
-    /* The failed initialisation's error, given again by every later call. */
-    GError *init_error;
-    gboolean setup_ran;
-};
-
 static void portal_keyring_portal_initable_iface_init (GInitableIface *iface);
 static void portal_keyring_portal_async_initable_iface_init (GAsyncInitableIface *iface);
 
@@ -61,74 +46,14 @@ G_DEFINE_TYPE_WITH_CODE (PortalKeyringPortal, portal_keyring_portal, G_TYPE_OBJE
 enum {
     PROP_0,
     PROP_SESSION,
-    PROP_INVALIDATED,
-    N_PROPS
+    PROP_INVALIDATED
 };
 
-static GParamSpec *properties[N_PROPS];
-
-enum {
-    SESSION_INVALIDATED,
-    N_SIGNALS
-};
-
-static guint signals[N_SIGNALS];
+static GParamSpec *session_property;
 
 /* The validation: what the C library's portal_new() also sends, asked again here so that the
  * construction can wait for its answer (the C ABI reports only a rejection, to listeners). */
 #define VALIDATION_TARGET "/api/v3/clients/me"
-
-/* The one way the portal learns that its session was invalidated, from the C listener or from
- * the validation's answer (both see the same rejection): exactly once. */
-static void
-portal_invalidated (PortalKeyringPortal *self)
-{
-    if (self->invalidated)
-        return;
-    self->invalidated = TRUE;
-    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_INVALIDATED]);
-    g_signal_emit (self, signals[SESSION_INVALIDATED], 0);
-}
-
-static gboolean
-invalidated_in_context (gpointer self)
-{
-    portal_invalidated (self);
-    return G_SOURCE_REMOVE;
-}
-
-/* The validation's rejection, seen on the thread that initialises: reported on the
- * construction's context as the listener's is, through g_main_context_invoke(): at once when
- * this thread holds or can take that context (an _async completion; a _sync call while no loop
- * runs it), else from the loop that runs it (a _sync call on a worker that pushed no context,
- * while the main loop runs). Either way with the context held, so that this report and the
- * listener's never run at the same time and the second finds the first's mark. */
-static void
-portal_rejected (PortalKeyringPortal *self)
-{
-    g_main_context_invoke_full (self->context, G_PRIORITY_DEFAULT, invalidated_in_context, g_object_ref (self),
-                                g_object_unref);
-}
-
-/* The C listener, delivered on the construction's context. Its data is a weak reference, so
- * that the C portal, which the GObject owns, holds no reference back to it (no cycle); a
- * delivery already queued when the GObject went finds it gone and does nothing. */
-static void
-listener_invalidated (void *data)
-{
-    PortalKeyringPortal *self = g_weak_ref_get (data);
-    if (self == NULL)
-        return;
-    portal_invalidated (self);
-    g_object_unref (self);
-}
-
-static void
-listener_free (void *data)
-{
-    g_weak_ref_clear (data);
-    g_free (data);
-}
 
 static void
 portal_keyring_portal_finalize (GObject *object)
@@ -190,33 +115,11 @@ portal_keyring_portal_class_init (PortalKeyringPortalClass *klass)
      * after invalidation [method@PortalKeyring.Session.copy_token] fails with
      * %PORTAL_KEYRING_ERROR_SESSION_INVALIDATED.
      */
-    properties[PROP_SESSION] =
+    session_property =
         g_param_spec_object ("session", NULL, NULL, PORTAL_KEYRING_TYPE_SESSION,
                              G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
-    /**
-     * PortalKeyringPortal:invalidated: (getter get_invalidated)
-     *
-     * Whether the Portal API rejected the session. Turns %TRUE once, never back, with
-     * `notify::invalidated` right before [signal@PortalKeyring.Portal::session-invalidated]; a
-     * handler connected later reads it to learn a rejection that came before.
-     */
-    properties[PROP_INVALIDATED] =
-        g_param_spec_boolean ("invalidated", NULL, NULL, FALSE,
-                              G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-    g_object_class_install_properties (object_class, N_PROPS, properties);
-
-    /**
-     * PortalKeyringPortal::session-invalidated:
-     * @self: the portal
-     *
-     * The Portal API rejected the session (HTTP 401): its token is dropped and its stored item
-     * deleted; show sign-in. Emitted exactly once per portal, on the thread-default main
-     * context of the thread that constructed it, right after
-     * [property@PortalKeyring.Portal:invalidated] turned %TRUE; never replayed to a handler
-     * connected later (read the property after connecting).
-     */
-    signals[SESSION_INVALIDATED] = g_signal_new ("session-invalidated", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
-                                                 0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+    g_object_class_install_property (object_class, PROP_SESSION, session_property);
+    _portal_keyring_portal_class_init_invalidation (object_class, PROP_INVALIDATED);
 }
 
 static void
@@ -225,8 +128,8 @@ portal_keyring_portal_init (PortalKeyringPortal *self)
     (void) self;
 }
 
-/* The C portal and its listener, made once, on the thread-default context of this call (which
- * the listener's deliveries use). The C portal_new() sends its own validation at once. */
+/* The C portal and its invalidation listener, made once, on the thread-default context of this
+ * call (which the listener's deliveries use). The C portal_new() sends its own validation at once. */
 static gboolean
 portal_setup (PortalKeyringPortal *self, GError **error)
 {
@@ -241,14 +144,7 @@ portal_setup (PortalKeyringPortal *self, GError **error)
                    PORTAL_OK) {
             self->init_error = _portal_keyring_error_new (status, portal_last_error_message ());
         } else {
-            self->context = g_main_context_ref_thread_default ();
-            portal_completion_queue_new_for_main_context (&self->queue, self->context);
-            GWeakRef *ref = g_new0 (GWeakRef, 1);
-            g_weak_ref_init (ref, self);
-            uint64_t listener = 0;
-            /* A rejection before this registration is replayed to it by the C library. */
-            status = portal_on_session_invalidated_queued (handle, self->queue, listener_invalidated, ref,
-                                                           listener_free, &listener);
+            status = _portal_keyring_portal_listen (self, handle);
             if (status != PORTAL_OK) {
                 self->init_error = _portal_keyring_error_new (status, portal_last_error_message ());
                 portal_free (handle);
@@ -272,14 +168,14 @@ portal_validated (PortalKeyringPortal *self, guint http_status, GError *failure,
 {
     if (failure == NULL) {
         if (http_status == 401)
-            portal_rejected (self);
+            _portal_keyring_portal_rejected (self);
         return TRUE;
     }
     gboolean rejected = g_error_matches (failure, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_SESSION_INVALIDATED);
     if (rejected || g_error_matches (failure, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_NETWORK)) {
         g_error_free (failure);
         if (rejected)
-            portal_rejected (self);
+            _portal_keyring_portal_rejected (self);
         return TRUE;
     }
     self->init_error = g_error_copy (failure);
@@ -368,22 +264,6 @@ portal_keyring_portal_get_session (PortalKeyringPortal *self)
 {
     g_return_val_if_fail (PORTAL_KEYRING_IS_PORTAL (self), NULL);
     return self->session;
-}
-
-/**
- * portal_keyring_portal_get_invalidated: (get-property invalidated)
- * @self: a portal
- *
- * Whether the Portal API rejected the session: read it after connecting to
- * [signal@PortalKeyring.Portal::session-invalidated] to learn a rejection that came before.
- *
- * Returns: %TRUE once the session was invalidated
- */
-gboolean
-portal_keyring_portal_get_invalidated (PortalKeyringPortal *self)
-{
-    g_return_val_if_fail (PORTAL_KEYRING_IS_PORTAL (self), FALSE);
-    return self->invalidated;
 }
 
 portal *

@@ -1,7 +1,7 @@
 /*
  * portal-keyring-private.h — what the files of the GNOME API share and do not export: the one
  * conversion of a C status to a GError, the session made from a C handle, the auth's and the
- * portal's C handles, and the bridge from a C operation to a GTask (portal-keyring-task-bridge.c) that the auth's
+ * portal's instances and C handles, and the bridge from a C operation to a GTask (portal-keyring-task-bridge.c) that the auth's
  * operations (portal-keyring-auth-operations.c) start and wait on.
  */
 #ifndef PORTAL_KEYRING_PRIVATE_H
@@ -43,9 +43,38 @@ struct _PortalKeyringAuth {
  * failed, or never ran). */
 portal_auth *_portal_keyring_auth_get_handle (PortalKeyringAuth *self, GError **error);
 
+/* PortalKeyringPortal's instance: its session and the C handle its initialisation made
+ * (portal-keyring-portal.c), and where and whether its invalidation was delivered
+ * (portal-keyring-portal-invalidation.c). */
+struct _PortalKeyringPortal {
+    GObject parent_instance;
+    PortalKeyringSession *session;
+    /* Set by a successful set-up (portal_setup()); NULL before it and after a failed one. */
+    portal *handle;
+    /* Where the invalidation is delivered: the thread-default context at construction, and the
+     * C listener's queue on it. */
+    GMainContext *context;
+    portal_completion_queue *queue;
+    gboolean invalidated;
+    /* The failed initialisation's error, given again by every later call. */
+    GError *init_error;
+    gboolean setup_ran;
+};
+
 /* The portal's C handle, or NULL with the error that says why there is none (its initialisation
  * failed, or never ran). */
 portal *_portal_keyring_portal_get_handle (PortalKeyringPortal *self, GError **error);
+
+/* Installs PortalKeyringPortal:invalidated (as prop_id) and ::session-invalidated. */
+void _portal_keyring_portal_class_init_invalidation (GObjectClass *object_class, guint prop_id);
+
+/* Registers handle's invalidation listener on the thread-default context of this call (the
+ * construction's: kept in self->context, with self->queue); the C status of the registration. */
+portal_status _portal_keyring_portal_listen (PortalKeyringPortal *self, portal *handle);
+
+/* The validation's rejection (a 401, or a session invalidated already): reported on the
+ * construction's context, as the listener's is. */
+void _portal_keyring_portal_rejected (PortalKeyringPortal *self);
 
 /* The session's C handle (borrowed). */
 portal_session *_portal_keyring_session_get_handle (PortalKeyringSession *self);

@@ -6,9 +6,13 @@
  *   - a timeout over 15 minutes: PORTAL_KEYRING_ERROR_INVALID_ARGUMENT, nothing opened;
  *   - on a main loop, the redirect the browser got handed to handle_redirect_async: the sign-in
  *     completes AUTHENTICATED with the session, which a restore then finds;
- *   - a cancel while the page is open: G_IO_ERROR_CANCELLED at once, nothing stored.
+ *   - a cancel while the page is open: G_IO_ERROR_CANCELLED at once, nothing stored;
+ *   - the redirect handed to the URL handler's process (portal-session handle-redirect, as the
+ *     desktop's handler of the app's scheme runs it), which persists the session: the sign-in
+ *     sees it in the keyring and completes AUTHENTICATED on the caller's context with the
+ *     restored session (no client id: the other process had it).
  *
- *   PORTAL_TEST_API_HOST=… PORTAL_TEST_FAKE_BROWSER=Tests/tools/fake_browser.sh desktop_test
+ *   PORTAL_TEST_API_HOST=… PORTAL_TEST_FAKE_BROWSER=Tests/tools/fake_browser.sh PORTAL_TEST_CLI=portal-session desktop_test
  *
  * Prints a line a failed check (check.h) and "desktop_test: N checks, M failed"; exits 1 on any.
  */
@@ -23,7 +27,8 @@
 #define DESKTOP_ID "portal-test-browser-gobject.desktop"
 #define REDIRECT "portalkeyring://auth/callback"
 
-static char state[1024], env_id[64], end_user[64];
+static char state[1024], env_id[64], end_user[64], handler_user[64];
+static const char *api_host;
 
 static void put(const char *name, const char *text) {
     g_autofree char *path = g_build_filename(state, name, NULL);
@@ -40,13 +45,19 @@ static char *await_file(const char *name) {
     return text;
 }
 
-/* The browser (fake_browser.sh's mode: "deliver" or "ignore") as the http(s) handler. */
-static void browser(const char *mode) {
+/* The browser (fake_browser.sh's mode: "deliver", "ignore" or "handler", which runs
+ * $PORTAL_TEST_CLI handle-redirect with this auth's settings) as the http(s) handler; the grants
+ * it fetches are `user`'s. */
+static void browser(const char *mode, const char *user) {
     char text[2048];
     put("mode", mode);
-    g_snprintf(text, sizeof text, "PORTAL_TEST_END_USER='%s'\n", end_user);
+    g_snprintf(text, sizeof text,
+               "PORTAL_AUTH_ENVIRONMENT_ID='%s'\nPORTAL_REDIRECT_URL='%s'\nPORTAL_API_HOST='%s'\n"
+               "PORTAL_TEST_END_USER='%s'\nPORTAL_TEST_CLI='%s'\n"
+               "export PORTAL_AUTH_ENVIRONMENT_ID PORTAL_REDIRECT_URL PORTAL_API_HOST\n",
+               env_id, REDIRECT, api_host, user, getenv("PORTAL_TEST_CLI"));
     put("env", text);
-    for (const char *const *file = (const char *const[]){"opened", "redirect", NULL}; *file; file++) {
+    for (const char *const *file = (const char *const[]){"opened", "redirect", "handler-status", NULL}; *file; file++) {
         g_autofree char *path = g_build_filename(state, *file, NULL);
         unlink(path);
     }
@@ -54,13 +65,14 @@ static void browser(const char *mode) {
 }
 
 int main(void) {
-    const char *api_host = getenv("PORTAL_TEST_API_HOST");
-    if (!api_host || !getenv("PORTAL_TEST_FAKE_BROWSER")) {
+    api_host = getenv("PORTAL_TEST_API_HOST");
+    if (!api_host || !getenv("PORTAL_TEST_FAKE_BROWSER") || !getenv("PORTAL_TEST_CLI")) {
         fprintf(stderr, "desktop_test: run through Tests/gobject/run.sh inside scripts/with-portal-api.sh\n");
         return 2;
     }
     g_snprintf(env_id, sizeof env_id, "gobject-desktop-%d", (int)getpid());
     g_snprintf(end_user, sizeof end_user, "eu-gobject-desktop-%d", (int)getpid());
+    g_snprintf(handler_user, sizeof handler_user, "eu-gobject-handler-%d", (int)getpid());
     g_snprintf(state, sizeof state, "%s/portal-test-browser-gobject", g_get_user_data_dir());
     g_mkdir_with_parents(state, 0700);
     GError *error = NULL;
@@ -76,7 +88,7 @@ int main(void) {
     g_clear_error(&error);
 
     check_context = "in process";
-    browser("deliver");
+    browser("deliver", end_user);
     Wait signin = {0}, delivery = {0};
     portal_keyring_auth_sign_in_with_google_async(auth, 30000, NULL, wait_callback, &signin);
     g_autofree char *redirect = await_file("redirect");
@@ -109,7 +121,7 @@ int main(void) {
     g_clear_error(&error);
 
     check_context = "cancel";
-    browser("ignore");
+    browser("ignore", end_user);
     GCancellable *cancellable = g_cancellable_new();
     portal_keyring_auth_sign_in_with_apple_async(auth, 30000, cancellable, wait_callback, &signin);
     g_autofree char *opened = await_file("opened");
@@ -129,6 +141,31 @@ int main(void) {
     CHECK_MSG(restored == NULL && error == NULL, "something stored after the cancel");
     g_clear_error(&error);
     g_clear_object(&restored);
+
+    check_context = "handler process";
+    browser("handler", handler_user);
+    portal_keyring_auth_sign_in_with_google_async(auth, 30000, NULL, wait_callback, &signin);
+    CHECK(wait_run(&signin, NULL, 45000));
+    CHECK(signin.thread == g_thread_self() && signin.context == g_main_context_default());
+    PortalKeyringSignInResult *result =
+        signin.result ? portal_keyring_auth_sign_in_with_google_finish(auth, signin.result, &error) : NULL;
+    CHECK_MSG(result && portal_keyring_sign_in_result_get_kind(result) == PORTAL_KEYRING_REDIRECT_KIND_AUTHENTICATED,
+              "sign_in_with_google completed by the handler: %s", error ? error->message : "another kind");
+    g_clear_error(&error);
+    PortalKeyringSession *session = result ? portal_keyring_sign_in_result_get_session(result) : NULL;
+    CHECK(session && g_strcmp0(portal_keyring_session_get_end_user_id(session), handler_user) == 0);
+    CHECK(session && portal_keyring_session_get_client_id(session) == NULL);
+    g_clear_object(&result);
+    wait_clear(&signin);
+    g_autofree char *status = await_file("handler-status");
+    CHECK_MSG(g_strcmp0(status, "0") == 0, "portal-session handle-redirect exited %s", status ? status : "never");
+    restored = portal_keyring_auth_restore_session_sync(auth, NULL, &error);
+    CHECK_MSG(restored && g_strcmp0(portal_keyring_session_get_end_user_id(restored), handler_user) == 0,
+              "restore after the handler's sign-in: %s", error ? error->message : "no session");
+    g_clear_error(&error);
+    g_clear_object(&restored);
+    CHECK(portal_keyring_auth_clear_persisted_session_sync(auth, NULL, &error));
+    g_clear_error(&error);
     g_object_unref(auth);
     printf("desktop_test: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;

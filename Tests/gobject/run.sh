@@ -13,10 +13,15 @@
 #                     on the maker's context; start, stop and unref with the provider stopped
 #   portal_test       (C) the Portal: requests, a 401 invalidating once on the construction's
 #                     context, a late handler, cancels with the API slow, finalisation
-#   signin_test       (C) the sign-in configuration properties, the sign-in operations against
-#                     the fake Portal API to the session a restore finds, refused arguments, cancels
+#   signin_test       (C) the sign-in configuration properties, the operations that start a
+#                     sign-in against the fake Portal API, refused arguments, cancels
+#   redirect_test     (C) a magic link and a TOTP sign-in through handle_redirect and
+#                     verify_totp to the session a restore finds
+#   end_user_test     (C) another end user's sign-in over a stored one: DIFFERENT_END_USER, then
+#                     REPLACE_END_USER on the same auth replaces it; verify_totp's check
 #   desktop_test      (C) sign_in_with_google / _apple: GIO opens Tests/tools/fake_browser.sh, the
-#                     redirect through handle_redirect to the session a restore finds, a cancel
+#                     redirect through handle_redirect to the session a restore finds, a cancel,
+#                     the redirect completed by the URL handler's process (portal-session)
 #   memscan_test      (C) no copy of the token in memory once the objects that held it are
 #                     finalised (every operation, _async and _sync, on the main thread and on a
 #                     worker with its own context); a handler's closure holding its portal
@@ -69,13 +74,18 @@ else
     exit 1
 fi
 read -r -a gio <<<"$(pkg-config --cflags --libs gio-2.0)"
-c_tests=(gobject_test watch_test portal_test signin_test desktop_test memscan_test)
+c_tests=(gobject_test watch_test portal_test signin_test redirect_test end_user_test desktop_test memscan_test)
 # Sources of Tests/c that a program links beside its own file.
 declare -A c_sources=(
     [memscan_test]="Tests/c/memscan_test/marker.c Tests/c/memscan_test/scan.c Tests/c/memscan_test/support.c"
 )
-# desktop_test registers it as the browser, in the private XDG directories.
+# desktop_test registers it as the browser, in the private XDG directories; the browser hands a
+# redirect to the URL handler's process, portal-session handle-redirect (PORTAL_SESSION_BIN, else
+# the one beside the C library).
 export PORTAL_TEST_FAKE_BROWSER=$repo/Tests/tools/fake_browser.sh
+cli=${PORTAL_SESSION_BIN:-$PORTAL_KEYRING_LIBDIR/portal-session}
+[[ -x $cli ]] || cli=$repo/.build/debug/portal-session
+export PORTAL_TEST_CLI=$cli
 for program in "${c_tests[@]}"; do
     read -r -a shared <<<"${c_sources[$program]:-}"
     check_quiet "$program compiles (C11, warnings as errors)" \

@@ -1,46 +1,27 @@
 /*
- * signin_test.c — the sign-in side of the GNOME API (PortalKeyringAuth's sign-in configuration
- * and operations) from C, against the loopback fake Portal API of scripts/with-portal-api.sh and
- * the private keyring of scripts/with-keyring.sh:
+ * signin_test.c — the start of a sign-in through the GNOME API (PortalKeyringAuth's sign-in
+ * configuration and the operations before the redirect), against the loopback fake Portal API
+ * of scripts/with-portal-api.sh:
  *   - the construct properties magic-link-from-email, magic-link-template-id and the registered
  *     enum account-abstraction read back; a half or blank magic link fails g_initable_init()
  *     with PORTAL_KEYRING_ERROR_INVALID_ARGUMENT naming the property, and the failed object's
  *     sign-ins give that error;
  *   - get_methods, login_with_google / _apple in their forms, with what the fake API serves;
  *     account-abstraction ON refused where the API cannot honour it;
- *   - a magic link end to end: sent, the emailed link through handle_redirect_async, the
- *     session it persisted found by a restore; a URL not the app's: NOT_HANDLED;
- *   - a TOTP sign-in: TOTP_REQUIRED with the user JWT and enrolment link (its end user, secret
- *     and QR code through the helpers), a wrong code (AUTHENTICATION_FAILED), the right one (the
- *     session, restored after);
- *   - refused arguments, and the Portal API's 401 / 429 as their error codes;
+ *   - the Portal API's 401 / 429 as their error codes;
  *   - cancels: before the start, and mid-request in _async and _sync (G_IO_ERROR_CANCELLED at
  *     once while the API holds the request for 8 s).
+ * The sign-ins that complete are redirect_test.c's and end_user_test.c's.
  *
  *   PORTAL_TEST_API_URL=… PORTAL_TEST_API_HOST=… signin_test
  *
  * Prints a line a failed check (check.h) and "signin_test: N checks, M failed"; exits 1 on any.
  */
 #define _GNU_SOURCE
-#include "fake_api.h"
-#include "gobject_wait.h"
+#include "gobject_signin.h"
 
-#include <portal-keyring-gobject/portal-keyring-gobject.h>
-
-#define REDIRECT "portalkeyring://auth/callback"
-
-static char env_id[64], totp_user[64];
+static char env_id[64];
 static const char *api_host;
-
-static PortalKeyringAuth *make_auth(const char *from_email, const char *template_id) {
-    g_autoptr(GError) error = NULL;
-    PortalKeyringAuth *auth =
-        g_initable_new(PORTAL_KEYRING_TYPE_AUTH, NULL, &error, "auth-environment-id", env_id, "redirect-url", REDIRECT,
-                       "api-host", api_host, "magic-link-from-email", from_email, "magic-link-template-id",
-                       template_id, NULL);
-    CHECK_MSG(auth != NULL && error == NULL, "construction failed: %s", error ? error->message : "");
-    return auth;
-}
 
 static int fault(const char *json) {
     char ignored[256];
@@ -123,7 +104,7 @@ static void test_properties(void) {
 static void test_methods_and_urls(void) {
     check_context = "methods and authorize URLs";
     GError *error = NULL;
-    PortalKeyringAuth *auth = make_auth(NULL, NULL);
+    PortalKeyringAuth *auth = signin_auth_new(env_id, NULL, NULL);
     Wait wait = {0};
     portal_keyring_auth_get_methods_async(auth, NULL, wait_callback, &wait);
     CHECK_MSG(wait.done == 0, "the callback ran inside the _async call");
@@ -177,160 +158,6 @@ static void test_methods_and_urls(void) {
                          sizeof ignored) == 0);
 }
 
-static void test_magic_link(void) {
-    check_context = "magic link";
-    GError *error = NULL;
-    /* Without a magic-link configuration: nothing sent. */
-    PortalKeyringAuth *bare = make_auth(NULL, NULL);
-    CHECK(!portal_keyring_auth_send_magic_link_sync(bare, "someone@example.com", NULL, &error));
-    CHECK_GERROR(error, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_MAGIC_LINK_NOT_CONFIGURED);
-    CHECK_MSG(error && strstr(error->message, "magic-link-from-email"), "message: %s", error ? error->message : "");
-    g_clear_error(&error);
-    g_object_unref(bare);
-
-    PortalKeyringAuth *auth = make_auth("login@example.com", "tpl-gobject");
-    CHECK(portal_keyring_auth_clear_persisted_session_sync(auth, NULL, &error));
-    g_clear_error(&error);
-    /* A refused address is the operation's error, at its completion. */
-    Wait wait = {0};
-    portal_keyring_auth_send_magic_link_async(auth, NULL, NULL, wait_callback, &wait);
-    CHECK(wait_run(&wait, NULL, 5000));
-    CHECK(!portal_keyring_auth_send_magic_link_finish(auth, wait.result, &error));
-    CHECK_GERROR(error, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT);
-    g_clear_error(&error);
-    wait_clear(&wait);
-
-    portal_keyring_auth_send_magic_link_async(auth, "GObject.User@Example.com", NULL, wait_callback, &wait);
-    CHECK(wait_run(&wait, NULL, 15000));
-    CHECK_MSG(portal_keyring_auth_send_magic_link_finish(auth, wait.result, &error), "send: %s",
-              error ? error->message : "");
-    g_clear_error(&error);
-    wait_clear(&wait);
-    char link[2048] = "", end_user[256] = "", template_id[64] = "";
-    const char *pick = "[l for l in d[\"data\"][\"links\"] if l[\"email\"]==\"gobject.user@example.com\"][-1]";
-    char expression[512];
-    g_snprintf(expression, sizeof expression, "%s[\"link\"]", pick);
-    CHECK(fake_api_admin("GET", "/_admin/magic-links", NULL, expression, link, sizeof link) == 0);
-    g_snprintf(expression, sizeof expression, "%s[\"endUserId\"]", pick);
-    CHECK(fake_api_admin("GET", "/_admin/magic-links", NULL, expression, end_user, sizeof end_user) == 0);
-    g_snprintf(expression, sizeof expression, "%s[\"templateId\"]", pick);
-    CHECK(fake_api_admin("GET", "/_admin/magic-links", NULL, expression, template_id, sizeof template_id) == 0);
-    CHECK_MSG(strcmp(template_id, "tpl-gobject") == 0, "the email's template: %s", template_id);
-
-    /* Another app's URL: NOT_HANDLED, nothing done. */
-    PortalKeyringSignInResult *result =
-        portal_keyring_auth_handle_redirect_sync(auth, "otherapp://auth?token=x", 0, NULL, &error);
-    CHECK(result && portal_keyring_sign_in_result_get_kind(result) == PORTAL_KEYRING_REDIRECT_KIND_NOT_HANDLED &&
-          portal_keyring_sign_in_result_get_session(result) == NULL);
-    g_clear_error(&error);
-    g_clear_object(&result);
-    /* Unknown flag bits: refused. */
-    CHECK(portal_keyring_auth_handle_redirect_sync(auth, link, 1 << 5, NULL, &error) == NULL);
-    CHECK_GERROR(error, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT);
-    g_clear_error(&error);
-
-    portal_keyring_auth_handle_redirect_async(auth, link, PORTAL_KEYRING_REDIRECT_FLAGS_NONE, NULL, wait_callback,
-                                              &wait);
-    CHECK(wait_run(&wait, NULL, 15000));
-    result = portal_keyring_auth_handle_redirect_finish(auth, wait.result, &error);
-    CHECK_MSG(result != NULL, "handle_redirect: %s", error ? error->message : "");
-    g_clear_error(&error);
-    wait_clear(&wait);
-    if (result) {
-        PortalKeyringRedirectKind kind = PORTAL_KEYRING_REDIRECT_KIND_NOT_HANDLED;
-        PortalKeyringSession *session = NULL;
-        g_object_get(result, "kind", &kind, "session", &session, NULL);
-        CHECK(kind == PORTAL_KEYRING_REDIRECT_KIND_AUTHENTICATED);
-        CHECK(session && g_strcmp0(portal_keyring_session_get_end_user_id(session), end_user) == 0);
-        CHECK(session && portal_keyring_session_get_client_id(session) != NULL);
-        CHECK(portal_keyring_sign_in_result_copy_user_jwt(result) == NULL);
-        g_clear_object(&session);
-        g_object_unref(result);
-    }
-    /* The restore finds what the sign-in persisted. */
-    PortalKeyringSession *restored = portal_keyring_auth_restore_session_sync(auth, NULL, &error);
-    CHECK_MSG(restored && g_strcmp0(portal_keyring_session_get_end_user_id(restored), end_user) == 0,
-              "restore after the sign-in: %s", error ? error->message : "no session");
-    g_clear_error(&error);
-    g_clear_object(&restored);
-    CHECK(portal_keyring_auth_clear_persisted_session_sync(auth, NULL, &error));
-    g_clear_error(&error);
-    g_object_unref(auth);
-}
-
-static void test_totp(void) {
-    check_context = "totp";
-    GError *error = NULL;
-    PortalKeyringAuth *auth = make_auth(NULL, NULL);
-    char url[2048] = "", code[64] = "", json[256], path[128];
-    g_snprintf(json, sizeof json,
-               "{\"kind\":\"magic_link\",\"endUserId\":\"%s\",\"totpRequired\":true,\"redirectUrl\":\"" REDIRECT "\"}",
-               totp_user);
-    CHECK(fake_api_admin("POST", "/_admin/grants", json, "d[\"data\"][\"redirectUrl\"]", url, sizeof url) == 0);
-    PortalKeyringSignInResult *result =
-        portal_keyring_auth_handle_redirect_sync(auth, url, PORTAL_KEYRING_REDIRECT_FLAGS_ALLOW_UNSOLICITED, NULL, &error);
-    CHECK_MSG(result && portal_keyring_sign_in_result_get_kind(result) == PORTAL_KEYRING_REDIRECT_KIND_TOTP_REQUIRED,
-              "TOTP grant: %s", error ? error->message : "another kind");
-    g_clear_error(&error);
-    char *jwt = result ? portal_keyring_sign_in_result_copy_user_jwt(result) : NULL;
-    char *totp_link = result ? portal_keyring_sign_in_result_copy_totp_link(result) : NULL;
-    CHECK(jwt != NULL && result && portal_keyring_sign_in_result_get_session(result) == NULL);
-    CHECK(totp_link && g_str_has_prefix(totp_link, "otpauth://"));
-    g_clear_object(&result);
-    /* The step's helpers: its end user, the enrolment secret (the fake API's), the QR code. */
-    g_autofree char *who = portal_keyring_user_jwt_get_end_user_id(jwt ? jwt : "x", &error);
-    CHECK_MSG(g_strcmp0(who, totp_user) == 0, "end user of the JWT: %s", who ? who : error ? error->message : "");
-    g_clear_error(&error);
-    CHECK(portal_keyring_user_jwt_get_end_user_id("not-a-jwt", &error) == NULL);
-    CHECK_GERROR(error, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_USER_JWT);
-    g_clear_error(&error);
-    char secret[128] = "";
-    g_snprintf(path, sizeof path, "/_admin/totp?endUserId=%s", totp_user);
-    CHECK(fake_api_admin("GET", path, NULL, "d[\"data\"][\"secret\"]", secret, sizeof secret) == 0);
-    char *link_secret = portal_keyring_totp_link_get_secret(totp_link ? totp_link : "x", &error);
-    CHECK(link_secret && strcmp(link_secret, secret) == 0);
-    portal_keyring_token_free(link_secret);
-    guint size = 0;
-    char *modules = portal_keyring_totp_qr_code(totp_link ? totp_link : "x", &size, &error);
-    CHECK_MSG(modules && size >= 29 && strlen(modules) == (size_t)size * size && strspn(modules, "01") == strlen(modules),
-              "QR code: %s", modules ? "wrong shape" : error ? error->message : "");
-    g_clear_error(&error);
-    portal_keyring_token_free(modules);
-    char *svg = portal_keyring_totp_qr_svg(totp_link ? totp_link : "x", &error);
-    CHECK_MSG(svg && strstr(svg, "<svg"), "QR SVG: %s", error ? error->message : "no <svg");
-    g_clear_error(&error);
-    portal_keyring_token_free(svg);
-
-    CHECK(portal_keyring_auth_verify_totp_sync(auth, "12a456", jwt ? jwt : "x", NULL, &error) == NULL);
-    CHECK_GERROR(error, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_INVALID_ARGUMENT);
-    g_clear_error(&error);
-    CHECK(fake_api_admin("GET", path, NULL, "d[\"data\"][\"code\"]", code, sizeof code) == 0);
-    CHECK(portal_keyring_auth_verify_totp_sync(auth, strcmp(code, "000000") ? "000000" : "111111", jwt ? jwt : "x",
-                                               NULL, &error) == NULL);
-    CHECK_GERROR(error, PORTAL_KEYRING_ERROR, PORTAL_KEYRING_ERROR_AUTHENTICATION_FAILED);
-    g_clear_error(&error);
-
-    Wait wait = {0};
-    portal_keyring_auth_verify_totp_async(auth, code, jwt ? jwt : "x", NULL, wait_callback, &wait);
-    CHECK(wait_run(&wait, NULL, 15000));
-    PortalKeyringSession *session = portal_keyring_auth_verify_totp_finish(auth, wait.result, &error);
-    CHECK_MSG(session && g_strcmp0(portal_keyring_session_get_end_user_id(session), totp_user) == 0,
-              "verify_totp: %s", error ? error->message : "another end user");
-    CHECK(session && portal_keyring_session_get_account_abstraction(session) == PORTAL_KEYRING_ACCOUNT_ABSTRACTION_OFF);
-    g_clear_error(&error);
-    g_clear_object(&session);
-    wait_clear(&wait);
-    portal_keyring_token_free(jwt);
-    portal_keyring_token_free(totp_link);
-    session = portal_keyring_auth_restore_session_sync(auth, NULL, &error);
-    CHECK(session && g_strcmp0(portal_keyring_session_get_end_user_id(session), totp_user) == 0);
-    g_clear_error(&error);
-    g_clear_object(&session);
-    CHECK(portal_keyring_auth_clear_persisted_session_sync(auth, NULL, &error));
-    g_clear_error(&error);
-    g_object_unref(auth);
-}
-
 static gpointer cancel_after_100ms(gpointer cancellable) {
     g_usleep(100 * 1000);
     g_cancellable_cancel(cancellable);
@@ -345,7 +172,7 @@ static gboolean cancel_later(gpointer cancellable) {
 static void test_cancel(void) {
     check_context = "cancel";
     GError *error = NULL;
-    PortalKeyringAuth *auth = make_auth(NULL, NULL);
+    PortalKeyringAuth *auth = signin_auth_new(env_id, NULL, NULL);
     Wait wait = {0};
     GCancellable *cancelled = g_cancellable_new();
     g_cancellable_cancel(cancelled);
@@ -392,9 +219,6 @@ static void test_cancel(void) {
 
 int main(void) {
     g_snprintf(env_id, sizeof env_id, "gobject-signin-%d", (int)getpid());
-    /* The fake API sends the enrolment link until an end user's first TOTP validation: one end
-     * user per run, so that a second run on the same server (valgrind's) gets it too. */
-    g_snprintf(totp_user, sizeof totp_user, "user-totp-gobject-%d", (int)getpid());
     api_host = getenv("PORTAL_TEST_API_HOST");
     if (!api_host || !getenv("PORTAL_TEST_API_URL")) {
         fprintf(stderr, "signin_test: run inside scripts/with-portal-api.sh\n");
@@ -402,8 +226,6 @@ int main(void) {
     }
     test_properties();
     test_methods_and_urls();
-    test_magic_link();
-    test_totp();
     test_cancel();
     printf("signin_test: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
