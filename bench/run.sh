@@ -42,6 +42,14 @@
 #                            backend), alternating in one sandbox, runs over 3 s killed and counted
 #                            (target ≤ 1.10×); warm restore (bench/warm.c in the sandbox) vs the host
 #                            warm restore row (target ≤ 1.00×)
+#   GNOME API                the GObject layer (libportal-keyring-gobject-1, PortalKeyring-1), built
+#                            by `make gobject-lib gir` against the measured library into
+#                            build/bench/gobject (bench/gi_figures.py): restore_session_sync +
+#                            copy_token from PyGObject and from GJS (`gjs -m`) vs libsecret's
+#                            Secret.password_lookup_sync in the same language and process,
+#                            alternating (bench/gi_restore.py, bench/gi_restore.js; target ≤ 1.05×);
+#                            its restore_session_async + _finish on a GMainLoop vs the C ABI's async
+#                            restore, in C in one process (bench/gi_async.c; target ≤ 1.10×)
 #
 # Which build is measured: $PORTAL_BENCH_LIBRARY / $PORTAL_BENCH_CLI when set; otherwise the
 # shipped build from the Makefile (build/make/lib/libportal-keyring.so, build/make/bin/
@@ -51,7 +59,9 @@
 # build/bench/ first, so a rebuild during the run does not change what is measured.
 #
 # Environment: PYTHON (default python3) creates the venv; PORTAL_BENCH_KEYRING_REQ (default
-# keyring==25.7.0) is what pip installs into it.
+# keyring==25.7.0) is what pip installs into it. PORTAL_BENCH_ONLY=WORD[,WORD…] runs only the
+# figures whose step names contain a word (bench.py --only; e.g. GNOME for the three above); a full
+# run of a subset writes build/bench/results-only.md, never bench/results.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -162,6 +172,17 @@ read -r -a gio_flags <<<"$(pkg-config --cflags --libs gio-2.0)"
 cc "${cflags[@]}" -o "$out/watch" bench/watch.c "${portal_link[@]}" "${gio_flags[@]}"
 cc "${cflags[@]}" -o "$out/keyringctl" Tests/tools/keyringctl.c "${secret_cflags[@]}" "${secret_libs[@]}"
 
+# The GNOME API, built from this checkout against the measured library (its rpath and the
+# introspection dump point at $out/lib); a failed build leaves --gi empty and its figures FAILED.
+gi_dir=""
+if make -s GOBJECT_OUT="$out/gobject" PORTAL_KEYRING_LIBDIR="$root/$out/lib" gobject-lib gir >&2; then
+    gi_dir=$root/$out/gobject
+    cc "${cflags[@]}" -o "$out/gi_async" bench/gi_async.c -L "$out/gobject" -lportal-keyring-gobject-1 \
+        "-Wl,-rpath,$gi_dir" "${portal_link[@]}" "${gio_flags[@]}"
+else
+    note "warning: make gobject-lib gir failed; the GNOME API figures are reported as failed"
+fi
+
 # -------------------------------------------------------- PyPI keyring (the Python baseline)
 
 python=${PYTHON:-python3}
@@ -185,9 +206,11 @@ fi
 # -------------------------------------------------------------------------------- run
 
 args=(--bin "$root/$out" --lib "$root/$out/lib/libportal-keyring.so" --cli "$bench_cli" --python "$bench_python" --floor "$floor"
-    --built-from "\`$lib\` and \`$cli\`")
+    --gi "$gi_dir" --only "${PORTAL_BENCH_ONLY:-}" --built-from "\`$lib\` and \`$cli\`")
 if ((smoke)); then
     args+=(--smoke --out "$root/$out/results-smoke.md")
+elif [[ -n ${PORTAL_BENCH_ONLY:-} ]]; then
+    args+=(--out "$root/$out/results-only.md")
 else
     args+=(--out "$root/bench/results.md")
 fi
