@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 
 from bench import HERE, ProgramFailed, at_most_verdict, ratio_cell, rows, run, spread
 
@@ -48,9 +49,10 @@ def fig_gi_restore(t, a, lang, n):
            "gjs": ["gjs", "-m", os.path.join(HERE, "gi_restore.js"), str(n)]}[lang]
     if not a.gi:
         return t.failed(label, "≤ 1.05×", "the GNOME API was not built (see the bench/run.sh output)")
-    if not shutil.which(cmd[0]):
-        return t.not_run(label, "≤ 1.05×", "%s not installed (Debian: %s)" % (cmd[0], {"python": "python3-gi",
-                                                                                     "gjs": "gjs"}[lang]))
+    probe = {"python": [GI_PYTHON, "-c", "import gi"], "gjs": ["gjs", "-c", ""]}[lang]
+    if not shutil.which(cmd[0]) or subprocess.run(probe, capture_output=True).returncode != 0:
+        return t.not_run(label, "≤ 1.05×", "`%s` failed (Debian: %s)" % (
+            " ".join(probe), {"python": "python3-gi", "gjs": "gjs"}[lang]))
     try:
         data = rows(run(cmd, env=gi_env(a)), 2)
     except ProgramFailed as e:

@@ -8,8 +8,9 @@
 # Exit status: 0 when every benchmark program ran, whatever the timings (nothing here asserts
 # on time); non-zero when a program could not be built or run, or the invalidation listener ran
 # other than exactly once. If PyPI's keyring cannot be installed (no network), the two Python
-# rows say NOT RUN and the exit status is not affected. Everything runs on a private keyring (scripts/with-keyring.sh: a
-# throwaway dbus-daemon + gnome-keyring-daemon), never on yours.
+# rows say NOT RUN and the exit status is not affected; so do the GNOME API's PyGObject and GJS
+# rows when python3-gi or gjs is missing. Everything runs on a private keyring
+# (scripts/with-keyring.sh: a throwaway dbus-daemon + gnome-keyring-daemon), never on yours.
 #
 # What is measured (bench/bench.py runs the figures; the C programs are in bench/):
 #   warm restore / persist   C ABI vs secret_password_lookup_nonpageable_sync / _store_sync,
