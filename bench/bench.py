@@ -1,10 +1,13 @@
 """bench.py — runs every benchmark figure and prints the results table (bench/run.sh runs it
 inside scripts/with-keyring.sh; do not run it against your own keyring).
 
-    python3 bench/bench.py --bin DIR --lib LIB --cli CLI [--python PY] [--floor LIB] [--smoke] [--out FILE]
+    python3 bench/bench.py --bin DIR --lib LIB --cli CLI [--python PY] [--floor LIB] [--gi DIR]
+                           [--only STEP,…] [--smoke] [--out FILE]
 
 --floor is the Swift-runtime floor library (bench/build-floor.sh): the load-cost figures print it
-beside ours, and judge ours by it. --out keeps the file's "# History" section.
+beside ours, and judge ours by it. --gi is the GNOME API built against LIB (libportal-keyring-gobject-1
+and PortalKeyring-1.typelib; bench/gi_figures.py). --only runs the steps whose names contain one of
+the comma-separated words (e.g. --only GNOME). --out keeps the file's "# History" section.
 
 Every comparison is measured in the same run, the two sides alternating (A B, B A, …), and
 reported as median [min – max] per side plus the ratio of the medians with the 5th–95th
@@ -45,6 +48,9 @@ COUNTS = {
     "watch_idle_s": (60, 2),
     "sandbox_cold": (200, 3),
     "sandbox_warm": (2000, 20),
+    "gi_python": (2000, 20),
+    "gi_gjs": (2000, 20),
+    "gi_async": (1000, 20),
 }
 INVALIDATION_THREADS = 1000
 HISTORY_HEADING = "# History"
@@ -548,12 +554,16 @@ def environment(a):
 
 
 def main():
+    import gi_figures  # here, not at the top: it imports this file as the module "bench"
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--cli", required=True)
     ap.add_argument("--python", default="")
     ap.add_argument("--floor", default="", help="the Swift-runtime floor library (bench/build-floor.sh)")
+    ap.add_argument("--gi", default="", help="the GNOME API's build directory (library and typelib)")
+    ap.add_argument("--only", default="", help="run only the steps whose names contain one of these words")
     ap.add_argument("--built-from", default="", help="where the measured library and CLI were copied from")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--out", default="")
@@ -578,7 +588,13 @@ def main():
         ("async restore", lambda: fig_async(t, a, c["async_restore"], c["async_prompt_ms"])),
         ("watch", lambda: fig_watch(t, a, c["watch_rounds"], c["watch_idle_s"])),
         ("Flatpak sandbox", lambda: fig_sandbox(t, a, c["sandbox_cold"], c["sandbox_warm"])),
+        ("GNOME API restore (PyGObject)", lambda: gi_figures.fig_gi_restore(t, a, "python", c["gi_python"])),
+        ("GNOME API restore (GJS)", lambda: gi_figures.fig_gi_restore(t, a, "gjs", c["gi_gjs"])),
+        ("GNOME API async restore", lambda: gi_figures.fig_gi_async(t, a, c["gi_async"])),
     ]
+    if a.only:
+        words = [w for w in a.only.split(",") if w]
+        steps = [s for s in steps if any(w.lower() in s[0].lower() for w in words)]
     for name, step in steps:
         t0 = time.monotonic()
         sys.stderr.write("bench: %s …\n" % name)

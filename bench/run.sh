@@ -8,8 +8,9 @@
 # Exit status: 0 when every benchmark program ran, whatever the timings (nothing here asserts
 # on time); non-zero when a program could not be built or run, or the invalidation listener ran
 # other than exactly once. If PyPI's keyring cannot be installed (no network), the two Python
-# rows say NOT RUN and the exit status is not affected. Everything runs on a private keyring (scripts/with-keyring.sh: a
-# throwaway dbus-daemon + gnome-keyring-daemon), never on yours.
+# rows say NOT RUN and the exit status is not affected; so do the GNOME API's PyGObject and GJS
+# rows when python3-gi or gjs is missing. Everything runs on a private keyring
+# (scripts/with-keyring.sh: a throwaway dbus-daemon + gnome-keyring-daemon), never on yours.
 #
 # What is measured (bench/bench.py runs the figures; the C programs are in bench/):
 #   warm restore / persist   C ABI vs secret_password_lookup_nonpageable_sync / _store_sync,
@@ -42,6 +43,14 @@
 #                            backend), alternating in one sandbox, runs over 3 s killed and counted
 #                            (target ≤ 1.10×); warm restore (bench/warm.c in the sandbox) vs the host
 #                            warm restore row (target ≤ 1.00×)
+#   GNOME API                the GObject layer (libportal-keyring-gobject-1, PortalKeyring-1), built
+#                            by `make gobject-lib gir` against the measured library into
+#                            build/bench/gobject (bench/gi_figures.py): restore_session_sync +
+#                            copy_token from PyGObject and from GJS (`gjs -m`) vs libsecret's
+#                            Secret.password_lookup_sync in the same language and process,
+#                            alternating (bench/gi_restore.py, bench/gi_restore.js; target ≤ 1.05×);
+#                            its restore_session_async + _finish on a GMainLoop vs the C ABI's async
+#                            restore, in C in one process (bench/gi_async.c; target ≤ 1.10×)
 #
 # Which build is measured: $PORTAL_BENCH_LIBRARY / $PORTAL_BENCH_CLI when set; otherwise the
 # shipped build from the Makefile (build/make/lib/libportal-keyring.so, build/make/bin/
@@ -51,7 +60,9 @@
 # build/bench/ first, so a rebuild during the run does not change what is measured.
 #
 # Environment: PYTHON (default python3) creates the venv; PORTAL_BENCH_KEYRING_REQ (default
-# keyring==25.7.0) is what pip installs into it.
+# keyring==25.7.0) is what pip installs into it. PORTAL_BENCH_ONLY=WORD[,WORD…] runs only the
+# figures whose step names contain a word (bench.py --only; e.g. GNOME for the three above); a full
+# run of a subset writes build/bench/results-only.md, never bench/results.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -162,6 +173,22 @@ read -r -a gio_flags <<<"$(pkg-config --cflags --libs gio-2.0)"
 cc "${cflags[@]}" -o "$out/watch" bench/watch.c "${portal_link[@]}" "${gio_flags[@]}"
 cc "${cflags[@]}" -o "$out/keyringctl" Tests/tools/keyringctl.c "${secret_cflags[@]}" "${secret_libs[@]}"
 
+# The GNOME API, built from this checkout against the measured library (its rpath and the
+# introspection dump point at $out/lib); a failed build leaves --gi empty and its figures FAILED.
+# The layer is relinked every run (the Makefile does not know the measured library changed); the
+# .gir and .typelib, which describe only the layer's own sources, are not remade for that (-o).
+gi_dir=""
+gi_make=(make -s GOBJECT_OUT="$out/gobject" PORTAL_KEYRING_LIBDIR="$root/$out/lib")
+gi_lib=$out/gobject/libportal-keyring-gobject-1.so.0
+rm -f "$gi_lib"
+if "${gi_make[@]}" gobject-lib >&2 && "${gi_make[@]}" -o "$gi_lib" gir >&2; then
+    gi_dir=$root/$out/gobject
+    cc "${cflags[@]}" -o "$out/gi_async" bench/gi_async.c -L "$out/gobject" -lportal-keyring-gobject-1 \
+        "-Wl,-rpath,$gi_dir" "${portal_link[@]}" "${gio_flags[@]}"
+else
+    note "warning: make gobject-lib gir failed; the GNOME API figures are reported as failed"
+fi
+
 # -------------------------------------------------------- PyPI keyring (the Python baseline)
 
 python=${PYTHON:-python3}
@@ -185,9 +212,11 @@ fi
 # -------------------------------------------------------------------------------- run
 
 args=(--bin "$root/$out" --lib "$root/$out/lib/libportal-keyring.so" --cli "$bench_cli" --python "$bench_python" --floor "$floor"
-    --built-from "\`$lib\` and \`$cli\`")
+    --gi "$gi_dir" --only "${PORTAL_BENCH_ONLY:-}" --built-from "\`$lib\` and \`$cli\`")
 if ((smoke)); then
     args+=(--smoke --out "$root/$out/results-smoke.md")
+elif [[ -n ${PORTAL_BENCH_ONLY:-} ]]; then
+    args+=(--out "$root/$out/results-only.md")
 else
     args+=(--out "$root/bench/results.md")
 fi

@@ -27,14 +27,15 @@
 # every public symbol is documented; gjs and python3-gi run the binding tests; valgrind runs the C
 # test under memcheck (a leaked GTask or object is a definite leak there). The GTK 4 example app
 # (examples/gnome) runs under xvfb with gir1.2-gtk-4.0 and gir1.2-adw-1 (libadwaita); chromium
-# (headless) screenshots the gi-docgen reference.
+# (headless) screenshots the gi-docgen reference. gir1.2-secret-1 is libsecret's typelib, the
+# baseline of the GNOME API's benchmarks from PyGObject and GJS (bench/gi_figures.py).
 PORTAL_DEPS_PACKAGES=(
     libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
     libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
     gdb dbus-bin keepassxc libkf5wallet-bin libqca-qt5-2-plugins libqrencode4 zbar-tools
     bubblewrap xdg-dbus-proxy xdg-desktop-portal libjsmn-dev
     gobject-introspection libgirepository1.0-dev valac gi-docgen gjs python3-gi valgrind
-    xvfb gir1.2-gtk-4.0 gir1.2-adw-1 chromium
+    xvfb gir1.2-gtk-4.0 gir1.2-adw-1 chromium gir1.2-secret-1
 )
 
 portal_deps_missing() {
