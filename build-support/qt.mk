@@ -40,9 +40,9 @@ $(QT_OUT)/moc/moc_%.cpp: Include/portal-keyring-qt6/%.h
 	@mkdir -p $(@D)
 	$(QT_MOC) $< -o $@
 
-$(QT_OUT)/$(QT_NAME).map:
+$(QT_OUT)/$(QT_NAME).map: build-support/qt.mk
 	@mkdir -p $(@D)
-	@printf '{\n  global: extern "C++" { PortalKeyring::Qt*; "typeinfo for PortalKeyring::Qt*"; "vtable for PortalKeyring::Qt*"; };\n  local: *;\n};\n' >$@
+	@printf '{\n  global: extern "C++" { PortalKeyring::Qt*; typeinfo?for?PortalKeyring::Qt*; typeinfo?name?for?PortalKeyring::Qt*; vtable?for?PortalKeyring::Qt*; };\n  local: *;\n};\n' >$@
 
 $(QT_OUT)/$(QT_SONAME): QT_C_LIB = -L$(PORTAL_KEYRING_LIBDIR) -lportal-keyring -Wl,-rpath,$(PORTAL_KEYRING_LIBDIR)
 $(QT_OUT)/$(QT_SONAME): $(QT_SOURCES) $(QT_MOC_SOURCES) $(QT_HEADERS) $(wildcard Sources/PortalKeyringQt/*.h) \

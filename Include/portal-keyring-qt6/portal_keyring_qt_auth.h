@@ -10,13 +10,14 @@
 #ifndef PORTAL_KEYRING_QT_AUTH_H
 #define PORTAL_KEYRING_QT_AUTH_H
 
+#include <portal_keyring.h> // portal_status: the status of failed()
+
 #include <QByteArray>
 #include <QObject>
 #include <QString>
 
 #include <memory>
 
-struct portal_session;
 namespace portal_keyring {
 class session;
 }

@@ -59,6 +59,10 @@ check_quiet "qt_test compiles (C++17, warnings as errors)" \
     g++ -std=c++17 -g -O1 -fPIC -Wall -Wextra -Werror -IInclude -IInclude/portal-keyring-qt6 -ITests/c \
     Tests/qt/qt_test.cpp -o "$out/qt_test" "${qt[@]}" -L"$out" -lportal-keyring-qt6 -L"$PORTAL_KEYRING_LIBDIR" \
     -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
+check_quiet "examples/qt compiles (no moc of its own)" \
+    g++ -std=c++17 -g -O1 -fPIC -Wall -Wextra -Werror -IInclude -IInclude/portal-keyring-qt6 examples/qt/main.cpp \
+    examples/qt/sign_in_window.cpp -o "$out/qt_example" "${qt[@]}" -L"$out" -lportal-keyring-qt6 \
+    -L"$PORTAL_KEYRING_LIBDIR" -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
 
 export QT_QPA_PLATFORM=offscreen
 for dispatcher in glib qt; do
@@ -69,5 +73,9 @@ for dispatcher in glib qt; do
         while IFS= read -r line; do info "$line"; done
 done
 unset QT_NO_GLIB
+
+section "example"
+export out
+run_logged qt_example 60 Tests/qt/qt_example_test.sh
 
 harness_summary "qt/run.sh"
