@@ -213,7 +213,7 @@ D = $(DESTDIR)
 # Where the Python package goes (only used when python/portal_keyring exists).
 pythondir = $(or $(PYTHONDIR),$(shell $(PYTHON) build-support/python-dir.py $(PREFIX)))
 
-install: all install-gobject
+install: all install-gobject install-qt
 	$(INSTALL) -d $(D)$(LIBDIR) $(D)$(INCLUDEDIR) $(D)$(PKGCONFIGDIR)
 	$(INSTALL) -m 0755 $(OUT)/lib/$(REALNAME) $(D)$(LIBDIR)/$(REALNAME)
 	ln -sfn $(REALNAME) $(D)$(LIBDIR)/$(SONAME)
@@ -243,7 +243,7 @@ ifneq ($(DESKTOP_FILES),)
 	$(INSTALL) -m 0644 $(DESKTOP_FILES) $(D)$(APPLICATIONSDIR)/
 endif
 
-uninstall: uninstall-gobject
+uninstall: uninstall-gobject uninstall-qt
 	rm -f $(D)$(LIBDIR)/$(LINKNAME) $(D)$(LIBDIR)/$(SONAME) $(D)$(LIBDIR)/$(REALNAME)
 	rm -f $(addprefix $(D)$(INCLUDEDIR)/,$(notdir $(HEADERS)))
 	rm -f $(D)$(PKGCONFIGDIR)/portal-keyring.pc

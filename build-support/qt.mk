@@ -4,7 +4,7 @@
 #   make qt            build/qt/: the library (moc run here), linked against PORTAL_KEYRING_LIBDIR's
 #                      libportal-keyring.so with that directory as rpath (the build tree's copy)
 #   make install-qt    $(LIBDIR)/libportal-keyring-qt6.so.0 (+ .so), relinked against build/make/lib
-#                      without rpath; $(INCLUDEDIR)/portal-keyring-qt6/*.h; and the CMake package
+#                      with RUNPATH $ORIGIN only (below); $(INCLUDEDIR)/portal-keyring-qt6/*.h; and the CMake package
 #                      (PortalKeyringConfig.cmake, also for the C library alone) in $(CMAKEDIR)
 #
 # One shared library rather than sources to copy: the app links PortalKeyring::qt6 and runs no moc
@@ -49,3 +49,48 @@ $(QT_OUT)/$(QT_SONAME): $(QT_SOURCES) $(QT_MOC_SOURCES) $(QT_HEADERS) $(wildcard
 		$(QT_OUT)/$(QT_NAME).map build-support/qt.mk
 	$(QT_LINK)
 	ln -sfn $(QT_SONAME) $(QT_OUT)/$(QT_LINKNAME)
+
+# Installing it: relinked against the C library `make` built (QT_INSTALL_C_LIBDIR), with the one
+# search path $ORIGIN (no build-tree path): a CMake consumer finds this library through
+# PortalKeyring::qt6's IMPORTED_LOCATION (CMake's default rpath for the program), but a linker with
+# --as-needed (Qt's and several distributions' default) drops libportal-keyring.so.0 from a program
+# that calls none of its functions, and the program's RUNPATH does not serve this library's own
+# needs; $ORIGIN finds it beside this one, in $(LIBDIR), with no LD_LIBRARY_PATH.
+QT_INSTALL_C_LIBDIR ?= $(OUT)/lib
+QT_INSTALLED_LIB := $(QT_OUT)/install/$(QT_SONAME)
+
+$(QT_INSTALLED_LIB): QT_C_LIB = -L$(QT_INSTALL_C_LIBDIR) -lportal-keyring -Wl,-rpath,'$$ORIGIN'
+$(QT_INSTALLED_LIB): $(QT_SOURCES) $(QT_MOC_SOURCES) $(QT_HEADERS) $(wildcard Sources/PortalKeyringQt/*.h) \
+		$(QT_OUT)/$(QT_NAME).map build-support/qt.mk
+	@mkdir -p $(@D)
+	$(QT_LINK)
+	@if [[ -n "$(STRIP)" ]]; then $(STRIP) --strip-unneeded $@; fi
+
+ifeq ($(QT_PRESENT),yes)
+install-qt: $(QT_INSTALLED_LIB) install-cmake
+	$(INSTALL) -d $(D)$(LIBDIR) $(D)$(INCLUDEDIR)/$(QT_NAME)
+	$(INSTALL) -m 0755 $(QT_INSTALLED_LIB) $(D)$(LIBDIR)/$(QT_SONAME)
+	ln -sfn $(QT_SONAME) $(D)$(LIBDIR)/$(QT_LINKNAME)
+	$(INSTALL) -m 0644 $(QT_HEADERS) $(D)$(INCLUDEDIR)/$(QT_NAME)/
+	@$(ldconfig_if_system)
+else
+install-qt: install-cmake
+	@echo "notice: Qt 6 not found (pkg-config Qt6Core): not installing the Qt API"
+endif
+
+# The CMake package (both targets; PortalKeyring::qt6 only where its library is installed).
+.PHONY: install-cmake
+install-cmake:
+	$(INSTALL) -d $(D)$(CMAKEDIR)
+	sed -e 's|@VERSION@|$(VERSION)|' -e 's|@MAJOR@|$(MAJOR)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' build-support/PortalKeyringConfig.cmake.in >$(D)$(CMAKEDIR)/PortalKeyringConfig.cmake
+	sed -e 's|@VERSION@|$(VERSION)|' build-support/PortalKeyringConfigVersion.cmake.in \
+		>$(D)$(CMAKEDIR)/PortalKeyringConfigVersion.cmake
+
+uninstall-qt:
+	rm -f $(D)$(LIBDIR)/$(QT_LINKNAME) $(D)$(LIBDIR)/$(QT_SONAME)
+	rm -f $(addprefix $(D)$(INCLUDEDIR)/$(QT_NAME)/,$(notdir $(QT_HEADERS)))
+	-rmdir $(D)$(INCLUDEDIR)/$(QT_NAME) 2>/dev/null
+	rm -f $(D)$(CMAKEDIR)/PortalKeyringConfig.cmake $(D)$(CMAKEDIR)/PortalKeyringConfigVersion.cmake
+	-rmdir $(D)$(CMAKEDIR) $(D)$(LIBDIR)/cmake 2>/dev/null
+	@$(ldconfig_if_system)
