@@ -6,7 +6,8 @@
  *   1. restore / persist / clear, and a magic-link sign-in, to the session a restore finds
  *   2. a 401 (the token revoked by the API) reaching QtPortal::invalidated() exactly once
  *   3. another process's sign-in and sign-out reaching QtAuth::sessionChanged()
- *   4. the provider stopped (SIGSTOP): a 10 ms QTimer never gaps over 50 ms while operations
+ *   4. the provider stopped (SIGSTOP): a 10 ms QTimer never gaps over 50 ms (less the scheduler's
+ *      run-queue delay of the GUI thread, which a loaded machine adds) while operations
  *      wait out their deadline, are cancelled, and watches start and stop
  * Every signal is received with a direct connection and must come on the GUI thread.
  *
@@ -212,6 +213,13 @@ static pid_t providerPid() {
     return static_cast<pid_t>(atol(getenv("PORTAL_TEST_KEYRING_PID") ? getenv("PORTAL_TEST_KEYRING_PID") : "0"));
 }
 
+/* The calling thread's time spent runnable but not running, in ms (0 without schedstats). */
+static qint64 runQueueDelayMs() {
+    std::ifstream file("/proc/thread-self/schedstat");
+    unsigned long long cpu = 0, delay = 0;
+    return file >> cpu >> delay ? static_cast<qint64>(delay / 1000000) : 0;
+}
+
 static void testStoppedProvider() {
     check_context = "provider stopped";
     const pid_t provider = providerPid();
@@ -219,20 +227,25 @@ static void testStoppedProvider() {
     if (provider <= 0) return;
     Seen seen, watched;
     QtAuth *auth = makeAuth(seen);
+    // Each gap is judged less the time the GUI thread spent runnable but waiting for a CPU (the
+    // scheduler's run-queue delay, /proc/thread-self/schedstat): on a loaded machine that delay is
+    // the scheduler's, not this code's; a wait inside the loop (poll, a lock, a sleep) counts whole.
     QElapsedTimer clock;
-    qint64 last = 0, maxGap = 0;
+    qint64 last = 0, lastDelay = 0, maxGap = 0, maxOwnGap = 0;
     const char *phase = "start", *maxPhase = "";
     QTimer timer;
     timer.setTimerType(Qt::PreciseTimer);
     QObject::connect(&timer, &QTimer::timeout, [&] {
-        const qint64 now = clock.elapsed();
-        if (now - last > maxGap) maxGap = now - last, maxPhase = phase;
-        last = now;
+        const qint64 now = clock.elapsed(), delay = runQueueDelayMs();
+        const qint64 own = now - last - (delay - lastDelay);
+        maxGap = std::max(maxGap, now - last);
+        if (own > maxOwnGap) maxOwnGap = own, maxPhase = phase;
+        last = now, lastDelay = delay;
     });
     timer.start(10);
     clock.start();
     spinFor(50);
-    maxGap = 0;
+    maxGap = maxOwnGap = 0;
     CHECK(kill(provider, SIGSTOP) == 0);
     phase = "restore";
     auth->restoreSession(); // waits out its 1500 ms call deadline on a worker
@@ -261,8 +274,9 @@ static void testStoppedProvider() {
 
     CHECK(kill(provider, SIGCONT) == 0);
     timer.stop();
-    printf("largest timer gap with the provider stopped: %lld ms (%s)\n", static_cast<long long>(maxGap), maxPhase);
-    CHECK_MSG(maxGap <= kGapMs, "the Qt loop stalled for %lld ms (bound %d ms)", static_cast<long long>(maxGap), kGapMs);
+    printf("largest timer gap with the provider stopped: %lld ms less run-queue delay (%s); %lld ms wall\n",
+           static_cast<long long>(maxOwnGap), maxPhase, static_cast<long long>(maxGap));
+    CHECK_MSG(maxOwnGap <= kGapMs, "the Qt loop stalled for %lld ms (bound %d ms)", static_cast<long long>(maxOwnGap), kGapMs);
     CHECK(spinUntil([&] { return watched.changes.contains(QtAuth::SessionChange::Started); }, 8000));
     CHECK_MSG(watched.changes.count() == 1, "the dropped watch emitted too (%lld events)",
               static_cast<long long>(watched.changes.count()));
