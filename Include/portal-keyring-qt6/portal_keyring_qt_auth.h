@@ -86,8 +86,6 @@ public:
     /** A copy of the held session's Client Session Token (a credential: wipe it when done);
      *  empty when signed out or invalidated. */
     QByteArray token() const;
-    /** The held session, borrowed (QtPortal uses it); nullptr when signed out. */
-    portal_session *nativeSession() const;
     QString apiHost() const;
 
 Q_SIGNALS:
@@ -105,6 +103,10 @@ Q_SIGNALS:
     void signedInChanged();
 
 private:
+    friend class QtPortal; // makes its client from the held session
+    /** The held session, borrowed; nullptr when signed out. */
+    portal_session *nativeSession() const;
+
     /** Starts one call (defined and used in qt_auth.cpp only). */
     template <typename T, typename Call, typename Success> void run(Operation operation, Call call, Success success);
 
