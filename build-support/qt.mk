@@ -47,6 +47,8 @@ $(QT_OUT)/$(QT_NAME).map: build-support/qt.mk
 $(QT_OUT)/$(QT_SONAME): QT_C_LIB = -L$(PORTAL_KEYRING_LIBDIR) -lportal-keyring -Wl,-rpath,$(PORTAL_KEYRING_LIBDIR)
 $(QT_OUT)/$(QT_SONAME): $(QT_SOURCES) $(QT_MOC_SOURCES) $(QT_HEADERS) $(wildcard Sources/PortalKeyringQt/*.h) \
 		$(QT_OUT)/$(QT_NAME).map build-support/qt.mk
+	@[[ -f $(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so ]] || \
+		{ echo "$(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so not found (swift build, or PORTAL_KEYRING_LIBDIR=DIR)" >&2; exit 2; }
 	$(QT_LINK)
 	ln -sfn $(QT_SONAME) $(QT_OUT)/$(QT_LINKNAME)
 
