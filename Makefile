@@ -28,6 +28,9 @@
 #   make gobject-doc         its gi-docgen reference into build/gobject/doc/
 #   make check-gobject       Tests/gobject/run.sh (inside scripts/with-keyring.sh
 #                            scripts/with-portal-api.sh)
+#   make qt                  the Qt 6 API (build-support/qt.mk) into build/qt/: libportal-keyring-qt6.so
+#                            (moc run here); only where pkg-config finds Qt6Core
+#   make install-qt          it, its headers and the CMake package (find_package(PortalKeyring))
 #   make mutants             mutation testing (Tests/mutants/run.sh): every catalogued mutant
 #                            must be killed by its guarding suites; MUTANTS_ARGS="--only NAME"
 #
@@ -210,7 +213,7 @@ D = $(DESTDIR)
 # Where the Python package goes (only used when python/portal_keyring exists).
 pythondir = $(or $(PYTHONDIR),$(shell $(PYTHON) build-support/python-dir.py $(PREFIX)))
 
-install: all install-gobject
+install: all install-gobject install-qt
 	$(INSTALL) -d $(D)$(LIBDIR) $(D)$(INCLUDEDIR) $(D)$(PKGCONFIGDIR)
 	$(INSTALL) -m 0755 $(OUT)/lib/$(REALNAME) $(D)$(LIBDIR)/$(REALNAME)
 	ln -sfn $(REALNAME) $(D)$(LIBDIR)/$(SONAME)
@@ -240,7 +243,7 @@ ifneq ($(DESKTOP_FILES),)
 	$(INSTALL) -m 0644 $(DESKTOP_FILES) $(D)$(APPLICATIONSDIR)/
 endif
 
-uninstall: uninstall-gobject
+uninstall: uninstall-gobject uninstall-qt
 	rm -f $(D)$(LIBDIR)/$(LINKNAME) $(D)$(LIBDIR)/$(SONAME) $(D)$(LIBDIR)/$(REALNAME)
 	rm -f $(addprefix $(D)$(INCLUDEDIR)/,$(notdir $(HEADERS)))
 	rm -f $(D)$(PKGCONFIGDIR)/portal-keyring.pc
@@ -453,3 +456,6 @@ uninstall-gobject:
 	rm -f $(D)$(PKGCONFIGDIR)/$(GOBJECT_NAME).pc $(D)$(GIRDIR)/$(GIR_NAME).gir $(D)$(TYPELIBDIR)/$(GIR_NAME).typelib
 	rm -f $(D)$(VAPIDIR)/$(GOBJECT_NAME).vapi $(D)$(VAPIDIR)/$(GOBJECT_NAME).deps
 	@$(ldconfig_if_system)
+
+# ------------------------------------------------------------------------------------- Qt 6
+include build-support/qt.mk

@@ -29,6 +29,9 @@
 # (examples/gnome) runs under xvfb with gir1.2-gtk-4.0 and gir1.2-adw-1 (libadwaita); chromium
 # (headless) screenshots the gi-docgen reference. gir1.2-secret-1 is libsecret's typelib, the
 # baseline of the GNOME API's benchmarks from PyGObject and GJS (bench/gi_figures.py).
+# The Qt 6 API (make qt, Tests/qt/run.sh, examples/qt): qt6-base-dev (QtCore, QtWidgets, moc),
+# qt6-qpa-plugins (the offscreen platform the tests run the widgets on) and cmake (the CMake
+# package's consumer test, Tests/install/cmake.sh).
 PORTAL_DEPS_PACKAGES=(
     libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
     libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
@@ -36,6 +39,7 @@ PORTAL_DEPS_PACKAGES=(
     bubblewrap xdg-dbus-proxy xdg-desktop-portal libjsmn-dev
     gobject-introspection libgirepository1.0-dev valac gi-docgen gjs python3-gi valgrind
     xvfb gir1.2-gtk-4.0 gir1.2-adw-1 chromium gir1.2-secret-1
+    qt6-base-dev qt6-qpa-plugins cmake
 )
 
 portal_deps_missing() {

@@ -35,6 +35,9 @@
 #        `valac --pkg portal-keyring-gobject-1 --vapidir PREFIX/share/vala/vapi`, `gjs -m` and
 #        PyGObject with GI_TYPELIB_PATH=PREFIX/lib/girepository-1.0: each gets INVALID_ARGUMENT
 #        for a blank id and restores the session, with the build tree on no path;
+#      - the CMake package and the Qt 6 API (Tests/install/cmake.sh): a project of examples/qt's
+#        sources and exactly docs/qt.md's CMake lines builds with -DCMAKE_PREFIX_PATH=PREFIX and
+#        runs with no LD_LIBRARY_PATH (find_package(PortalKeyring COMPONENTS qt6));
 #   4. ABI: abidiff of the header's ABI against the committed baseline abi/portal-keyring.abi;
 #   5. informational: library size, ldd list, symbol count, dlopen + first-call times against
 #      raw libsecret (Tests/install/load_time.c);
@@ -56,6 +59,8 @@ die() {
 source "$repo/Tests/lib/harness.sh"
 # shellcheck source=Tests/install/gnome.sh
 source "$here/gnome.sh"
+# shellcheck source=Tests/install/cmake.sh
+source "$here/cmake.sh"
 
 # ------------------------------------------------------------------------------ environment
 
@@ -195,6 +200,7 @@ if [[ -f python/portal_keyring/__init__.py ]]; then
     done
 fi
 gnome_expect_installed "$root"
+cmake_expect_installed "$root"
 # The examples' URL handler is not installed by default, only by `make install-examples`.
 if [[ -e $root/share/applications ]]; then
     fail "make install installed share/applications: $(ls "$root/share/applications" | tr '\n' ' ')"
@@ -478,6 +484,9 @@ fi
 
 section "the GNOME API in $prefix, outside the build tree"
 gnome_check_prefix
+
+section "the CMake package and the Qt 6 API in $prefix, outside the build tree"
+cmake_check_prefix "$prefix"
 
 section "Python wheel: pip wheel ./python, installed into a fresh venv with the library in its prefix"
 if [[ -f python/pyproject.toml ]]; then
