@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""symbols.py generate|check — the packages' symbols files from the project's own ABI sources.
+"""symbols.py generate|check|check-built — the packages' symbols files from the project's ABI sources.
 
   debian/libportal-keyring0.symbols             from abi/portal-keyring.abi, the committed ABI
                                                 baseline (make abi-baseline; docs/ABI.md)
@@ -13,7 +13,11 @@ The package name and soname come from the baseline's soname. `generate` writes t
 `check` (run by debian/rules before the build) fails when a committed file differs from what
 `generate` would write, so the baseline and the symbols file cannot disagree. dpkg-gensymbols
 -c4 (debian/rules) then fails the build when the built library exports anything else or lacks
-a symbol.
+a symbol, but only for a symbol older than the package version: dpkg treats a symbol introduced
+by the version being built as never released, so it does not fail when that one disappears
+(Dpkg::Shlibs::Symbol::mark_not_found_in_library). `check-built` (debian/rules, after
+dh_makeshlibs) closes that gap: the libraries in debian/<package>/ must export exactly the
+symbols their symbols file lists, whatever the versions.
 """
 import os
 import re
@@ -90,10 +94,42 @@ def files():
     return result
 
 
+def check_built(paths):
+    """Each symbols file against the library its package holds: exactly the same symbols."""
+    bad = 0
+    for path in paths:
+        lines = open(path, encoding="utf-8").read().splitlines()
+        soname, package = lines[0].split()[:2]
+        listed = {m.group(1) for line in lines for m in [re.match(r" (\S+)@Base ", line)] if m}
+        libdir = os.path.join(DEBIAN, package)
+        libs = [os.path.join(d, f) for d, _, fs in os.walk(libdir) for f in fs
+                if f.startswith(soname) and not os.path.islink(os.path.join(d, f))]
+        if len(libs) != 1:
+            print(f"debian/symbols.py: no single {soname} in {os.path.relpath(libdir, ROOT)}: {libs}", file=sys.stderr)
+            bad += 1
+            continue
+        out = subprocess.run(["nm", "-D", "--defined-only", libs[0]], check=True, capture_output=True,
+                             text=True).stdout
+        exported = {f[2] for f in (line.split() for line in out.splitlines()) if len(f) == 3 and f[1] in "TDBRVWi"}
+        missing, extra = sorted(listed - exported), sorted(exported - listed)
+        for name in missing:
+            print(f"debian/symbols.py: {soname} no longer exports {name} (listed in {os.path.basename(path)})",
+                  file=sys.stderr)
+        for name in extra:
+            print(f"debian/symbols.py: {soname} exports {name}, which {os.path.basename(path)} does not list",
+                  file=sys.stderr)
+        bad += bool(missing or extra)
+        if not (missing or extra):
+            print(f"debian/symbols.py: {soname} exports exactly the {len(listed)} symbols of {os.path.basename(path)}")
+    sys.exit(1 if bad else 0)
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) == 2 else ""
+    if mode == "check-built":
+        check_built(sorted(files()))
     if mode not in ("generate", "check"):
-        sys.exit("usage: debian/symbols.py generate|check")
+        sys.exit("usage: debian/symbols.py generate|check|check-built")
     stale = 0
     for path, text in files().items():
         current = open(path, encoding="utf-8").read() if os.path.exists(path) else None
