@@ -28,6 +28,9 @@
 # test under memcheck (a leaked GTask or object is a definite leak there). The GTK 4 example app
 # (examples/gnome) runs under xvfb with gir1.2-gtk-4.0 and gir1.2-adw-1 (libadwaita); chromium
 # (headless) screenshots the gi-docgen reference.
+# The Debian packages (debian/, Tests/debian/run.sh): dpkg-dev (dpkg-buildpackage), debhelper,
+# dh-python and bash-completion (their dh sequences), libgcrypt20-dev (a Build-Depends that
+# libsecret-1-dev only happens to pull in), lintian, man-db (the CLI test reads the man page).
 PORTAL_DEPS_PACKAGES=(
     libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
     libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
@@ -35,6 +38,7 @@ PORTAL_DEPS_PACKAGES=(
     bubblewrap xdg-dbus-proxy xdg-desktop-portal libjsmn-dev
     gobject-introspection libgirepository1.0-dev valac gi-docgen gjs python3-gi valgrind
     xvfb gir1.2-gtk-4.0 gir1.2-adw-1 chromium
+    dpkg-dev debhelper dh-python bash-completion libgcrypt20-dev lintian man-db
 )
 
 portal_deps_missing() {
