@@ -14,6 +14,8 @@
 #      (every test starts its own private keyring)
 #   5. apt-get purge of the packages, then no file or directory they installed is left behind
 # Ends with "debian/run.sh: N passed, M failed"; exits 1 when anything failed.
+# autopkgtest runs the same tests: with the packages installed, `autopkgtest --no-built-binaries
+# . -- null` (the null runner: on this machine, as root).
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo" || exit 2
