@@ -32,6 +32,9 @@
 # The Qt 6 API (make qt, Tests/qt/run.sh, examples/qt): qt6-base-dev (QtCore, QtWidgets, moc),
 # qt6-qpa-plugins (the offscreen platform the tests run the widgets on) and cmake (the CMake
 # package's consumer test, Tests/install/cmake.sh).
+# The Debian packages (debian/, Tests/debian/run.sh): dpkg-dev (dpkg-buildpackage), debhelper,
+# dh-python and bash-completion (their dh sequences), libgcrypt20-dev (a Build-Depends that
+# libsecret-1-dev only happens to pull in), lintian, man-db (the CLI test reads the man page).
 PORTAL_DEPS_PACKAGES=(
     libsecret-1-dev libglib2.0-dev libglib2.0-bin gnome-keyring dbus-daemon
     libsecret-tools pkg-config gcc g++ make libcurl4-openssl-dev python3
@@ -40,6 +43,7 @@ PORTAL_DEPS_PACKAGES=(
     gobject-introspection libgirepository1.0-dev valac gi-docgen gjs python3-gi valgrind
     xvfb gir1.2-gtk-4.0 gir1.2-adw-1 chromium gir1.2-secret-1
     qt6-base-dev qt6-qpa-plugins cmake
+    dpkg-dev debhelper dh-python bash-completion libgcrypt20-dev lintian man-db
 )
 
 portal_deps_missing() {
