@@ -1,6 +1,5 @@
 import CGLib
 import PortalKeyringCore
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,15 +16,11 @@ final class CompletionQueue: @unchecked Sendable {
     final class Job: @unchecked Sendable {
         private var run: (() -> Void)?
         private var dropped: (() -> Void)?
-        /// Set when it starts running (`UnrunContextCheck` reads it from its thread).
-        private let started = Atomic(false)
         init(run: @escaping () -> Void, dropped: @escaping () -> Void) {
             self.run = run
             self.dropped = dropped
         }
-        var isDone: Bool { started.load(ordering: .acquiring) }
         fileprivate func deliver() {
-            started.store(true, ordering: .releasing)
             let body = run
             run = nil
             dropped = nil
@@ -96,7 +91,6 @@ final class CompletionQueue: @unchecked Sendable {
             })
             g_source_attach(source, context)
             g_source_unref(source)
-            UnrunContextCheck.watch(job, on: context)
         case .pollable(_, let fd):
             let accepted = pending.withLock { state -> Bool in
                 guard !state.closed else { return false }

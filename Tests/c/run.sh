@@ -75,7 +75,6 @@ programs=(
     "signin_contract_test   | api               | 120 | - | the backend's magic-link, OAuth URL and status contract through the C ABI"
     "desktop_signin_test    | api               | 180 | PORTAL_TEST_FAKE_BROWSER PORTAL_TEST_CLI | sign_in_with_google/_apple: GIO opens a test browser; in-process and handler-process redirects"
     "listener_lifetime_test | api               | 120 | - | a live handle delivers; portal_free(_async) closes: no delete nobody is told about"
-    "unrun_context_test     | -                 | 120 | - | a NULL queue where no GLib loop runs: one line on stderr after 2 s, the completion runs later"
     "watch_loop_test        | -                 | 120 | PORTAL_SESSION_BIN | a GLib loop never waits for a watch to start or stop, also with a hung provider"
     "watch_test             | api               | 300 | PORTAL_TEST_KEYRINGCTL PORTAL_TEST_KEYRING_RESTART | portal_auth_watch across processes: events once, in order; filtering; lock; restart; burst; idle"
     "wipe_test              | -                 | 120 | - | token memory wiped on release: memory scan for a marker token"
