@@ -51,19 +51,6 @@ export PORTAL_KEYRING_LIBDIR=${PORTAL_KEYRING_LIBDIR:-$repo/.build/debug}
 out=$repo/build/gobject
 mkdir -p "$out" || exit 2
 
-# run_logged NAME SECONDS COMMAND...: runs COMMAND with its output in NAME.log; ok or FAIL with
-# the log's failed lines.
-run_logged() {
-    local name=$1 limit=$2
-    shift 2
-    if bounded "$limit" "$name" "$@" >"$out/$name.log" 2>&1; then
-        ok "$name ($(tail -n 1 "$out/$name.log"))"
-    else
-        fail "$name (log: build/gobject/$name.log)"
-        detail "$(grep -E 'FAIL|check failed|ERROR|Error|error' "$out/$name.log" | head -n 20)"
-    fi
-}
-
 section "build"
 if make -s gobject >"$out/make.log" 2>&1; then
     ok "make gobject: library, PortalKeyring-1.gir and .typelib with no scanner warning, the .vapi"

@@ -90,6 +90,19 @@ wait_for() {
     return 1
 }
 
+# run_logged NAME SECONDS COMMAND...: COMMAND under `bounded`, its output in $out/NAME.log (the
+# suite's output folder, $out); ok with the log's last line, or FAIL with the log's failed lines.
+run_logged() {
+    local name=$1 limit=$2
+    shift 2
+    if bounded "$limit" "$name" "$@" >"$out/$name.log" 2>&1; then
+        ok "$name ($(tail -n 1 "$out/$name.log"))"
+    else
+        fail "$name (log: ${out#"${repo:-}/"}/$name.log)"
+        detail "$(grep -E 'FAIL|check failed|ERROR|Error|error' "$out/$name.log" | head -n 20)"
+    fi
+}
+
 # harness_summary NAME [MORE]: the closing line "NAME: N passed, M failed[MORE]" after a blank
 # line; true when nothing failed.
 harness_summary() {

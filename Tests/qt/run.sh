@@ -32,19 +32,6 @@ if ! pkg-config --exists Qt6Core Qt6Widgets; then
     exit
 fi
 
-# run_logged NAME SECONDS COMMAND...: COMMAND with its output in NAME.log; ok with its last line,
-# or FAIL with the log's failed lines.
-run_logged() {
-    local name=$1 limit=$2
-    shift 2
-    if bounded "$limit" "$name" "$@" >"$out/$name.log" 2>&1; then
-        ok "$name ($(tail -n 1 "$out/$name.log"))"
-    else
-        fail "$name (log: build/qt/$name.log)"
-        detail "$(grep -E 'FAIL|check failed|ERROR|Error|error' "$out/$name.log" | head -n 20)"
-    fi
-}
-
 section "build"
 if make -s qt >"$out/make.log" 2>&1; then
     ok "make qt: libportal-keyring-qt6.so (moc, -Werror)"
