@@ -145,6 +145,24 @@ build_for() {
     fi
 }
 
+# Every process a suite starts carries this marker in its environment, daemons that left the
+# suite's process group included; reap_leftovers stops those still running once a suite is over
+# (a suite killed by its timeout cannot tear down its private environment itself).
+export PORTAL_MUTANTS_RUN="$scratch:$$"
+reap_leftovers() {
+    local proc pid left=()
+    for proc in /proc/[0-9]*; do
+        pid=${proc#/proc/}
+        [[ $pid != "$$" && $pid != "$BASHPID" ]] || continue
+        grep -qzxF -- "PORTAL_MUTANTS_RUN=$PORTAL_MUTANTS_RUN" "$proc/environ" 2>/dev/null && left+=("$pid")
+    done
+    ((${#left[@]})) || return 0
+    echo "  (stopping ${#left[@]} process(es) the suite left running: ${left[*]})"
+    kill -CONT "${left[@]}" 2>/dev/null
+    kill -KILL "${left[@]}" 2>/dev/null
+    return 0
+}
+
 # run_suite SUITE TIMEOUT LOG : 0 = the suite passed; 124 = timed out; other = failed.
 # KeePassXC 2.7.4 segfaults now and then on its own (docs/providers.md); a failed run during
 # which it crashed ("PROVIDER CRASHED", scripts/with-keyring.sh) says nothing about the code, in
@@ -153,8 +171,11 @@ build_for() {
 run_suite() {
     local attempt rc
     for attempt in 1 2 3; do
-        run_suite_once "$@"
+        # The suite never holds the run's lock (a process it leaves behind would keep the next
+        # run out), and whatever it leaves running after its timeout is stopped before the next.
+        run_suite_once "$@" {lock_fd}>&-
         rc=$?
+        reap_leftovers
         if ((rc != 0 && rc != 124 && attempt < 3)) && grep -aq 'PROVIDER CRASHED' "$3"; then
             mv "$3" "$3.crashed$attempt"
             continue
