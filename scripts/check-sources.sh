@@ -55,6 +55,16 @@ rule() {
         echo "check-sources: $3"
     fi
 }
+# self_test FILE WHAT: a check's own test (python3 FILE) passes: prints WHAT, else its output.
+self_test() {
+    local out
+    if out=$(python3 "$1" 2>&1); then
+        echo "check-sources: $2 ($1)"
+    else
+        printf 'check-sources: %s failed:\n%s\n' "$1" "$out"
+        failed=1
+    fi
+}
 # Lines of Swift sources under the given folders that match the pattern, comment lines left out.
 code_lines() { # PATTERN FOLDER...
     local pattern=$1
@@ -118,24 +128,16 @@ if [[ -z ${PORTAL_CHECK_NESTED:-} ]]; then
     # Rule 9: dead links and anchors (the checker prints each one), and the checker's own test.
     links=$(python3 scripts/check-links.py 2>&1) || [[ -n $links ]] || links="scripts/check-links.py failed"
     rule "$links" "dead links or anchors (FILE:LINE: TARGET)" "every link and docs citation resolves"
-    if links_test=$(python3 Tests/tools/test_check_links.py 2>&1); then
-        echo "check-sources: the link check fails on planted dead links (Tests/tools/test_check_links.py)"
-    else
-        printf 'check-sources: Tests/tools/test_check_links.py failed:\n%s\n' "$links_test"
-        failed=1
-    fi
+    self_test Tests/tools/test_check_links.py "the link check fails on planted dead links"
     # The table of suites (Tests/suites) parses, each row's program exists, and the scheduler that
     # runs it passes its own tests on planted tables.
     suites=$(bash -c 'source scripts/suites.sh && suites_load && for n in "${SUITE_NAMES[@]}"; do
         read -r -a w <<<"${SUITE_CMD[$n]}"; for x in "${w[@]}"; do
             [[ $x == */* && $x != build/* && $x != *"{provider}"* && ! -e $x ]] && echo "Tests/suites: $n: no $x"; done; done' 2>&1)
     rule "$suites" "rows of Tests/suites that do not parse or name a missing file" "every row of Tests/suites parses and runs a file of the tree"
-    if suites_test=$(python3 Tests/tools/test_run_suites.py 2>&1); then
-        echo "check-sources: the suites' scheduler passes its tests on planted tables (Tests/tools/test_run_suites.py)"
-    else
-        printf 'check-sources: Tests/tools/test_run_suites.py failed:\n%s\n' "$suites_test"
-        failed=1
-    fi
+    self_test Tests/tools/test_run_suites.py "the suites' scheduler passes its tests on planted tables"
+    # The package build's symbol check (debian/symbols.py check-built) on planted libraries.
+    self_test Tests/tools/test_symbols.py "a packaged library that lost or gained a symbol fails the package build"
     python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
     python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1
     python3 Tests/tools/test_check_layers.py 2>&1 | tail -n 3 || failed=1
