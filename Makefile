@@ -162,7 +162,14 @@ $(OUT)/portal-keyring.map: FORCE
 	@build-support/header-api.sh version-script $(HEADER) >$@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; rm -f $(SWIFT_BIN)/$(LINKNAME); fi
 
-lib: $(OUT)/portal-keyring.map
+# The symbol-ordering file is a link input SwiftPM does not track either: a newer one deletes the
+# linked library and portal-session, so that they are laid out by it.
+$(OUT)/hot-symbols.stamp: $(HOT_SYMBOLS)
+	@mkdir -p $(@D)
+	@rm -f $(SWIFT_BIN)/$(LINKNAME) $(SWIFT_BIN)/portal-session
+	@touch $@
+
+lib: $(OUT)/portal-keyring.map $(OUT)/hot-symbols.stamp
 	$(SWIFT) build $(SWIFT_FLAGS) --product portal-keyring $(LIB_LINK_FLAGS)
 	@mkdir -p $(OUT)/lib
 	@rm -f $(OUT)/lib/$(LINKNAME)*
@@ -192,7 +199,7 @@ pc:
 	done
 
 # portal-session, when the package has that product (skipped with a notice otherwise).
-bin:
+bin: $(OUT)/hot-symbols.stamp
 	@if build-support/has-product.sh $(SWIFT) $(SCRATCH) portal-session; then \
 		echo "$(SWIFT) build $(SWIFT_FLAGS) --product portal-session $(BIN_LINK_FLAGS)"; \
 		$(SWIFT) build $(SWIFT_FLAGS) --product portal-session $(BIN_LINK_FLAGS); \

@@ -7,6 +7,8 @@
 # together they make much less (bench/results.md).
 #
 #   make lib bin && bench/hot-symbols.sh     (writes build-support/hot-symbols.txt; commit it)
+#   bench/hot-symbols.sh --out FILE          (the list as the code runs now, into FILE: the install
+#                                             test compares it with the committed one)
 #
 # How: on a private keyring (scripts/with-keyring.sh, gnome-keyring), portal-session persists a
 # session, then valgrind's callgrind runs bench/loadprobe.c (dlopen + portal_auth_new + restore +
@@ -19,6 +21,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+listing=$root/build-support/hot-symbols.txt
+if [[ ${1:-} == --out && -n ${2:-} ]]; then
+    listing=$(realpath -m -- "$2")
+elif [[ $# -gt 0 ]]; then
+    echo "usage: bench/hot-symbols.sh [--out FILE]" >&2
+    exit 2
+fi
 lib=$root/.build/make/release/libportal-keyring.so
 cli=$root/.build/make/release/portal-session
 [[ -e $lib && -x $cli ]] || { echo "bench/hot-symbols.sh: run \`make lib bin\` first" >&2; exit 2; }
@@ -40,7 +49,7 @@ valgrind --tool=callgrind --demangle=no --callgrind-out-file="$out/callgrind.out
 SH
 scripts/with-keyring.sh --provider gnome-keyring -- bash "$out/run.sh" "$out" "$lib" "$cli"
 
-python3 - "$out/callgrind.out" "$(basename "$lib")" >build-support/hot-symbols.txt <<'PY'
+python3 - "$out/callgrind.out" "$(basename "$lib")" >"$out/listing.tmp" <<'PY'
 import re, sys
 path, library = sys.argv[1], sys.argv[2]
 names = {"ob": {}, "fn": {}}
@@ -69,4 +78,5 @@ if len(seen) < 100:
     sys.exit(f"bench/hot-symbols.sh: only {len(seen)} functions of {library} ran; did the restore work?")
 print("\n".join(seen))
 PY
-echo "bench/hot-symbols.sh: $(wc -l <build-support/hot-symbols.txt) functions in build-support/hot-symbols.txt" >&2
+mv -f "$out/listing.tmp" "$listing"
+echo "bench/hot-symbols.sh: $(wc -l <"$listing") functions in $listing" >&2

@@ -29,17 +29,7 @@
 /* Only the types: libsecret is not linked (its functions are looked up with dlsym). */
 #include <libsecret/secret.h>
 
-static const SecretSchema schema = {
-    BENCH_SCHEMA_NAME,
-    SECRET_SCHEMA_NONE,
-    {
-        {"auth_environment_id", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {"session_generation", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {"persisted_at", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {NULL, 0},
-    },
-    0, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-};
+#include "bench_schema.h"
 
 /* VmHWM from /proc/self/status, in KiB (-1 if unreadable). */
 static long peak_rss_kib(void) {

@@ -26,17 +26,7 @@
 
 #include <libsecret/secret.h> /* the types only: libsecret is looked up with dlsym */
 
-static const SecretSchema schema = {
-    BENCH_SCHEMA_NAME,
-    SECRET_SCHEMA_NONE,
-    {
-        {"auth_environment_id", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {"session_generation", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {"persisted_at", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {NULL, 0},
-    },
-    0, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-};
+#include "bench_schema.h"
 
 /* Prints every mapping of /proc/self/smaps under `stage`. The output is buffered in memory
  * first (one fopen of smaps; printing to stdout while reading would not change the figures,

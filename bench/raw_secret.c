@@ -17,17 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const SecretSchema schema = {
-    BENCH_SCHEMA_NAME,
-    SECRET_SCHEMA_NONE,
-    {
-        {"auth_environment_id", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {"session_generation", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {"persisted_at", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {NULL, 0},
-    },
-    0, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-};
+#include "bench_schema.h"
 
 static int fail(const char *what, GError *error) {
     fprintf(stderr, "raw_secret: %s: %s\n", what, error ? error->message : "unknown error");

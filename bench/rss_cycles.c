@@ -28,17 +28,7 @@
 #define PORTAL_ENV "bench-rss-portal"
 #define RAW_ENV "bench-rss-raw"
 
-static const SecretSchema schema = {
-    BENCH_SCHEMA_NAME,
-    SECRET_SCHEMA_NONE,
-    {
-        {"auth_environment_id", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {"session_generation", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {"persisted_at", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {NULL, 0},
-    },
-    0, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-};
+#include "bench_schema.h"
 
 static long rss_kib(void) {
     long pages = 0, resident = 0;

@@ -20,17 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const SecretSchema schema = {
-    BENCH_SCHEMA_NAME,
-    SECRET_SCHEMA_NONE,
-    {
-        {"auth_environment_id", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {"session_generation", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {"persisted_at", SECRET_SCHEMA_ATTRIBUTE_STRING},
-        {NULL, 0},
-    },
-    0, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-};
+#include "bench_schema.h"
 
 #define PORTAL_ENV "bench-warm-portal"
 #define RAW_ENV "bench-warm-raw"
