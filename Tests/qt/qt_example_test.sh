@@ -11,7 +11,8 @@ cd "$repo" || exit 2
 source "$repo/Tests/lib/harness.sh"
 export PORTAL_AUTH_ENVIRONMENT_ID=qt-example-env PORTAL_API_HOST=$PORTAL_TEST_API_HOST
 export PORTAL_MAGIC_LINK_FROM=login@example.com PORTAL_MAGIC_LINK_TEMPLATE=template-1 QT_QPA_PLATFORM=offscreen
-log=$out/qt_example-app.log
+# One log per event dispatcher (Tests/qt/run.sh runs the example under both).
+log=$out/qt_example-app${QT_NO_GLIB:+-qt-dispatcher}.log
 admin() { # METHOD PATH JSON PICK
     python3 -c 'import json,sys,urllib.request as u; b=sys.argv[3]; r=u.Request(sys.argv[1]+sys.argv[2],data=b.encode() if b else None,method=sys.argv[4],headers={"Content-Type":"application/json"}); d=json.load(u.urlopen(r)); print(eval(sys.argv[5]))' \
         "$PORTAL_TEST_API_URL" "$2" "$3" "$1" "$4"
@@ -29,7 +30,7 @@ expect() {
         fi
         sleep 0.05
     done
-    fail "$what (wanted state: $ere; log: build/qt/qt_example-app.log)"
+    fail "$what (wanted state: $ere; log: ${log#"$repo/"})"
     detail "$(tail -n 5 "$log")"
 }
 "$out/qt_test" --clear || fail "clearing the example's stored session"
@@ -45,7 +46,7 @@ sign_in() {
 }
 expect "launch: nothing stored, the sign-in screen" "sign-in"
 sign_in demo@example.com "sign-in"
-shot=$out/qt-example.png
+shot=$out/qt-example${QT_NO_GLIB:+-qt-dispatcher}.png
 [[ ${PORTAL_UPDATE_SCREENSHOTS:-} == 1 ]] && shot=$repo/docs/images/qt-example.png
 say "screenshot $shot"
 expect "the window grabbed as a PNG" "screenshot saved"

@@ -51,18 +51,15 @@ check_quiet "examples/qt compiles (no moc of its own)" \
     examples/qt/sign_in_window.cpp -o "$out/qt_example" "${qt[@]}" -L"$out" -lportal-keyring-qt6 \
     -L"$PORTAL_KEYRING_LIBDIR" -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
 
-export QT_QPA_PLATFORM=offscreen
+export QT_QPA_PLATFORM=offscreen out
 for dispatcher in glib qt; do
     section "event dispatcher: $dispatcher"
     if [[ $dispatcher == qt ]]; then export QT_NO_GLIB=1; else unset QT_NO_GLIB; fi
     run_logged "qt_test-$dispatcher" 120 "$out/qt_test"
     grep -E '^(event dispatcher|largest timer gap|restore with|cancelled)' "$out/qt_test-$dispatcher.log" |
         while IFS= read -r line; do info "$line"; done
+    run_logged "qt_example-$dispatcher" 60 Tests/qt/qt_example_test.sh
 done
 unset QT_NO_GLIB
-
-section "example"
-export out
-run_logged qt_example 60 Tests/qt/qt_example_test.sh
 
 harness_summary "qt/run.sh"
