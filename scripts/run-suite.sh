@@ -23,7 +23,8 @@
 #   fault CONDITION       Tests/fault/run.sh CONDITION (it starts its own keyrings)
 # --provider P   the provider for swift, c, pytest and script (default gnome-keyring;
 #                scripts/with-keyring.sh --help lists them)
-# --build        swift build first (with --build-tests for swift); otherwise the last build runs
+# --build        swift build first (with --build-tests for swift); without it, the build runs first
+#                anyway when a source is newer than the last build (or nothing is built yet)
 #
 #   scripts/run-suite.sh swift DesktopSignInTests
 #   scripts/run-suite.sh swift StorageContractTests --provider kwallet
@@ -98,10 +99,28 @@ cd "$repo" || exit 2
 # The Swift toolchain where the README's commands find it (scripts/deps.sh: PORTAL_SWIFT_BIN or
 # /opt/swift/usr/bin) when it is not on PATH.
 command -v swift >/dev/null 2>&1 || PATH=${PORTAL_SWIFT_BIN:-/opt/swift/usr/bin}:$PATH
-# A fresh clone has nothing built: build first, as --build would.
-[[ -e $repo/.build/debug/libportal-keyring.so ]] || build=1
+# A fresh clone has nothing built, and an edit since the last build would run the old code (a
+# suite that passes on it says nothing of the edit): build first, as --build would. Skipped with
+# PORTAL_TEST_BUILT=1 (the test command and the mutation runner build before they run suites).
+# SwiftPM leaves its products' times alone when a source changed but the code did not (a touch, a
+# comment), so the time of this script's last build is kept too (a stamp), and the newer counts.
+tests=0
+[[ $kind == swift || $whole == swift ]] && tests=1
+stamp=$repo/.build/debug/run-suite-built$((tests)).stamp
+stale_build() {
+    local built=$repo/.build/debug/libportal-keyring.so folders=(Sources Package.swift)
+    ((tests)) && built=$repo/.build/debug/portal-keyringPackageTests.xctest folders+=(Tests/PortalKeyringTests)
+    [[ -e $built ]] || return 0
+    [[ -e $stamp && $stamp -nt $built ]] && built=$stamp
+    [[ -n $(find "${folders[@]}" -type f -newer "$built" -print -quit 2>/dev/null) ]]
+}
+if ((!build)) && [[ ${PORTAL_TEST_BUILT:-} != 1 ]] && stale_build; then
+    echo "$me: the sources changed since the last build: building first" >&2
+    build=1
+fi
 if ((build)); then
-    if [[ $kind == swift || $whole == swift ]]; then swift build --build-tests || exit 3; else swift build || exit 3; fi
+    if ((tests)); then swift build --build-tests || exit 3; else swift build || exit 3; fi
+    touch "$stamp"
 fi
 out=$repo/build/run-suite
 mkdir -p "$out" || exit 2
