@@ -48,6 +48,25 @@ def lines_outside_code(text):
             yield number, line
 
 
+def unclosed_fences(text):
+    """Line numbers of code blocks a Markdown text never closes: one opened while another is open
+    (a fence with a language, which only opens a block) and one still open at the end. Everything
+    after such a block renders as code, its headings and links included."""
+    opened = None
+    for number, line in enumerate(text.split("\n"), 1):
+        if not FENCE.match(line):
+            continue
+        if opened is None:
+            opened = number
+        elif re.match(r"^\s*(```|~~~)\s*\S", line):
+            yield opened
+            opened = number
+        else:
+            opened = None
+    if opened is not None:
+        yield opened
+
+
 _anchors = {}
 
 
@@ -110,6 +129,8 @@ def dead_links(root):
         here = os.path.dirname(path)
         checked = set()
         if path.endswith(".md"):
+            for number in unclosed_fences(text):
+                dead.append((path, number, "```", "a code block opened here is never closed"))
             for number, line in lines_outside_code(text):
                 for target in MD_LINK.findall(line):
                     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):

@@ -7,7 +7,8 @@ on a throw-away tree (seconds, no build; run by scripts/check-sources.sh):
   Markdown link to another page and in a link to a heading of the same page;
 - so does a link to a file that does not exist;
 - anchors are GitHub's: punctuation and code marks dropped, repeats numbered;
-- links inside code blocks and to other sites are not the tree's and are left alone.
+- links inside code blocks and to other sites are not the tree's and are left alone;
+- a code block that is never closed (another opens, or the page ends) fails, named by its line.
 """
 import os
 import subprocess
@@ -112,6 +113,14 @@ class CheckLinks(unittest.TestCase):
         self.assertEqual(self.check(), (0, ""))
         self.append("docs/other.MD", "[Wrong folder](docs/guide.MD)\n")
         self.assert_dead("docs/other.MD:2", "docs/guide.MD")
+
+    def test_code_block_never_closed(self):
+        # The block is left open, the next one opens (a fence with a language only opens one):
+        # the heading between them would render as code.
+        self.append("README.MD", "```c\nint x;\n## Later\n```sh\nls\n```\n")
+        self.assert_dead("README.MD:8", "```")
+        self.write("docs/last.MD", "# Last\n\n```\nnever closed\n")
+        self.assert_dead("docs/last.MD:3", "```")
 
 
 if __name__ == "__main__":
