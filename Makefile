@@ -361,7 +361,7 @@ $(GOBJECT_OUT)/$(GOBJECT_NAME).map:
 # (_portal_keyring_*) do not match portal_keyring_*.
 $(GOBJECT_OUT)/$(GOBJECT_SONAME): GOBJECT_C_LIB = -L$(PORTAL_KEYRING_LIBDIR) -lportal-keyring \
 	-Wl,-rpath,$(PORTAL_KEYRING_LIBDIR)
-$(GOBJECT_OUT)/$(GOBJECT_SONAME): $(GOBJECT_SOURCES) $(GOBJECT_HEADERS) $(GOBJECT_PRIVATE_HEADERS) \
+$(GOBJECT_OUT)/$(GOBJECT_SONAME): $(GOBJECT_SOURCES) $(GOBJECT_HEADERS) $(GOBJECT_PRIVATE_HEADERS) $(HEADER) \
 		$(GOBJECT_OUT)/$(GOBJECT_NAME).map Makefile
 	@[[ -f $(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so ]] || \
 		{ echo "$(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so not found (swift build, or PORTAL_KEYRING_LIBDIR=DIR)" >&2; exit 2; }
@@ -437,7 +437,7 @@ GOBJECT_INSTALLED_LIB := $(GOBJECT_OUT)/install/$(GOBJECT_SONAME)
 GOBJECT_INCLUDEDIR = $(INCLUDEDIR)/$(GOBJECT_NAME)
 
 $(GOBJECT_INSTALLED_LIB): GOBJECT_C_LIB = -L$(OUT)/lib -lportal-keyring
-$(GOBJECT_INSTALLED_LIB): $(GOBJECT_SOURCES) $(GOBJECT_HEADERS) $(GOBJECT_PRIVATE_HEADERS) \
+$(GOBJECT_INSTALLED_LIB): $(GOBJECT_SOURCES) $(GOBJECT_HEADERS) $(GOBJECT_PRIVATE_HEADERS) $(HEADER) \
 		$(GOBJECT_OUT)/$(GOBJECT_NAME).map Makefile $(wildcard $(OUT)/lib/$(REALNAME))
 	@[[ -f $(OUT)/lib/$(LINKNAME) ]] || { echo "$(OUT)/lib/$(LINKNAME) not found: run make first" >&2; exit 2; }
 	@mkdir -p $(@D)

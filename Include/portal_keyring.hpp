@@ -52,6 +52,7 @@
 
 #include "portal_keyring.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -236,6 +237,13 @@ struct portal_deleter {
 inline std::uint32_t to_ms(std::chrono::milliseconds value, const char *name) {
     if (value.count() < 1 || value.count() > 600000) throw_invalid(std::string(name) + ": must be 1 … 600000");
     return static_cast<std::uint32_t>(value.count());
+}
+
+/** A wait in milliseconds whose range the C call checks itself (0 may mean its default): only a
+ *  negative one is refused here; one beyond uint32_t reaches the C call as UINT32_MAX. */
+inline std::uint32_t to_wait_ms(std::chrono::milliseconds value, const char *name) {
+    if (value.count() < 0) throw_invalid(std::string(name) + ": must not be negative");
+    return static_cast<std::uint32_t>(std::min<std::chrono::milliseconds::rep>(value.count(), UINT32_MAX));
 }
 
 /** Called with the exception that escaped a listener or completion callback (on its thread). */

@@ -482,7 +482,7 @@ public:
     /** portal_auth_sign_in_with_google_async(). */
     operation sign_in_with_google(std::chrono::milliseconds timeout, const completion_queue &q,
                                   std::function<void(result<sign_in>)> done) {
-        const std::uint32_t ms = detail::to_ms(timeout, "timeout_ms");
+        const std::uint32_t ms = detail::to_wait_ms(timeout, "timeout_ms");
         return sign_in_call<sign_in>(std::move(done), &detail::to_sign_in, [&](auto cb, void *ud, auto dn, std::uint64_t *id) {
             return portal_auth_sign_in_with_google_async(auth_, ms, q.native_handle(), cb, ud, dn, id);
         });
@@ -490,7 +490,7 @@ public:
     /** portal_auth_sign_in_with_apple_async(). */
     operation sign_in_with_apple(std::chrono::milliseconds timeout, const completion_queue &q,
                                  std::function<void(result<sign_in>)> done) {
-        const std::uint32_t ms = detail::to_ms(timeout, "timeout_ms");
+        const std::uint32_t ms = detail::to_wait_ms(timeout, "timeout_ms");
         return sign_in_call<sign_in>(std::move(done), &detail::to_sign_in, [&](auto cb, void *ud, auto dn, std::uint64_t *id) {
             return portal_auth_sign_in_with_apple_async(auth_, ms, q.native_handle(), cb, ud, dn, id);
         });

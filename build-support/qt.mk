@@ -45,8 +45,9 @@ $(QT_OUT)/$(QT_NAME).map: build-support/qt.mk
 	@printf '{\n  global: extern "C++" { PortalKeyring::Qt*; typeinfo?for?PortalKeyring::Qt*; typeinfo?name?for?PortalKeyring::Qt*; vtable?for?PortalKeyring::Qt*; };\n  local: *;\n};\n' >$@
 
 $(QT_OUT)/$(QT_SONAME): QT_C_LIB = -L$(PORTAL_KEYRING_LIBDIR) -lportal-keyring -Wl,-rpath,$(PORTAL_KEYRING_LIBDIR)
+# The C and C++ headers it is written over are inputs too (a change to the C++ API rebuilds it).
 $(QT_OUT)/$(QT_SONAME): $(QT_SOURCES) $(QT_MOC_SOURCES) $(QT_HEADERS) $(wildcard Sources/PortalKeyringQt/*.h) \
-		$(QT_OUT)/$(QT_NAME).map build-support/qt.mk
+		$(wildcard Include/portal_keyring*.h Include/portal_keyring*.hpp) $(QT_OUT)/$(QT_NAME).map build-support/qt.mk
 	@[[ -f $(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so ]] || \
 		{ echo "$(PORTAL_KEYRING_LIBDIR)/libportal-keyring.so not found (swift build, or PORTAL_KEYRING_LIBDIR=DIR)" >&2; exit 2; }
 	$(QT_LINK)

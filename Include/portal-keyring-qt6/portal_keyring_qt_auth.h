@@ -20,6 +20,7 @@
 
 namespace portal_keyring {
 class session;
+struct sign_in;
 }
 
 namespace PortalKeyring {
@@ -31,7 +32,7 @@ class QtAuth : public QObject {
 
 public:
     /** Which call a failed() signal is about. */
-    enum class Operation { Restore, Persist, Clear, SendMagicLink, HandleRedirect, VerifyTotp };
+    enum class Operation { Restore, Persist, Clear, SendMagicLink, HandleRedirect, VerifyTotp, SignInWithGoogle, SignInWithApple };
     Q_ENUM(Operation)
 
     /** What sessionChanged() reports (the C ABI's portal_watch_event). */
@@ -71,6 +72,17 @@ public:
     /** Completes a sign-in from the redirect URL the app was opened with: signedIn(),
      *  totpRequired() (then verifyTotp()), or failed(). */
     void handleRedirect(const QString &url);
+    /**
+     * Signs in with Google in the end user's browser (docs/sign-in.md#desktop-sign-in): opens
+     * Portal's page with the desktop's URL handler and waits up to timeoutMs (0: the library's
+     * default; at most 900000) for the redirect — from handleRedirect() in this process, or
+     * from the URL handler's process (`portal-session handle-redirect`), which stores the
+     * session: signedIn(), totpRequired() (then verifyTotp()), or failed(). When this process
+     * delivers the redirect with handleRedirect(), that call reports its own outcome too.
+     */
+    void signInWithGoogle(int timeoutMs = 0);
+    /** signInWithGoogle() with Apple. */
+    void signInWithApple(int timeoutMs = 0);
     /** Completes a sign-in that asked for a TOTP code: signedIn(), or failed(). */
     void verifyTotp(const QString &code);
     /** Cancels every running call: each fails with PORTAL_ERR_CANCELLED. */
@@ -111,6 +123,10 @@ private:
     template <typename T, typename Call, typename Success> void run(Operation operation, Call call, Success success);
 
     void holdAndEmit(portal_keyring::session session, void (QtAuth::*signal)(const QString &));
+    /** What a redirect or a desktop sign-in completed with: signedIn(), totpRequired() or failed(). */
+    void signInCompleted(Operation operation, portal_keyring::sign_in &signIn);
+    /** signInWithGoogle() / signInWithApple(). */
+    void signInWith(Operation operation, int timeoutMs);
 
     struct Private;
     std::unique_ptr<Private> d;

@@ -107,18 +107,34 @@ void QtAuth::handleRedirect(const QString &url) {
     run<pk::sign_in>(
         Operation::HandleRedirect,
         [&](pk::auth_async &a, auto &q, auto cb) { return a.handle_redirect(link, PORTAL_REDIRECT_FLAGS_NONE, q, std::move(cb)); },
-        [this](auto &r) {
-            pk::sign_in &s = *r;
-            if (s.kind == PORTAL_REDIRECT_TOTP_REQUIRED) {
-                d->userJwt = std::move(s.user_jwt);
-                Q_EMIT totpRequired();
-            } else if (s.kind == PORTAL_REDIRECT_AUTHENTICATED && s.signed_in) {
-                holdAndEmit(std::move(*s.signed_in), &QtAuth::signedIn);
-            } else {
-                Q_EMIT failed(Operation::HandleRedirect, PORTAL_ERR_UNSOLICITED_REDIRECT,
-                              QStringLiteral("not a sign-in redirect of this app"));
-            }
-        });
+        [this](auto &r) { signInCompleted(Operation::HandleRedirect, *r); });
+}
+
+void QtAuth::signInWithGoogle(int timeoutMs) { signInWith(Operation::SignInWithGoogle, timeoutMs); }
+
+void QtAuth::signInWithApple(int timeoutMs) { signInWith(Operation::SignInWithApple, timeoutMs); }
+
+void QtAuth::signInWith(Operation operation, int timeoutMs) {
+    if (timeoutMs < 0) timeoutMs = -1; // refused by the C ABI's range check, with its message
+    const std::chrono::milliseconds timeout(timeoutMs < 0 ? std::chrono::milliseconds::max() : std::chrono::milliseconds(timeoutMs));
+    const bool google = operation == Operation::SignInWithGoogle;
+    run<pk::sign_in>(
+        operation,
+        [&](pk::auth_async &a, auto &q, auto cb) {
+            return google ? a.sign_in_with_google(timeout, q, std::move(cb)) : a.sign_in_with_apple(timeout, q, std::move(cb));
+        },
+        [this, operation](auto &r) { signInCompleted(operation, *r); });
+}
+
+void QtAuth::signInCompleted(Operation operation, pk::sign_in &s) {
+    if (s.kind == PORTAL_REDIRECT_TOTP_REQUIRED) {
+        d->userJwt = std::move(s.user_jwt);
+        Q_EMIT totpRequired();
+    } else if (s.kind == PORTAL_REDIRECT_AUTHENTICATED && s.signed_in) {
+        holdAndEmit(std::move(*s.signed_in), &QtAuth::signedIn);
+    } else {
+        Q_EMIT failed(operation, PORTAL_ERR_UNSOLICITED_REDIRECT, QStringLiteral("not a sign-in redirect of this app"));
+    }
 }
 
 void QtAuth::verifyTotp(const QString &code) {

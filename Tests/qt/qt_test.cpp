@@ -4,6 +4,9 @@
  * twice: with Qt's default event dispatcher (GLib's) and with QT_NO_GLIB=1 (Qt's own).
  *
  *   1. restore / persist / clear, and a magic-link sign-in, to the session a restore finds
+ *      and a desktop sign-in (signInWithGoogle/Apple): GIO opens Tests/tools/fake_browser.sh,
+ *      whose URL handler process (portal-session handle-redirect) stores the session; a cancel
+ *      while the page is open; timeouts out of range refused
  *   2. a 401 (the token revoked by the API) reaching QtPortal::invalidated() exactly once
  *   3. another process's sign-in and sign-out reaching QtAuth::sessionChanged()
  *   4. the provider stopped (SIGSTOP): a 10 ms QTimer never gaps over 50 ms (less the scheduler's
@@ -14,6 +17,9 @@
  *   qt_test --persist USER TOKEN | --clear    the "other process" of 3 (blocking C++ calls; the
  *                                             auth environment $PORTAL_AUTH_ENVIRONMENT_ID if set)
  */
+// GIO (the fake browser's registration) before Qt: its structs have members named `signals`.
+#include "fake_browser.h"
+
 #include <portal_keyring_qt_auth.h>
 #include <portal_keyring_qt_portal.h>
 
@@ -24,6 +30,8 @@
 
 #include <QAbstractEventDispatcher>
 #include <QCoreApplication>
+#include <QDir>
+#include <QFile>
 #include <QElapsedTimer>
 #include <QProcess>
 #include <QThread>
@@ -151,6 +159,74 @@ static void testMagicLink() {
     CHECK(spinUntil([&] { return !seen.signedIn.isEmpty() || seen.failed; }, 5000));
     CHECK_MSG(seen.signedIn == QString::fromStdString(user), "signed in as '%s', link for '%s'", qPrintable(seen.signedIn),
               user.c_str());
+    delete auth;
+}
+
+/* Writes the fake browser's file `name` in dir. */
+static void putFile(const QString &dir, const char *name, const QByteArray &text) {
+    QFile file(dir + "/" + name);
+    CHECK(file.open(QIODevice::WriteOnly | QIODevice::Truncate) && file.write(text) == text.size());
+}
+
+/* The fake browser as GIO's http(s) handler in mode ("handler": it runs the URL handler's
+ * process, portal-session handle-redirect, which stores a sign-in of `user`; "ignore": nothing). */
+static QString browser(const char *mode, const char *user) {
+    const QString dir = QString::fromUtf8(g_get_user_data_dir()) + "/portal-test-browser-qt";
+    QDir().mkpath(dir);
+    for (const char *name : {"opened", "redirect", "handler-status"}) QFile::remove(dir + "/" + name);
+    putFile(dir, "mode", mode);
+    putFile(dir, "env",
+            QString("PORTAL_AUTH_ENVIRONMENT_ID='%1'\nPORTAL_REDIRECT_URL='%2'\nPORTAL_API_HOST='%3'\n"
+                    "PORTAL_TEST_END_USER='%4'\nPORTAL_TEST_CLI='%5'\n"
+                    "export PORTAL_AUTH_ENVIRONMENT_ID PORTAL_REDIRECT_URL PORTAL_API_HOST\n")
+                .arg(kEnv, kRedirect, host(), user, getenv("PORTAL_TEST_CLI"))
+                .toUtf8());
+    fake_browser_register("portal-test-browser-qt.desktop", "Portal test browser (Qt)", dir.toUtf8().constData());
+    return dir;
+}
+
+static void testDesktopSignIn() {
+    check_context = "desktop sign-in";
+    Seen seen;
+    QtAuth *auth = makeAuth(seen);
+    int failedOperation = -1;
+    on(auth, &QtAuth::failed, [&failedOperation](QtAuth::Operation o, int, const QString &) { failedOperation = int(o); });
+    // Signed out first: the URL handler's process refuses a sign-in of another end user over a
+    // stored one (the replace-end-user confirmation).
+    auth->clearPersistedSession();
+    CHECK(spinUntil([&] { return seen.cleared == 1; }, 5000));
+
+    auth->signInWithGoogle(900001); // over the C ABI's 15 minutes
+    CHECK(spinUntil([&] { return seen.failed == 1; }, 5000));
+    CHECK(seen.lastStatus == PORTAL_ERR_INVALID_ARGUMENT && failedOperation == int(QtAuth::Operation::SignInWithGoogle));
+    auth->signInWithApple(-1);
+    CHECK(spinUntil([&] { return seen.failed == 2; }, 5000));
+    CHECK(seen.lastStatus == PORTAL_ERR_INVALID_ARGUMENT && failedOperation == int(QtAuth::Operation::SignInWithApple));
+
+    // Completed by the URL handler's process: signedIn() with its end user, on the GUI thread.
+    browser("handler", "qt-desktop-user");
+    auth->signInWithGoogle(30000);
+    CHECK(spinUntil([&] { return !seen.signedIn.isEmpty() || seen.failed > 2; }, 20000));
+    CHECK_MSG(seen.signedIn == "qt-desktop-user", "signed in as '%s'", qPrintable(seen.signedIn));
+    CHECK(auth->isSignedIn() && auth->endUserId() == "qt-desktop-user");
+    auth->cancel(); // what is still waiting after a failed check
+
+    // Cancelled while the page is open (the default timeout, 0): failed(CANCELLED) at once.
+    const QString dir = browser("ignore", "qt-desktop-user");
+    auth->signInWithApple();
+    auto opened = [&dir] { // the URLs the browser was opened with, as far as written yet
+        QFile file(dir + "/opened");
+        return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+    };
+    CHECK_MSG(spinUntil([&] { return opened().contains("apple"); }, 20000), "opened: '%s'", opened().constData());
+    QElapsedTimer t;
+    t.start();
+    auth->cancel();
+    CHECK(spinUntil([&] { return seen.failed == 3; }, 5000));
+    CHECK_MSG(seen.lastStatus == PORTAL_ERR_CANCELLED && t.elapsed() < 1000, "status %d after %lld ms", seen.lastStatus,
+              static_cast<long long>(t.elapsed()));
+    auth->clearPersistedSession();
+    CHECK(spinUntil([&] { return seen.cleared == 2; }, 5000));
     delete auth;
 }
 
@@ -297,6 +373,7 @@ int main(int argc, char **argv) {
     printf("event dispatcher: %s\n", QCoreApplication::eventDispatcher()->metaObject()->className());
     testRestorePersistClear();
     testMagicLink();
+    testDesktopSignIn();
     testInvalidated();
     testSessionChanged();
     testStoppedProvider();

@@ -7,7 +7,9 @@
 # Builds the library (make qt), then runs, each bounded in time, with its output in
 # build/qt/NAME.log, once with Qt's default event dispatcher (GLib's) and once with QT_NO_GLIB=1
 # (Qt's own):
-#   qt_test       restore / persist / clear and a magic-link sign-in; a 401 reaching invalidated()
+#   qt_test       restore / persist / clear, a magic-link sign-in and a desktop (Google/Apple)
+#                 sign-in completed by the URL handler's process, cancelled, or refused for its
+#                 timeout; a 401 reaching invalidated()
 #                 once; another process's sign-in and sign-out as sessionChanged(); the provider
 #                 stopped (SIGSTOP): a 10 ms QTimer never gaps over 50 ms; every signal on the
 #                 GUI thread
@@ -42,15 +44,22 @@ else
     exit 1
 fi
 read -r -a qt <<<"$(pkg-config --cflags --libs Qt6Widgets)"
+read -r -a gio <<<"$(pkg-config --cflags --libs gio-2.0)" # the fake browser's registration
+rm -f "$out/qt_test" "$out/qt_example" # a program that no longer compiles must not run as it was
 check_quiet "qt_test compiles (C++17, warnings as errors)" \
     g++ -std=c++17 -g -O1 -fPIC -Wall -Wextra -Werror -IInclude -IInclude/portal-keyring-qt6 -ITests/c \
-    Tests/qt/qt_test.cpp -o "$out/qt_test" "${qt[@]}" -L"$out" -lportal-keyring-qt6 -L"$PORTAL_KEYRING_LIBDIR" \
+    Tests/qt/qt_test.cpp -o "$out/qt_test" "${qt[@]}" "${gio[@]}" -L"$out" -lportal-keyring-qt6 -L"$PORTAL_KEYRING_LIBDIR" \
     -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
 check_quiet "examples/qt compiles (no moc of its own)" \
     g++ -std=c++17 -g -O1 -fPIC -Wall -Wextra -Werror -IInclude -IInclude/portal-keyring-qt6 examples/qt/main.cpp \
     examples/qt/sign_in_window.cpp -o "$out/qt_example" "${qt[@]}" -L"$out" -lportal-keyring-qt6 \
     -L"$PORTAL_KEYRING_LIBDIR" -lportal-keyring -Wl,-rpath,"$out:$PORTAL_KEYRING_LIBDIR"
 
+# The desktop sign-in's browser (Tests/tools/fake_browser.sh) and the URL handler's process it runs.
+export PORTAL_TEST_FAKE_BROWSER=$repo/Tests/tools/fake_browser.sh
+PORTAL_TEST_CLI=${PORTAL_SESSION_BIN:-$PORTAL_KEYRING_LIBDIR/portal-session}
+[[ -x $PORTAL_TEST_CLI ]] || PORTAL_TEST_CLI=$repo/.build/debug/portal-session
+export PORTAL_TEST_CLI
 export QT_QPA_PLATFORM=offscreen out
 for dispatcher in glib qt; do
     section "event dispatcher: $dispatcher"
