@@ -51,9 +51,9 @@ enum FileKeyringFormat {
 
     // MARK: - Reading
 
-    /// The keyring `bytes` hold. `end` (the operation's deadline): when
-    /// reading the items has not finished by then it stops (`FileKeyringError.outOfTime`); nil
-    /// reads to the end. The work is linear in the file's size.
+    /// The keyring `bytes` hold. `end` (the operation's deadline): when reading the items has not
+    /// finished by then it stops (`FileKeyringError.outOfTime`); nil reads to the end. The work is
+    /// linear in the file's size.
     static func decode(_ bytes: UnsafeRawBufferPointer, until end: MonotonicInstant? = nil) throws(FileKeyringError) -> FileKeyring {
         let prefix = header.count + version.count
         guard bytes.count >= header.count, Array(bytes[0..<header.count]) == header else {

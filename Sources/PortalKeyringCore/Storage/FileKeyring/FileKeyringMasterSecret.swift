@@ -14,8 +14,8 @@ import CGLib
 /// storage's life). Thread-safe: one derivation at a time, so threads that need the same new key
 /// wait for it instead of deriving it again.
 final class FileKeyringMasterSecret: Sendable {
-    /// Hands out the master secret before `until` (the operation's end),
-    /// or says why it cannot now (a storage failure: never "no session").
+    /// Hands out the master secret before `until` (the operation's end), or says why it cannot
+    /// now (a storage failure: never "no session").
     typealias Source = @Sendable (_ until: MonotonicInstant) throws(StorageFailure) -> SecretBytes
 
     private let source: Source

@@ -140,8 +140,7 @@ struct FileKeyringStorage: SessionStorage {
         let key: FileKeyringKey
     }
 
-    /// `end`: the operation's, for the master secret when a key must be
-    /// derived.
+    /// `end`: the operation's, for the master secret when a key must be derived.
     func snapshot(until end: MonotonicInstant? = nil) throws(StorageFailure) -> Snapshot? {
         let end = end ?? deadline()
         let file = try target()
@@ -200,8 +199,8 @@ struct FileKeyringStorage: SessionStorage {
 
     // MARK: - Deadlines and errors
 
-    /// The end of an operation that starts now, or of the one this is
-    /// part of (`OperationDeadline`: a sandbox operation with the move of the host's session).
+    /// The end of an operation that starts now, or of the one this is part of
+    /// (`OperationDeadline`: a sandbox operation with the move of the host's session).
     func deadline() -> MonotonicInstant { OperationDeadline.end(timeouts) }
 
     /// `body`, its file-keyring error told as a storage failure naming the file.

@@ -55,9 +55,9 @@ final class SecretPipe {
         writeEnd = -1
     }
 
-    /// Exactly `count` bytes from the pipe, read before `end` or until
-    /// `cancellable` is cancelled. The writer has written them all by the time its `Response`
-    /// 0 is sent, so this returns as soon as `count` bytes are there and nothing follows them.
+    /// Exactly `count` bytes from the pipe, read before `end` or until `cancellable` is cancelled.
+    /// The writer has written them all by the time its `Response` 0 is sent, so this returns as
+    /// soon as `count` bytes are there and nothing follows them.
     /// Fewer bytes before the end of the stream or the deadline, or more than `count`: a failure
     /// (the bytes read are wiped).
     func read(exactly count: Int, until end: MonotonicInstant,

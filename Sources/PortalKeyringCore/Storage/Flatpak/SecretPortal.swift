@@ -22,9 +22,9 @@ enum SecretPortal {
     /// The size of the master secret the portal API promises (and libsecret requires).
     static let secretSize = 64
 
-    /// The portal's `version` property, read before `end`: 0 when the
-    /// portal is there but has no Secret interface (a desktop without a Secret portal backend,
-    /// such as Plasma 5). Throws when the portal cannot be asked (no bus, no portal, no answer).
+    /// The portal's `version` property, read before `end`: 0 when the portal is there but has no
+    /// Secret interface (a desktop without a Secret portal backend, such as Plasma 5). Throws
+    /// when the portal cannot be asked (no bus, no portal, no answer).
     static func version(until end: MonotonicInstant) throws(StorageFailure) -> UInt32 {
         try withPortal("the version of the Secret portal", until: end) { connection, portal, cancellable throws(StorageFailure) in
             let reply: OpaquePointer
@@ -56,9 +56,9 @@ enum SecretPortal {
         "org.freedesktop.DBus.Error.UnknownMethod",
     ]
 
-    /// The app's master secret (`RetrieveSecret`), asked for before `end`: the
-    /// `Response` subscribed before the call (`SecretPortalRequest`), the write end
-    /// of a pipe passed with the call and our copy closed once it is answered, and after
+    /// The app's master secret (`RetrieveSecret`), asked for before `end`: the `Response`
+    /// subscribed before the call (`SecretPortalRequest`), the write end of a pipe passed with
+    /// the call and our copy closed once it is answered, and after
     /// `Response` 0 exactly `secretSize` bytes read from the pipe (`SecretPipe`). `Response` 1
     /// (cancelled), 2 (failed: the host's keyring is locked and nobody can unlock it now) or no
     /// `Response` within the deadline: `.secretPortal`, nothing read.
