@@ -39,6 +39,10 @@
 #  12. the tree carries no project history: no issue number and no citation of the project's
 #      specification (it does not ship); a rule says why in its own terms, and history stays in
 #      git (first shown firing on a planted file; Tests/mutants/ci/history-rule-misses-issue).
+#  13. one deadline currency: the core reads the monotonic clock (`g_get_monotonic_time`,
+#      `clock_gettime(CLOCK_MONOTONIC, …)`) only in Runtime/MonotonicInstant.swift; every deadline
+#      is a `MonotonicInstant`, and a system call's relative timeout is its one rounded-up
+#      conversion (first shown firing on a planted file; Tests/mutants/ci/clock-rule-misses-gettime).
 # Tests/tools/test_check_layers.py plants offences against rules 8 and 10 in a copy of the core
 # and its tests and runs this script there, with PORTAL_CHECK_NESTED=1: the copy skips what
 # needs the whole tree (links, the catalogue) and the self-tests.
@@ -106,7 +110,22 @@ lock_uses() { code_lines "$lock_primitives" "$@" | grep -vE '^Sources/PortalKeyr
 rule "$(lock_uses Sources Tests/PortalKeyringTests)" \
     "a lock primitive outside Runtime/Lock*.swift (use Lock: Sources/PortalKeyringCore/Runtime/Lock.swift)" \
     "every in-process lock in Sources/ and the Swift tests is a Lock"
+# Rule 13: the core reads the monotonic clock only in Runtime/MonotonicInstant.swift, so every
+# deadline is an instant and each conversion to a relative timeout is that file's one (first
+# shown firing on a planted file).
+clock_reads='\bg_get_monotonic_time[[:space:]]*\(|\bclock_gettime[[:space:]]*\([[:space:]]*CLOCK_MONOTONIC'
+clock_uses() { code_lines "$clock_reads" "$@" | grep -vE '^Sources/PortalKeyringCore/Runtime/MonotonicInstant\.swift:' || true; }
+rule "$(clock_uses Sources/PortalKeyringCore)" \
+    "the core reads the monotonic clock outside Runtime/MonotonicInstant.swift (take a MonotonicInstant)" \
+    "the core reads the monotonic clock only through MonotonicInstant"
 if [[ -z ${PORTAL_CHECK_NESTED:-} ]]; then
+    plant=$(mktemp -d)
+    printf '%s\n' 'let end = g_get_monotonic_time() + 5' 'clock_gettime(CLOCK_MONOTONIC, &now)' \
+        'let t = Int(g_get_monotonic_time ())' >"$plant/planted.swift"
+    planted=$(clock_uses "$plant" | grep -c . || true)
+    rm -rf "$plant"
+    rule "$( ((planted < 3)) && echo "found $planted of the 3 planted clock reads")" \
+        "rule 13 misses planted clock reads" "rule 13 finds each planted clock read"
     plant=$(mktemp -d)
     printf '%s\n' 'pthread_mutex_lock(m)' 'pthread_cond_wait(c, m)' 'let m = GMutex()' 'g_mutex_lock(m)' \
         'let s = Mutex<Int>(0)' 'let t = Mutex(0)' >"$plant/planted.swift"

@@ -14,7 +14,7 @@ private func prepareSignIn(_ auth: OpaquePointer?, _ provider: Provider, _ timeo
     let auth = try sharedAuth(auth)
     let timeout: Duration = timeoutMs == 0 ? PortalAuth.defaultSignInTimeout : .milliseconds(timeoutMs)
     try core(names: ["timeout": "timeout_ms"]) { () throws(PortalAuthError) in
-        _ = try PortalAuth.signInTimeoutMicroseconds(timeout)
+        try PortalAuth.checkSignInTimeout(timeout)
     }
     return { () throws(CFailure) in
         let result = try core(names: ["timeout": "timeout_ms"]) { () throws(PortalAuthError) -> AuthResult in

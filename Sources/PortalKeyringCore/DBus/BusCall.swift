@@ -22,9 +22,9 @@ enum BusCall {
             Bound(cancellable: cancellable, milliseconds: -1)
         }
 
-        /// The time left until `end` (monotonic microseconds), at least 1 ms.
-        static func until(_ end: Int) -> Bound {
-            Bound(cancellable: nil, milliseconds: Int32(clamping: max((end - g_get_monotonic_time()) / 1000, 1)))
+        /// The time left until `end`, at least 1 ms.
+        static func until(_ end: MonotonicInstant) -> Bound {
+            Bound(cancellable: nil, milliseconds: Int32(clamping: max(end.remainingMilliseconds, 1)))
         }
 
         /// `milliseconds` from now.

@@ -9,14 +9,14 @@ final class Deadline {
     let cancellable: UnsafeMutablePointer<GCancellable>
     private let context: OpaquePointer
     private var source: UnsafeMutablePointer<GSource>?
-    /// Monotonic time (microseconds) at which the cancellable is cancelled.
-    private var end: Int
+    /// When the cancellable is cancelled.
+    private var end: MonotonicInstant
 
-    fileprivate init(milliseconds: UInt32, context: OpaquePointer) {
+    fileprivate init(until end: MonotonicInstant, context: OpaquePointer) {
         cancellable = g_cancellable_new()!  // trusted: GLib allocates or aborts, never NULL
         self.context = context
-        end = g_get_monotonic_time() + Int(milliseconds) * 1000
-        arm(milliseconds)
+        self.end = end
+        arm()
     }
 
     deinit {
@@ -27,17 +27,18 @@ final class Deadline {
     /// Runs `body` with the deadline stopped; the time left before it is left afterwards. The
     /// operation's own end (`OperationDeadline`) moves on by as long as `body` took, too.
     func paused<T>(_ body: () throws(StorageFailure) -> T) throws(StorageFailure) -> T {
-        let remaining = max(end - g_get_monotonic_time(), 0)
+        let remaining = max(MonotonicInstant.now.duration(to: end), .zero)
         disarm()
         defer {
-            end = g_get_monotonic_time() + remaining
-            arm(UInt32(clamping: (remaining + 999) / 1000))
+            end = MonotonicInstant.now.advanced(by: remaining)
+            arm()
         }
         return try OperationDeadline.paused(body)
     }
 
-    private func arm(_ milliseconds: UInt32) {
-        let source = g_timeout_source_new(milliseconds)!  // trusted: GLib allocates or aborts, never NULL
+    /// Cancels the cancellable at `end`.
+    private func arm() {
+        let source = g_timeout_source_new(guint(clamping: end.remainingMilliseconds))!  // trusted: GLib allocates or aborts, never NULL
         g_source_set_callback(source, { data in
             g_cancellable_cancel(data?.assumingMemoryBound(to: GCancellable.self))
             return 0 // G_SOURCE_REMOVE
@@ -75,12 +76,12 @@ final class Deadlines: Sendable {
         self.context = Context(pointer: context)
     }
 
-    /// Runs `body` with a deadline whose cancellable is cancelled after `milliseconds`; a failure
-    /// after the deadline passed becomes `.timedOut`, naming `reporting` (the operation's whole
-    /// bound, when `milliseconds` is what is left of it) or else `milliseconds`.
-    func run<T>(operation: String, milliseconds: UInt32, reporting: UInt32? = nil,
+    /// Runs `body` with a deadline whose cancellable is cancelled at `end`; a failure after the
+    /// deadline passed becomes `.timedOut`, naming `reporting` (the bound, in milliseconds, that
+    /// `end` came from: the operation's whole one when `end` is its end).
+    func run<T>(operation: String, until end: MonotonicInstant, reporting: UInt32,
                 _ body: (Deadline) throws(StorageFailure) -> T) throws(StorageFailure) -> T {
-        let deadline = Deadline(milliseconds: milliseconds, context: context.pointer)
+        let deadline = Deadline(until: end, context: context.pointer)
         // Cancelling the operation this thread runs cancels the deadline's cancellable.
         let unhook = OperationToken.current?.cancels(deadline.cancellable)
         defer { unhook?(); withExtendedLifetime(deadline) {} }
@@ -88,7 +89,7 @@ final class Deadlines: Sendable {
             return try body(deadline)
         } catch {
             if g_cancellable_is_cancelled(deadline.cancellable) != 0, !error.isTimeout {
-                throw .timedOut(operation: operation, milliseconds: reporting ?? milliseconds)
+                throw .timedOut(operation: operation, milliseconds: reporting)
             }
             throw error
         }

@@ -28,7 +28,7 @@ import Glibc
 /// kept the slow checks' test run from ending). `scripts/check-sources.sh` refuses one.
 package final class Lock<Value>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    /// Waits measure the monotonic clock, the one `g_get_monotonic_time` reads (the deadlines').
+    /// Waits measure the monotonic clock, the one `MonotonicInstant` reads (the deadlines').
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var value: Value
 
@@ -65,13 +65,12 @@ package final class Lock<Value>: @unchecked Sendable {
     /// Takes the lock, waits until `ready` says yes or `end` passes, then runs `body` without
     /// letting go of the lock in between. `ready` is asked at once and after every wake-up
     /// (`broadcast`, `signal`, a spurious one), the lock held; each wait lets go of the lock.
-    /// `end` is a `g_get_monotonic_time()` value (microseconds; nil: no end). `body` gets
-    /// `ready`'s last answer: false only when `end` passed first.
+    /// `end`: nil for no end. `body` gets `ready`'s last answer: false only when `end` passed first.
     ///
     /// The value is handed to `ready` and `body` afresh each time, never held across a wait, so
     /// neither sees a copy that another thread changed meanwhile.
     package func withLock<Result, Failure: Error>(
-        when ready: (inout Value) -> Bool, until end: Int? = nil,
+        when ready: (inout Value) -> Bool, until end: MonotonicInstant? = nil,
         _ body: (inout Value, _ ready: Bool) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
@@ -79,7 +78,7 @@ package final class Lock<Value>: @unchecked Sendable {
         var isReady = ready(&value)
         while !isReady {
             if let end {
-                var deadline = timespec(tv_sec: end / 1_000_000, tv_nsec: (end % 1_000_000) * 1000)
+                var deadline = end.timespec
                 if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT {
                     isReady = ready(&value)
                     break

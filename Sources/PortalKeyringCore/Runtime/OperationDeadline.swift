@@ -20,14 +20,14 @@ import Glibc
 enum OperationDeadline {
     /// The budget of the operation running on this thread.
     final class Budget {
-        /// Monotonic time (microseconds) at which the operation's time is up.
-        var end: Int
+        /// When the operation's time is up.
+        var end: MonotonicInstant
         /// The operation's bound, for messages.
         let milliseconds: UInt32
-        /// How long (microseconds) this operation may still wait for a persist turn uncounted.
-        var turnAllowance: Int
+        /// How long this operation may still wait for a persist turn uncounted.
+        var turnAllowance: Duration
 
-        init(end: Int, milliseconds: UInt32, turnAllowance: Int) {
+        init(end: MonotonicInstant, milliseconds: UInt32, turnAllowance: Duration) {
             self.end = end
             self.milliseconds = milliseconds
             self.turnAllowance = turnAllowance
@@ -41,8 +41,8 @@ enum OperationDeadline {
                                  _ body: () throws(E) -> T) throws(E) -> T {
         if current != nil { return try body() }
         let milliseconds = timeouts.callMilliseconds
-        let budget = Budget(end: g_get_monotonic_time() + Int(milliseconds) * 1000, milliseconds: milliseconds,
-                            turnAllowance: persist ? Int(milliseconds) * 1000 : 0)
+        let budget = Budget(end: .now.advanced(byMilliseconds: milliseconds), milliseconds: milliseconds,
+                            turnAllowance: persist ? .milliseconds(milliseconds) : .zero)
         let previous = pthread_getspecific(key)
         pthread_setspecific(key, Unmanaged.passUnretained(budget).toOpaque())
         defer {
@@ -52,10 +52,10 @@ enum OperationDeadline {
         return try body()
     }
 
-    /// The end (monotonic microseconds) of a step that starts now under `timeouts`: the running
-    /// operation's, or `callMilliseconds` from now when none runs (never later than either).
-    static func end(_ timeouts: KeyringTimeouts) -> Int {
-        let own = g_get_monotonic_time() + Int(timeouts.callMilliseconds) * 1000
+    /// The end of a step that starts now under `timeouts`: the running operation's, or
+    /// `callMilliseconds` from now when none runs (never later than either).
+    static func end(_ timeouts: KeyringTimeouts) -> MonotonicInstant {
+        let own = MonotonicInstant.now.advanced(byMilliseconds: timeouts.callMilliseconds)
         guard let current else { return own }
         return min(current.end, own)
     }
@@ -69,8 +69,8 @@ enum OperationDeadline {
     /// against the running operation: its end moves later by as long as `body` took.
     static func paused<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         guard let budget = current else { return try body() }
-        let start = g_get_monotonic_time()
-        defer { budget.end += g_get_monotonic_time() - start }
+        let start = MonotonicInstant.now
+        defer { budget.end = budget.end.advanced(by: start.duration(to: .now)) }
         return try body()
     }
 
@@ -78,15 +78,15 @@ enum OperationDeadline {
     /// function to call when the wait is over. Within a persist (`run(persist: true)`) the wait
     /// is not counted, up to the turn allowance left; elsewhere (the migration's write inside a
     /// restore) it counts, and ends with the operation.
-    static func turnWait(milliseconds: UInt32) -> (end: Int, over: () -> Void) {
-        let start = g_get_monotonic_time()
-        let own = start + Int(milliseconds) * 1000
+    static func turnWait(milliseconds: UInt32) -> (end: MonotonicInstant, over: () -> Void) {
+        let start = MonotonicInstant.now
+        let own = start.advanced(byMilliseconds: milliseconds)
         guard let budget = current else { return (own, {}) }
-        guard budget.turnAllowance > 0 else { return (min(own, budget.end), {}) }
-        return (min(own, start + budget.turnAllowance), {
-            let waited = min(max(g_get_monotonic_time() - start, 0), budget.turnAllowance)
+        guard budget.turnAllowance > .zero else { return (min(own, budget.end), {}) }
+        return (min(own, start.advanced(by: budget.turnAllowance)), {
+            let waited = min(max(start.duration(to: .now), .zero), budget.turnAllowance)
             budget.turnAllowance -= waited
-            budget.end += waited
+            budget.end = budget.end.advanced(by: waited)
         })
     }
 

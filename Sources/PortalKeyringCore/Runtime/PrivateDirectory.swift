@@ -79,18 +79,18 @@ struct PrivateDirectory {
     }
 
     /// An exclusive `flock` on the file `name` in this user's directory (created 0600), waited
-    /// for until the monotonic time `end` (microseconds, `g_get_monotonic_time`): the open
-    /// descriptor, whose close releases the lock (also when the process dies); -1 when there is no
-    /// such file to lock (then nothing is serialized across processes); -2 when the time ran out.
+    /// for until `end`: the open descriptor, whose close releases the lock (also when the process
+    /// dies); -1 when there is no such file to lock (then nothing is serialized across processes);
+    /// -2 when the time ran out.
     /// Each call opens the file anew, so threads of one process take turns as processes do.
-    static func lock(_ name: String, until end: Int) -> Int32 {
+    static func lock(_ name: String, until end: MonotonicInstant) -> Int32 {
         guard let directory = try? PrivateDirectory().open(create: true) else { return -1 }
         let fd = openat(directory, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         close(directory)
         if fd < 0 { return -1 }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno != EWOULDBLOCK && errno != EINTR { close(fd); return -1 }
-            if g_get_monotonic_time() >= end { close(fd); return -2 }
+            if end.hasPassed { close(fd); return -2 }
             usleep(1_000)
         }
         return fd

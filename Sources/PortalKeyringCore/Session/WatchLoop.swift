@@ -32,8 +32,8 @@ final class WatchLoop: @unchecked Sendable {
     private var last: SessionObservation?
     private var readSource: UnsafeMutablePointer<GSource>?
     private var reconnectSource: UnsafeMutablePointer<GSource>?
-    /// When the last read ended (g_get_monotonic_time, µs).
-    private var lastReadEnd: gint64 = 0
+    /// When the last read ended.
+    private var lastReadEnd = MonotonicInstant.origin
     /// The unique name of the process that owns `org.freedesktop.secrets` ("" while nobody
     /// does): the only sender whose Secret Service signals count.
     private var provider = ""
@@ -283,19 +283,18 @@ final class WatchLoop: @unchecked Sendable {
     private func resync() {
         emit(.resync)
         last = try? observe()
-        lastReadEnd = g_get_monotonic_time()
+        lastReadEnd = .now
     }
 
     private func scheduleRead() {
         guard readSource == nil else { return }
-        let due = lastReadEnd + gint64(SessionWatch.coalesceMilliseconds) * 1000
-        let now = g_get_monotonic_time()
+        let due = lastReadEnd.advanced(byMilliseconds: SessionWatch.coalesceMilliseconds)
         let source: UnsafeMutablePointer<GSource>
-        if now >= due {
+        if due.hasPassed {
             source = g_idle_source_new()  // GLib aborts rather than return NULL
             g_source_set_priority(source, 200)  // G_PRIORITY_DEFAULT_IDLE: after the queued signals
         } else {
-            source = g_timeout_source_new(guint((due - now + 999) / 1000))
+            source = g_timeout_source_new(guint(clamping: due.remainingMilliseconds))
         }
         g_source_set_callback(source, { data in
             guard let data else { return 0 }
@@ -309,7 +308,7 @@ final class WatchLoop: @unchecked Sendable {
     private func read() {
         if let source = readSource { g_source_unref(source) }
         readSource = nil
-        defer { lastReadEnd = g_get_monotonic_time() }
+        defer { lastReadEnd = .now }
         // A failed read changes nothing: the signal that ends the failure reads again.
         guard let now = try? observe() else { return }
         if let change = SessionChange.between(last, now) { emit(change) }

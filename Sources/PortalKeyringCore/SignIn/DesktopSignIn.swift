@@ -71,19 +71,17 @@ extension PortalAuth {
         try signInWithBrowser(provider: "APPLE", timeout: timeout)
     }
 
-    /// The timeout in microseconds, or `invalidArgument(name: "timeout")`. The C exports check
-    /// it before they start.
+    /// Throws `invalidArgument(name: "timeout")` unless `timeout` is positive and at most
+    /// `defaultSignInTimeout`. The C exports check it before they start.
     @_spi(Bindings)
-    public static func signInTimeoutMicroseconds(_ timeout: Duration) throws(PortalAuthError) -> Int {
+    public static func checkSignInTimeout(_ timeout: Duration) throws(PortalAuthError) {
         guard timeout > .zero, timeout <= defaultSignInTimeout else { throw .invalidArgument(name: "timeout") }
-        let (seconds, attoseconds) = timeout.components
-        return Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000)
     }
 
     /// The one body of both providers' desktop sign-in, run under the caller's `OperationToken`
     /// when there is one (the `async` form's, or a C operation's): its cancellation ends the wait.
     func signInWithBrowser(provider: String, timeout: Duration) throws(PortalAuthError) -> AuthResult {
-        let timeoutMicroseconds = try Self.signInTimeoutMicroseconds(timeout)
+        try Self.checkSignInTimeout(timeout)
         let flight = SignInInFlight.shared
         let waiter = try flight.claim(authEnvironmentId)
         defer { flight.release(waiter) }
@@ -118,7 +116,7 @@ extension PortalAuth {
         if OperationToken.currentIsCancelled { throw .cancelled }
         try DesktopURLOpener.open(url)
 
-        let end = Int(g_get_monotonic_time()) + timeoutMicroseconds
+        let end = MonotonicInstant.now.advanced(by: timeout)
         while true {
             switch flight.wait(waiter, until: end) {
             case .outcome(let outcome):

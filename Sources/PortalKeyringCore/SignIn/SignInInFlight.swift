@@ -139,8 +139,8 @@ final class SignInInFlight: @unchecked Sendable {
     }
 
     /// Waits until `waiter` has an outcome, a sign-in was stored while no in-process delivery
-    /// runs (the flag is then taken), or `end` (`g_get_monotonic_time()` microseconds) passes.
-    func wait(_ waiter: Waiter, until end: Int) -> Wake {
+    /// runs (the flag is then taken), or `end` passes.
+    func wait(_ waiter: Waiter, until end: MonotonicInstant) -> Wake {
         waiting.withLock(when: { _ in waiter.outcome != nil || (waiter.stored && waiter.deliveries == 0) },
                          until: end) { _, _ -> Wake in
             if let outcome = waiter.outcome { return .outcome(outcome) }

@@ -59,7 +59,7 @@ final class PersistTurn: @unchecked Sendable {
 
     /// Queues this thread and waits until it is first: its ticket, or nil when `end` passed first
     /// (then it has left the queue).
-    private func enter(_ key: String, until end: Int) -> UInt64? {
+    private func enter(_ key: String, until end: MonotonicInstant) -> UInt64? {
         let ticket = queues.withLock { q -> UInt64 in
             let ticket = q.nextTicket
             q.nextTicket &+= 1

@@ -35,10 +35,9 @@ extension SecretPortalBusTests {
         private func call<T>(_ body: () throws(StorageFailure) -> T) throws(StorageFailure) -> T {
             try OperationDeadline.run(timeouts) { () throws(StorageFailure) -> T in
                 let delay = self.delay.withLock { $0 }
-                let now = g_get_monotonic_time()
+                let done = delay == .max ? MonotonicInstant.distantFuture : .now.advanced(byMilliseconds: delay)
                 let end = OperationDeadline.end(timeouts)
-                let done = delay == .max ? Int.max : now + Int(delay) * 1000
-                if min(done, end) > now { g_usleep(gulong(min(done, end) - now)) }
+                g_usleep(gulong(min(done, end).remainingMilliseconds) * 1000)
                 if end <= done { throw .timedOut(operation: "host", milliseconds: OperationDeadline.milliseconds(timeouts)) }
                 return try body()
             }
@@ -231,7 +230,7 @@ extension SecretPortalBusTests {
         let storage = SecretServiceStorage(timeouts: timeouts)
         let (_, failure) = timed { () throws(StorageFailure) in
             try OperationDeadline.run(timeouts) { () throws(StorageFailure) in
-                try Deadlines.shared.run(operation: "unlock", milliseconds: 200) { deadline throws(StorageFailure) in
+                try Deadlines.shared.run(operation: "unlock", until: .now.advanced(byMilliseconds: 200), reporting: 200) { deadline throws(StorageFailure) in
                     try deadline.paused { () throws(StorageFailure) in g_usleep(300_000) }
                 }
                 _ = try storage.restore(authEnvironmentId: "env-bound-prompt")

@@ -87,7 +87,7 @@ struct PersistTurnTests {
         let store = try FileStore()
         try PortalAuth(authEnvironmentId: "setup", redirectUrl: "app://cb", apiHost: "api.portalhq.io", storage: store.storage)
             .persistSession(endUserId: "s", clientSessionToken: "t")
-        let otherProcess = PrivateDirectory.lock(PersistOrder.lockName(environment), until: Int.max)
+        let otherProcess = PrivateDirectory.lock(PersistOrder.lockName(environment), until: .distantFuture)
         try #require(otherProcess >= 0, "the shared turn lock (in the library's private directory) could not be taken")
         defer { close(otherProcess) }
         let waited = Lock<[String: Int]>([:])

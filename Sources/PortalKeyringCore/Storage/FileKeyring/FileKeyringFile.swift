@@ -92,8 +92,8 @@ enum FileKeyringFile {
     /// The keyring at `path` and the stamp of the file it was read from; nil when there is no
     /// file there. Throws as `load`. The file is opened without blocking (a FIFO or a device in
     /// its place would hang `open` for ever) and read only when it is a regular file; `end`
-    /// (monotonic microseconds) bounds the reading and decoding (`FileKeyringError.outOfTime`).
-    static func loadStamped(_ path: String, until end: Int? = nil) throws(FileKeyringError) -> (keyring: FileKeyring, stamp: Stamp)? {
+    /// bounds the reading and decoding (`FileKeyringError.outOfTime`).
+    static func loadStamped(_ path: String, until end: MonotonicInstant? = nil) throws(FileKeyringError) -> (keyring: FileKeyring, stamp: Stamp)? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
         if fd < 0 {
             let code = errno
@@ -114,7 +114,7 @@ enum FileKeyringFile {
         var bytes = [UInt8](repeating: 0, count: Int(status.st_size) + 1)
         var filled = 0
         while filled < bytes.count {
-            if let end, g_get_monotonic_time() >= end {
+            if let end, end.hasPassed {
                 throw .outOfTime("read \(filled) of its \(status.st_size) bytes before the deadline")
             }
             let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, min($0.count - filled, 1 << 20)) }  // trusted: filled < count

@@ -51,10 +51,10 @@ enum FileKeyringFormat {
 
     // MARK: - Reading
 
-    /// The keyring `bytes` hold. `end` (monotonic microseconds, the operation's deadline): when
-    /// reading the items has not finished by then it stops (`FileKeyringError.outOfTime`); nil
-    /// reads to the end. The work is linear in the file's size.
-    static func decode(_ bytes: UnsafeRawBufferPointer, until end: Int? = nil) throws(FileKeyringError) -> FileKeyring {
+    /// The keyring `bytes` hold. `end` (the operation's deadline): when reading the items has not
+    /// finished by then it stops (`FileKeyringError.outOfTime`); nil reads to the end. The work is
+    /// linear in the file's size.
+    static func decode(_ bytes: UnsafeRawBufferPointer, until end: MonotonicInstant? = nil) throws(FileKeyringError) -> FileKeyring {
         let prefix = header.count + version.count
         guard bytes.count >= header.count, Array(bytes[0..<header.count]) == header else {
             throw .malformed("no GnomeKeyring header (\(bytes.count) bytes)")
@@ -72,7 +72,7 @@ enum FileKeyringFormat {
         g_bytes_unref(data)
         defer { g_variant_unref(value) }
         try checkCounts(value)
-        if let end, g_get_monotonic_time() >= end {
+        if let end, end.hasPassed {
             throw .outOfTime("read none of its items (\(bytes.count) bytes) before the deadline")
         }
         guard g_variant_is_normal_form(value) != 0, Variant.has(value, type: bodyType) else {
@@ -95,7 +95,7 @@ enum FileKeyringFormat {
         let count = Int(g_variant_n_children(array))
         items.reserveCapacity(count)
         for index in 0..<count {
-            if let end, g_get_monotonic_time() >= end {
+            if let end, end.hasPassed {
                 throw .outOfTime("read \(index) of its \(count) items (\(bytes.count) bytes) before the deadline")
             }
             items.append(try item(array, index))

@@ -31,9 +31,8 @@ enum FileKeyringLock {
     static func path(of keyringPath: String) -> String { keyringPath + ".lock" }
 
     /// Takes the lock of the keyring at `keyringPath` (whose directory must exist), waiting until
-    /// the monotonic time `end` (microseconds, `g_get_monotonic_time`): the open descriptor, whose
-    /// close releases the lock.
-    static func take(_ keyringPath: String, until end: Int) throws(Failure) -> Int32 {
+    /// `end`: the open descriptor, whose close releases the lock.
+    static func take(_ keyringPath: String, until end: MonotonicInstant) throws(Failure) -> Int32 {
         let name = path(of: keyringPath)
         let fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0o600)
         guard fd >= 0 else { throw .io("open \(name): \(String(cString: strerror(errno)))") }
@@ -47,7 +46,7 @@ enum FileKeyringLock {
                 close(fd)
                 throw .cancelled
             }
-            if g_get_monotonic_time() >= end {
+            if end.hasPassed {
                 close(fd)
                 throw .timedOut
             }

@@ -14,9 +14,9 @@ import CGLib
 /// storage's life). Thread-safe: one derivation at a time, so threads that need the same new key
 /// wait for it instead of deriving it again.
 final class FileKeyringMasterSecret: Sendable {
-    /// Hands out the master secret before `until` (the operation's end, monotonic microseconds),
-    /// or says why it cannot now (a storage failure: never "no session").
-    typealias Source = @Sendable (_ until: Int) throws(StorageFailure) -> SecretBytes
+    /// Hands out the master secret before `until` (the operation's end), or says why it cannot
+    /// now (a storage failure: never "no session").
+    typealias Source = @Sendable (_ until: MonotonicInstant) throws(StorageFailure) -> SecretBytes
 
     private let source: Source
     private let kept = Lock<FileKeyringKey?>(nil)
@@ -33,19 +33,19 @@ final class FileKeyringMasterSecret: Sendable {
     /// Whether the secret can be had now (before `end`): asked for and released (wiped) at once,
     /// also when a key is kept (a new file needs a new key, so the source must answer). Throws
     /// what the source throws.
-    func check(until end: Int) throws(StorageFailure) {
+    func check(until end: MonotonicInstant) throws(StorageFailure) {
         _ = try source(end)
     }
 
     /// The key of `keyring` (the file at `path`, for messages): the kept one when it was derived
     /// for the same salt and iteration count, else derived now (the secret asked for before
-    /// `end`, monotonic microseconds) and kept instead.
-    func key(for keyring: FileKeyring, path: String, until end: Int) throws(StorageFailure) -> FileKeyringKey {
+    /// `end`) and kept instead.
+    func key(for keyring: FileKeyring, path: String, until end: MonotonicInstant) throws(StorageFailure) -> FileKeyringKey {
         try kept.withLock { kept throws(StorageFailure) -> FileKeyringKey in
             if let key = kept, key.salt == keyring.salt, key.iterations == keyring.iterations { return key }
             let secret = try source(end)
             // The derivation cannot be interrupted: none starts once the operation's time is up.
-            guard g_get_monotonic_time() < end else {
+            guard !end.hasPassed else {
                 throw .fileKeyring("\(path): the operation's deadline passed before its key could be derived; nothing was written")
             }
             do throws(FileKeyringError) {

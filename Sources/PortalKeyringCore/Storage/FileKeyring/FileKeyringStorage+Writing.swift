@@ -70,7 +70,7 @@ extension FileKeyringStorage {
 
     /// Removes this auth environment's items with these ids that are still there (restore's
     /// unusable items), within the operation that ends at `end`.
-    func remove(ids: Set<String>, authEnvironmentId: String, operation: String, until end: Int) throws(StorageFailure) {
+    func remove(ids: Set<String>, authEnvironmentId: String, operation: String, until end: MonotonicInstant) throws(StorageFailure) {
         try transaction(operation, until: end, creating: false, otherwise: ()) { keyring, key throws(StorageFailure) in
             let found = try ours(keyring, key, authEnvironmentId, secrets: false).filter { ids.contains($0.stored.itemId) }
             keyring.remove(found.map { $0.found })
@@ -88,7 +88,7 @@ extension FileKeyringStorage {
     /// Without a file, `otherwise` is the answer (nothing to remove), unless `creating`: then the
     /// directory is made (0700) and a new keyring (a fresh salt) is written. The key of the file
     /// as it is now is made before the lock is taken.
-    func transaction<T>(_ operation: String, until end: Int, creating: Bool, otherwise: T,
+    func transaction<T>(_ operation: String, until end: MonotonicInstant, creating: Bool, otherwise: T,
                         _ change: (inout FileKeyring, FileKeyringKey) throws(StorageFailure) -> (T, changed: Bool))
         throws(StorageFailure) -> T {
         // The file itself, when `path` is a symbolic link: it is read, locked (the lock beside
@@ -131,7 +131,7 @@ extension FileKeyringStorage {
             let key = try masterSecret.key(for: keyring, path: path, until: end)
             let (result, changed) = try change(&keyring, key)
             if !changed { return result }
-            guard g_get_monotonic_time() < end else {
+            guard !end.hasPassed else {
                 throw .fileKeyring("\(path): \(operation) did not finish within \(timeouts.callMilliseconds) ms; nothing was written")
             }
             // Replaced meanwhile by a writer that takes no lock (up to the moment of our rename):

@@ -82,7 +82,7 @@ struct FileKeyringStorage: SessionStorage {
         let restored = try ReadPolicy.restore(
             authEnvironmentId, items: items,
             inTime: { () throws(StorageFailure) in
-                guard g_get_monotonic_time() < end else {
+                guard !end.hasPassed else {
                     throw .fileKeyring("\(path): restore did not finish within \(timeouts.callMilliseconds) ms; nothing was deleted")
                 }
             },
@@ -140,9 +140,8 @@ struct FileKeyringStorage: SessionStorage {
         let key: FileKeyringKey
     }
 
-    /// `end`: the operation's (monotonic microseconds), for the master secret when a key must be
-    /// derived.
-    func snapshot(until end: Int? = nil) throws(StorageFailure) -> Snapshot? {
+    /// `end`: the operation's, for the master secret when a key must be derived.
+    func snapshot(until end: MonotonicInstant? = nil) throws(StorageFailure) -> Snapshot? {
         let end = end ?? deadline()
         let file = try target()
         guard let (keyring, stamp) = try mapping({ () throws(FileKeyringError) in try FileKeyringFile.loadStamped(file, until: end) })
@@ -200,9 +199,9 @@ struct FileKeyringStorage: SessionStorage {
 
     // MARK: - Deadlines and errors
 
-    /// The end of an operation that starts now (monotonic microseconds), or of the one this is
-    /// part of (`OperationDeadline`: a sandbox operation with the move of the host's session).
-    func deadline() -> Int { OperationDeadline.end(timeouts) }
+    /// The end of an operation that starts now, or of the one this is part of
+    /// (`OperationDeadline`: a sandbox operation with the move of the host's session).
+    func deadline() -> MonotonicInstant { OperationDeadline.end(timeouts) }
 
     /// `body`, its file-keyring error told as a storage failure naming the file.
     func mapping<T>(_ body: () throws(FileKeyringError) -> T) throws(StorageFailure) -> T {

@@ -55,12 +55,12 @@ final class SecretPipe {
         writeEnd = -1
     }
 
-    /// Exactly `count` bytes from the pipe, read before `end` (monotonic microseconds) or until
-    /// `cancellable` is cancelled. The writer has written them all by the time its `Response`
-    /// 0 is sent, so this returns as soon as `count` bytes are there and nothing follows them.
+    /// Exactly `count` bytes from the pipe, read before `end` or until `cancellable` is cancelled.
+    /// The writer has written them all by the time its `Response` 0 is sent, so this returns as
+    /// soon as `count` bytes are there and nothing follows them.
     /// Fewer bytes before the end of the stream or the deadline, or more than `count`: a failure
     /// (the bytes read are wiped).
-    func read(exactly count: Int, until end: Int,
+    func read(exactly count: Int, until end: MonotonicInstant,
               _ cancellable: UnsafeMutablePointer<GCancellable>) throws(Failure) -> SecretBytes {
         var got = 0
         var failure: String?
@@ -79,14 +79,14 @@ final class SecretPipe {
                     break
                 }
                 if got == count { break }  // all there, nothing more written
-                let left = end - g_get_monotonic_time()
-                if left <= 0 || g_cancellable_is_cancelled(cancellable) != 0 {
+                if end.hasPassed || g_cancellable_is_cancelled(cancellable) != 0 {
                     failure = "\(got) of \(count) bytes came before the deadline"
                     break
                 }
                 // Wake up at least every 100 ms to notice a cancellation.
                 var ready = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
-                _ = poll(&ready, 1, Int32(clamping: min(left, 100_000) / 1000 + 1))
+                let slice = min(end, MonotonicInstant.now.advanced(byMilliseconds: 100))
+                _ = poll(&ready, 1, Int32(clamping: slice.remainingMilliseconds))
             }
         }
         if let failure { throw Failure(message: failure) }

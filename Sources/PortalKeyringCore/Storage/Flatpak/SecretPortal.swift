@@ -22,10 +22,10 @@ enum SecretPortal {
     /// The size of the master secret the portal API promises (and libsecret requires).
     static let secretSize = 64
 
-    /// The portal's `version` property, read before `end` (monotonic microseconds): 0 when the
-    /// portal is there but has no Secret interface (a desktop without a Secret portal backend,
-    /// such as Plasma 5). Throws when the portal cannot be asked (no bus, no portal, no answer).
-    static func version(until end: Int) throws(StorageFailure) -> UInt32 {
+    /// The portal's `version` property, read before `end`: 0 when the portal is there but has no
+    /// Secret interface (a desktop without a Secret portal backend, such as Plasma 5). Throws
+    /// when the portal cannot be asked (no bus, no portal, no answer).
+    static func version(until end: MonotonicInstant) throws(StorageFailure) -> UInt32 {
         try withPortal("the version of the Secret portal", until: end) { connection, portal, cancellable throws(StorageFailure) in
             let reply: OpaquePointer
             do throws(StorageFailure.Classified) {
@@ -56,13 +56,13 @@ enum SecretPortal {
         "org.freedesktop.DBus.Error.UnknownMethod",
     ]
 
-    /// The app's master secret (`RetrieveSecret`), asked for before `end` (monotonic
-    /// microseconds): the `Response` subscribed before the call (`SecretPortalRequest`), the write end
-    /// of a pipe passed with the call and our copy closed once it is answered, and after
+    /// The app's master secret (`RetrieveSecret`), asked for before `end`: the `Response`
+    /// subscribed before the call (`SecretPortalRequest`), the write end of a pipe passed with
+    /// the call and our copy closed once it is answered, and after
     /// `Response` 0 exactly `secretSize` bytes read from the pipe (`SecretPipe`). `Response` 1
     /// (cancelled), 2 (failed: the host's keyring is locked and nobody can unlock it now) or no
     /// `Response` within the deadline: `.secretPortal`, nothing read.
-    static func retrieveSecret(until end: Int) throws(StorageFailure) -> SecretBytes {
+    static func retrieveSecret(until end: MonotonicInstant) throws(StorageFailure) -> SecretBytes {
         try withPortal("RetrieveSecret", until: end) { connection, portal, cancellable throws(StorageFailure) in
             let pipe: SecretPipe
             let fdList: UnsafeMutablePointer<GUnixFDList>
@@ -116,15 +116,16 @@ enum SecretPortal {
 
     /// `body` with a connection of its own, the portal's unique name and the cancellable of a
     /// deadline at `end`, as `what` (for messages). Every failure becomes `.secretPortal`.
-    private static func withPortal<T>(_ what: String, until end: Int,
+    private static func withPortal<T>(_ what: String, until end: MonotonicInstant,
                                       _ body: (OpaquePointer, String, UnsafeMutablePointer<GCancellable>) throws(StorageFailure) -> T)
         throws(StorageFailure) -> T {
         ForkSafety.install()
         if ForkSafety.dbusUnusable { throw ForkSafety.childFailure }
         // The time left, rounded up: a call made at once says the deadline it was given.
-        let milliseconds = UInt32(clamping: max((end - g_get_monotonic_time() + 999) / 1000, 1))
+        let end = max(end, MonotonicInstant.now.advanced(byMilliseconds: 1))
+        let milliseconds = UInt32(clamping: end.remainingMilliseconds)
         do {
-            return try Deadlines.shared.run(operation: what, milliseconds: milliseconds) { deadline throws(StorageFailure) -> T in
+            return try Deadlines.shared.run(operation: what, until: end, reporting: milliseconds) { deadline throws(StorageFailure) -> T in
                 let connection: OpaquePointer
                 do throws(StorageFailure) {
                     connection = try BusConnection.open(deadline.cancellable)

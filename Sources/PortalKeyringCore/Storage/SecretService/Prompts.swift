@@ -38,7 +38,7 @@ final class Prompts: @unchecked Sendable {
     /// `milliseconds` in all (for another thread's prompt, the D-Bus calls and the answer).
     func unlock(_ paths: [String], connection: OpaquePointer, busName: String,
                 milliseconds: UInt32) throws(StorageFailure) -> Outcome {
-        let end = g_get_monotonic_time() + Int(milliseconds) * 1000
+        let end = MonotonicInstant.now.advanced(byMilliseconds: milliseconds)
         guard enter(until: end) else { return .timedOut }
         defer { leave() }
         if let prompt = pending {
@@ -96,7 +96,7 @@ final class Prompts: @unchecked Sendable {
     /// (docs/providers.md).
     func run(_ promptPath: String, connection: OpaquePointer, busName: String, milliseconds: UInt32,
              unlessGone item: String? = nil) throws(StorageFailure) -> (Outcome, resultPath: String?) {
-        let end = g_get_monotonic_time() + Int(milliseconds) * 1000
+        let end = MonotonicInstant.now.advanced(byMilliseconds: milliseconds)
         guard enter(until: end) else { return (.timedOut, nil) }
         defer { leave() }
         var lock: Int32 = -1
@@ -124,7 +124,7 @@ final class Prompts: @unchecked Sendable {
     /// `Completed` signal, subscribed to before the call, is the answer then: a dismissal is
     /// reported as one, never as an unrelated failure.
     private func runPrompt(_ promptPath: String, owner: String, connection: OpaquePointer, busName: String,
-                           end: Int, seam: Bool = false) throws(StorageFailure) -> (Outcome, PendingPrompt?) {
+                           end: MonotonicInstant, seam: Bool = false) throws(StorageFailure) -> (Outcome, PendingPrompt?) {
         let prompt = PendingPrompt(connection: connection, owner: owner, path: promptPath)
         if seam { FaultInjectionSeam.beforePrompt(promptPath) }
         do throws(StorageFailure) {
@@ -146,7 +146,7 @@ final class Prompts: @unchecked Sendable {
         }
     }
 
-    private func enter(until end: Int) -> Bool {
+    private func enter(until end: MonotonicInstant) -> Bool {
         busy.withLock(when: { !$0 }, until: end) { busy, free in
             if free { busy = true }
             return free
@@ -165,14 +165,14 @@ final class Prompts: @unchecked Sendable {
     /// waited for until `end`: the open descriptor (closing it releases the lock), -1 when there
     /// is no such file to lock (then nothing is serialized across processes), -2 when the time
     /// ran out. Released by close, also when the process dies.
-    private static func lockAcrossProcesses(until end: Int) -> Int32 {
+    private static func lockAcrossProcesses(until end: MonotonicInstant) -> Int32 {
         PrivateDirectory.lock("prompt.lock", until: end)
     }
 
     /// Whether the item at `path` no longer exists (Properties.Get of its Locked property answers
     /// UnknownObject or NoSuchObject), bounded by `end`.
     private func isGone(_ path: String, _ connection: OpaquePointer, _ busName: String,
-                        _ end: Int) throws(StorageFailure) -> Bool {
+                        _ end: MonotonicInstant) throws(StorageFailure) -> Bool {
         do throws(StorageFailure.Classified) {
             g_variant_unref(try BusCall.call(connection, destination: busName, path, "org.freedesktop.DBus.Properties", "Get",
                                              Variant.tuple([g_variant_new_string("org.freedesktop.Secret.Item"),
@@ -187,7 +187,7 @@ final class Prompts: @unchecked Sendable {
 
     /// The unique bus name that owns `busName` now (the prompt's Completed signal comes from it).
     private func nameOwner(_ busName: String, _ connection: OpaquePointer,
-                           _ end: Int) throws(StorageFailure) -> String {
+                           _ end: MonotonicInstant) throws(StorageFailure) -> String {
         let bound = BusCall.Bound.until(end)
         do throws(StorageFailure.Classified) {
             return try BusConnection.owner(of: busName, on: connection, bound)
@@ -199,7 +199,7 @@ final class Prompts: @unchecked Sendable {
     /// One method call bounded by `end` (`BusCall`). Its reply is unreffed by the caller.
     private func call(_ connection: OpaquePointer, _ destination: String, _ path: String,
                       _ interface: String, _ method: String, _ parameters: OpaquePointer?,
-                      _ end: Int) throws(StorageFailure) -> OpaquePointer {
+                      _ end: MonotonicInstant) throws(StorageFailure) -> OpaquePointer {
         let bound = BusCall.Bound.until(end)
         do throws(StorageFailure.Classified) {
             return try BusCall.call(connection, destination: destination, path, interface, method, parameters, nil,
@@ -293,18 +293,17 @@ final class PendingPrompt {
         while g_main_context_iteration(context, 0) != 0 {}
     }
 
-    /// Waits for the answer until `end` (monotonic microseconds).
-    func wait(until end: Int) throws(StorageFailure) -> Prompts.Outcome {
+    /// Waits for the answer until `end`.
+    func wait(until end: MonotonicInstant) throws(StorageFailure) -> Prompts.Outcome {
         while true {
             poll()
             if state.completed { return state.dismissed ? .dismissed : .unlocked }
             if vanished { throw .unavailable("the Secret Service provider went away during the unlock prompt") }
-            let now = g_get_monotonic_time()
             // A cancelled operation stops waiting like a passed deadline (prompt left open).
-            if now >= end || OperationToken.currentIsCancelled { return .timedOut }
+            if end.hasPassed || OperationToken.currentIsCancelled { return .timedOut }
             // Wake up at least every 250 ms to notice a closed connection.
-            let slice = UInt32(clamping: min(end - now, 250_000) / 1000 + 1)
-            let timer = g_timeout_source_new(slice)!  // trusted: GLib allocates or aborts, never NULL
+            let slice = min(end, MonotonicInstant.now.advanced(byMilliseconds: 250))
+            let timer = g_timeout_source_new(guint(clamping: slice.remainingMilliseconds))!  // trusted: GLib allocates or aborts, never NULL
             g_source_set_callback(timer, { _ in 0 }, nil, nil)
             g_source_attach(timer, context)
             g_main_context_iteration(context, 1)

@@ -84,12 +84,10 @@ final class ServiceConnection: Sendable {
         ForkSafety.install()
         if ForkSafety.dbusUnusable { throw ForkSafety.childFailure }
         let bound = OperationDeadline.milliseconds(timeouts)
-        let left = OperationDeadline.end(timeouts) - g_get_monotonic_time()
+        let end = OperationDeadline.end(timeouts)
         // The operation's time is up already (earlier steps took it): no call is started.
-        if left <= 0 { throw .timedOut(operation: operation, milliseconds: bound) }
-        let milliseconds = UInt32(clamping: (left + 999) / 1000)
-        return try Deadlines.shared.run(operation: operation, milliseconds: milliseconds,
-                                        reporting: bound) { call throws(StorageFailure) -> T in
+        if end.hasPassed { throw .timedOut(operation: operation, milliseconds: bound) }
+        return try Deadlines.shared.run(operation: operation, until: end, reporting: bound) { call throws(StorageFailure) -> T in
             var retries = RetryBudget()
             while true {
                 let endpoint: ServiceEndpoint

@@ -27,7 +27,7 @@ import Glibc
         // storages share the master secret, so the bounded restore below reuses it.
         #expect(try store.storage.withTimeouts(.default).observe(authEnvironmentId: "env") == .signedOut)
         let reader = try auth(store.storage)
-        let lock = try FileKeyringLock.take(store.path, until: Int.max)
+        let lock = try FileKeyringLock.take(store.path, until: .distantFuture)
         do {
             defer { close(lock) }
             do throws(PortalAuthError) {
@@ -103,7 +103,7 @@ import Glibc
         // The key derived without the bound (PBKDF2), kept for the bounded storage below.
         try auth(store.storage.withTimeouts(.default), id: id).persistSession(endUserId: "u", clientSessionToken: "t")
         let writer = try auth(store.storage, id: id)
-        let lock = try FileKeyringLock.take(store.path, until: Int.max)
+        let lock = try FileKeyringLock.take(store.path, until: .distantFuture)
         defer { close(lock) }
         let operations: [(String, () throws -> Void)] = [
             ("persist", { _ = try writer.persistSession(endUserId: "v", clientSessionToken: "t2") }),

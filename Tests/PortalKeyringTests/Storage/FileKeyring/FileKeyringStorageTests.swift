@@ -219,7 +219,7 @@ import Glibc
         try PortalAuth(authEnvironmentId: "env", redirectUrl: "app://cb", apiHost: "api.portalhq.io",
                        storage: store.storage.withTimeouts(.default)).persistSession(endUserId: "u", clientSessionToken: "t")
         let before = fileBytes(store.path)
-        let lock = try FileKeyringLock.take(store.path, until: Int.max)
+        let lock = try FileKeyringLock.take(store.path, until: .distantFuture)
         defer { close(lock) }
         let start = monotonicMilliseconds()
         #expect(throws: PortalAuthError.self) { try auth(store).persistSession(endUserId: "v", clientSessionToken: "t") }

@@ -19,10 +19,10 @@ import Glibc
         try body(portal)
     }
 
-    private func soon(_ milliseconds: Int = 2000) -> Int { g_get_monotonic_time() + milliseconds * 1000 }
+    private func soon(_ milliseconds: UInt32 = 2000) -> MonotonicInstant { .now.advanced(byMilliseconds: milliseconds) }
 
     /// The failure's message of `SecretPortal.retrieveSecret`, nil when it returned a secret.
-    private func failure(_ milliseconds: Int = 2000) -> String? {
+    private func failure(_ milliseconds: UInt32 = 2000) -> String? {
         do {
             _ = try SecretPortal.retrieveSecret(until: soon(milliseconds))
             return nil

@@ -78,7 +78,7 @@ struct SecretPortalTests {
         }
         let cancellable = g_cancellable_new()!  // trusted: GLib allocates or aborts, never NULL
         defer { g_object_unref(cancellable) }
-        func soon(_ ms: Int = 300) -> Int { g_get_monotonic_time() + ms * 1000 }
+        func soon(_ ms: UInt32 = 300) -> MonotonicInstant { .now.advanced(byMilliseconds: ms) }
 
         // 64 bytes, the writer's end still open (gnome-keyring's, until it lets go): read at once.
         let started = g_get_monotonic_time()
