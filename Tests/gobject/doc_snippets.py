@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""doc_snippets.py — the code block of docs/gnome.md that an HTML comment marks as runnable, as a
-file to compile and run: run.sh runs each language's first example from the page itself, so that
-what a reader pastes is what the suite ran.
+"""doc_snippets.py — the code block of a page (docs/gnome.md, python/README.md) that an HTML
+comment marks as runnable, as a file to compile and run: run.sh runs each language's first
+example from the page itself, so that what a reader pastes is what the suite ran.
 
     doc_snippets.py LANG AUTH_ENVIRONMENT_ID OUT [PAGE]
 

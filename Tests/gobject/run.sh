@@ -31,9 +31,10 @@
 #   vala_test.vala    valac --pkg portal-keyring-gobject-1 (the generated .vapi), async/yield
 #   {gjs,pygobject,vala}_watch_test  PortalKeyring.Watch in each language: another process's
 #                     sign-in and sign-out as "changed"; a loop that never stalls on a stopped provider
-#   the examples of docs/gnome.md  each language's first example (GJS, PyGObject, Vala, C), taken
-#                     from the page (doc_snippets.py), built as the page says and run signed out
-#                     and signed in: they print exactly what the page promises
+#   the examples of docs/gnome.md  each language's first example (GJS, PyGObject, Vala, C), and
+#                     python/README.md's PyGObject one, taken from the page (doc_snippets.py),
+#                     built as the page says and run signed out and signed in: they print exactly
+#                     what the page promises
 #   gnome_example     examples/gnome (GTK 4, libadwaita) on Xvfb, driven by its GApplication
 #                     actions: magic link, TOTP, another process's sign-out, a slow API, a 401, its
 #                     main loop never kept waiting (main_loop_probe.py); its window as a PNG
@@ -154,61 +155,66 @@ fi
 
 section "The examples of docs/gnome.md"
 # Each language's first example, as the page shows it (the block after its "<!-- run: LANG -->"
-# line, only YOUR_AUTH_ENVIRONMENT_ID replaced: doc_snippets.py), built the way the page says and
-# run with nothing stored, then after a session of a token the fake API issued was persisted for
-# its auth environment: it must print exactly "signed out", then "signed in as END_USER", and
-# nothing on stderr (no PyGIWarning, no GLib warning).
+# line, only YOUR_AUTH_ENVIRONMENT_ID replaced: doc_snippets.py), and python/README.md's
+# PyGObject one, built the way the page says and run with nothing stored, then after a session of
+# a token the fake API issued was persisted for its auth environment: it must print exactly
+# "signed out", then "signed in as END_USER", and nothing on stderr (no PyGIWarning, no GLib
+# warning).
 snip=$out/doc-examples
 rm -rf "$snip" && mkdir -p "$snip" || exit 2
 doc_env=gnome-doc-examples-$$
 doc_user=doc-example-user
+doc_names=()
 declare -A doc_run=()
-doc_example() { # LANG FILE INSTALL-NOTE TEST...: extracts LANG's block to $snip/FILE when TEST succeeds
-    local lang=$1 file=$2 missing=$3
-    shift 3
+doc_example() { # NAME LANG PAGE FILE INSTALL-NOTE TEST...: PAGE's LANG block to $snip/FILE when TEST succeeds
+    local name=$1 lang=$2 page=$3 file=$4 missing=$5
+    shift 5
     if ! "$@" >/dev/null 2>&1; then
-        skip "docs/gnome.md's $lang example: $missing"
+        skip "$name: $missing"
         return 1
     fi
-    check_quiet "docs/gnome.md has one closed $lang example to run" \
-        /usr/bin/python3 Tests/gobject/doc_snippets.py "$lang" "$doc_env" "$snip/$file"
+    check_quiet "$page has one closed $lang example to run" \
+        /usr/bin/python3 Tests/gobject/doc_snippets.py "$lang" "$doc_env" "$snip/$file" "$page" &&
+        [[ -s $snip/$file ]]
 }
-doc_example gjs restore.js "gjs not installed" command -v gjs
-[[ -s $snip/restore.js ]] && doc_run[gjs]="gjs -m $snip/restore.js"
-doc_example python restore.py "python3-gi not installed" /usr/bin/python3 -c 'import gi'
-[[ -s $snip/restore.py ]] && doc_run[python]="/usr/bin/python3 $snip/restore.py"
-if doc_example vala restore.vala "valac not installed" command -v valac && [[ -s $snip/restore.vala ]]; then
+doc_add() { doc_names+=("$1"); doc_run[$1]=$2; } # NAME COMMAND: a built example to run
+doc_example "docs/gnome.md's GJS example" gjs docs/gnome.md restore.js "gjs not installed" command -v gjs &&
+    doc_add "docs/gnome.md's GJS example" "gjs -m $snip/restore.js"
+for page in docs/gnome.md python/README.md; do
+    doc_example "$page's PyGObject example" python "$page" "${page//\//-}.py" "python3-gi not installed" \
+        /usr/bin/python3 -c 'import gi' && doc_add "$page's PyGObject example" "/usr/bin/python3 $snip/${page//\//-}.py"
+done
+if doc_example "docs/gnome.md's Vala example" vala docs/gnome.md restore.vala "valac not installed" command -v valac; then
     # The page's way from a checkout: the .vapi's folder and the uninstalled .pc.
     if (cd "$snip" && PKG_CONFIG_PATH=$out/pkgconfig valac --vapidir "$out" --pkg portal-keyring-gobject-1 \
         restore.vala -o restore-vala >"$snip/vala-build.log" 2>&1) && ! grep -q 'warning:' "$snip/vala-build.log"; then
         ok "docs/gnome.md's Vala example compiles with valac --pkg portal-keyring-gobject-1, no warning"
-        doc_run[vala]=$snip/restore-vala
+        doc_add "docs/gnome.md's Vala example" "$snip/restore-vala"
     else
         fail "docs/gnome.md's Vala example does not compile cleanly (log: build/gobject/doc-examples/vala-build.log)"
         detail "$(head -n 20 "$snip/vala-build.log")"
     fi
 fi
-if doc_example c restore.c "gcc not installed" command -v gcc && [[ -s $snip/restore.c ]]; then
+if doc_example "docs/gnome.md's C example" c docs/gnome.md restore.c "gcc not installed" command -v gcc; then
     read -r -a doc_pc <<<"$(PKG_CONFIG_PATH=$out/pkgconfig pkg-config --cflags --libs portal-keyring-gobject-1)"
     check_quiet "docs/gnome.md's C example compiles with pkg-config portal-keyring-gobject-1 (C11, warnings as errors)" \
         gcc -std=c11 -Wall -Wextra -Werror "$snip/restore.c" -o "$snip/restore-c" "${doc_pc[@]}"
-    [[ -x $snip/restore-c ]] && doc_run[c]=$snip/restore-c
+    [[ -x $snip/restore-c ]] && doc_add "docs/gnome.md's C example" "$snip/restore-c"
 fi
 doc_examples_print() { # WANT STATE: each built example prints exactly WANT
-    local lang got
-    for lang in gjs python vala c; do
-        [[ -n ${doc_run[$lang]:-} ]] || continue
+    local name got
+    for name in "${doc_names[@]}"; do
         # shellcheck disable=SC2086  # the command line with its arguments
-        got=$(bounded 60 "docs/gnome.md's $lang example" ${doc_run[$lang]} 2>"$snip/$lang.err")
-        if [[ $got == "$1" && ! -s $snip/$lang.err ]]; then
-            ok "docs/gnome.md's $lang example $2: prints '$1'"
+        got=$(bounded 30 "$name" ${doc_run[$name]} 2>"$snip/stderr")
+        if [[ $got == "$1" && ! -s $snip/stderr ]]; then
+            ok "$name $2: prints '$1'"
         else
-            fail "docs/gnome.md's $lang example $2: wanted '$1' and nothing on stderr, printed '$got'"
-            detail "stderr: $(head -n 10 "$snip/$lang.err")"
+            fail "$name $2: wanted '$1' and nothing on stderr, printed '$got'"
+            detail "stderr: $(head -n 10 "$snip/stderr")"
         fi
     done
 }
-if ((${#doc_run[@]} > 0)); then
+if ((${#doc_names[@]} > 0)); then
     PORTAL_AUTH_ENVIRONMENT_ID=$doc_env "$cli" clear >/dev/null
     doc_examples_print "signed out" "with nothing stored"
     # A session the fake API issued, persisted as docs/testing.md shows it (the CLI, token on stdin).
