@@ -31,6 +31,10 @@
 #   vala_test.vala    valac --pkg portal-keyring-gobject-1 (the generated .vapi), async/yield
 #   {gjs,pygobject,vala}_watch_test  PortalKeyring.Watch in each language: another process's
 #                     sign-in and sign-out as "changed"; a loop that never stalls on a stopped provider
+#   the examples of docs/gnome.md  each language's first example (GJS, PyGObject, Vala, C), and
+#                     python/README.md's PyGObject one, taken from the page (doc_snippets.py),
+#                     built as the page says and run signed out and signed in: they print exactly
+#                     what the page promises
 #   gnome_example     examples/gnome (GTK 4, libadwaita) on Xvfb, driven by its GApplication
 #                     actions: magic link, TOTP, another process's sign-out, a slow API, a 401, its
 #                     main loop never kept waiting (main_loop_probe.py); its window as a PNG
@@ -147,6 +151,81 @@ if command -v valac >/dev/null; then
     done
 else
     skip "valac not installed"
+fi
+
+section "The examples of docs/gnome.md"
+# Each language's first example, as the page shows it (the block after its "<!-- run: LANG -->"
+# line, only YOUR_AUTH_ENVIRONMENT_ID replaced: doc_snippets.py), and python/README.md's
+# PyGObject one, built the way the page says and run with nothing stored, then after a session of
+# a token the fake API issued was persisted for its auth environment: it must print exactly
+# "signed out", then "signed in as END_USER", and nothing on stderr (no PyGIWarning, no GLib
+# warning).
+snip=$out/doc-examples
+rm -rf "$snip" && mkdir -p "$snip" || exit 2
+doc_env=gnome-doc-examples-$$
+doc_user=doc-example-user
+doc_names=()
+declare -A doc_run=()
+doc_example() { # NAME LANG PAGE FILE INSTALL-NOTE TEST...: PAGE's LANG block to $snip/FILE when TEST succeeds
+    local name=$1 lang=$2 page=$3 file=$4 missing=$5
+    shift 5
+    if ! "$@" >/dev/null 2>&1; then
+        skip "$name: $missing"
+        return 1
+    fi
+    check_quiet "$page has one closed $lang example to run" \
+        /usr/bin/python3 Tests/gobject/doc_snippets.py "$lang" "$doc_env" "$snip/$file" "$page" &&
+        [[ -s $snip/$file ]]
+}
+doc_add() { doc_names+=("$1"); doc_run[$1]=$2; } # NAME COMMAND: a built example to run
+doc_example "docs/gnome.md's GJS example" gjs docs/gnome.md restore.js "gjs not installed" command -v gjs &&
+    doc_add "docs/gnome.md's GJS example" "gjs -m $snip/restore.js"
+for page in docs/gnome.md python/README.md; do
+    doc_example "$page's PyGObject example" python "$page" "${page//\//-}.py" "python3-gi not installed" \
+        /usr/bin/python3 -c 'import gi' && doc_add "$page's PyGObject example" "/usr/bin/python3 $snip/${page//\//-}.py"
+done
+if doc_example "docs/gnome.md's Vala example" vala docs/gnome.md restore.vala "valac not installed" command -v valac; then
+    # The page's way from a checkout: the .vapi's folder and the uninstalled .pc.
+    if (cd "$snip" && PKG_CONFIG_PATH=$out/pkgconfig valac --vapidir "$out" --pkg portal-keyring-gobject-1 \
+        restore.vala -o restore-vala >"$snip/vala-build.log" 2>&1) && ! grep -q 'warning:' "$snip/vala-build.log"; then
+        ok "docs/gnome.md's Vala example compiles with valac --pkg portal-keyring-gobject-1, no warning"
+        doc_add "docs/gnome.md's Vala example" "$snip/restore-vala"
+    else
+        fail "docs/gnome.md's Vala example does not compile cleanly (log: build/gobject/doc-examples/vala-build.log)"
+        detail "$(head -n 20 "$snip/vala-build.log")"
+    fi
+fi
+if doc_example "docs/gnome.md's C example" c docs/gnome.md restore.c "gcc not installed" command -v gcc; then
+    read -r -a doc_pc <<<"$(PKG_CONFIG_PATH=$out/pkgconfig pkg-config --cflags --libs portal-keyring-gobject-1)"
+    check_quiet "docs/gnome.md's C example compiles with pkg-config portal-keyring-gobject-1 (C11, warnings as errors)" \
+        gcc -std=c11 -Wall -Wextra -Werror "$snip/restore.c" -o "$snip/restore-c" "${doc_pc[@]}"
+    [[ -x $snip/restore-c ]] && doc_add "docs/gnome.md's C example" "$snip/restore-c"
+fi
+doc_examples_print() { # WANT STATE: each built example prints exactly WANT
+    local name got
+    for name in "${doc_names[@]}"; do
+        # shellcheck disable=SC2086  # the command line with its arguments
+        got=$(bounded 30 "$name" ${doc_run[$name]} 2>"$snip/stderr")
+        if [[ $got == "$1" && ! -s $snip/stderr ]]; then
+            ok "$name $2: prints '$1'"
+        else
+            fail "$name $2: wanted '$1' and nothing on stderr, printed '$got'"
+            detail "stderr: $(head -n 10 "$snip/stderr")"
+        fi
+    done
+}
+if ((${#doc_names[@]} > 0)); then
+    PORTAL_AUTH_ENVIRONMENT_ID=$doc_env "$cli" clear >/dev/null
+    doc_examples_print "signed out" "with nothing stored"
+    # A session the fake API issued, persisted as docs/testing.md shows it (the CLI, token on stdin).
+    doc_token=$(/usr/bin/python3 Tests/gobject/fake_api_admin.py POST /_admin/sessions "{\"endUserId\": \"$doc_user\"}")
+    if printf '%s\n' "$doc_token" | PORTAL_AUTH_ENVIRONMENT_ID=$doc_env PORTAL_API_HOST=$PORTAL_TEST_API_HOST \
+        "$cli" persist --end-user-id "$doc_user" >/dev/null; then
+        doc_examples_print "signed in as $doc_user" "with a session stored"
+    else
+        fail "portal-session persist for the examples' auth environment"
+    fi
+    PORTAL_AUTH_ENVIRONMENT_ID=$doc_env "$cli" clear >/dev/null
 fi
 
 section "GTK example and reference"
