@@ -12,6 +12,15 @@
  *  - Status: fallible functions return a portal_status; PORTAL_OK is 0. Outputs are written only
  *    on success. After a failure, portal_last_error_message() gives a human-readable detail for
  *    the calling thread. Messages never contain a token.
+ *  - Outputs (out, *_out): required only where the output is what the call is for: the handle
+ *    a constructor creates (portal_auth_new(), portal_new(), portal_new_with_api_key(),
+ *    portal_completion_queue_new_*(), portal_auth_watch()) and the value a read or getter returns
+ *    (a restored session, a copied token, a URL, an end user id, a secret, the QR modules, the
+ *    sign-in methods); NULL there is PORTAL_ERR_INVALID_ARGUMENT. Every other output is optional
+ *    and marked "optional": the extra outputs of those calls, and every output of a call made for
+ *    its effect (persisting, signing in, sending a request, registering a listener, starting an
+ *    operation, dispatching). NULL there means "not wanted": the call does the same work, writes
+ *    nothing there, and frees what it would have handed over.
  *  - Strings in: borrowed, NUL-terminated UTF-8, read only during the call. NULL, invalid UTF-8,
  *    blank (for identifiers and tokens) or oversized strings give PORTAL_ERR_INVALID_ARGUMENT.
  *  - Strings out: either borrowed from a handle (documented per function, valid until that handle
@@ -608,7 +617,7 @@ typedef enum portal_redirect_flags {
  *                               24576 bytes are read). An error parameter appears in
  *                               portal_last_error_message() cut to 100 characters, without
  *                               control characters.
- * @param[out] kind_out          receives the kind.
+ * @param[out] kind_out          optional: receives the kind.
  * @param[out] session_out       optional: for PORTAL_REDIRECT_AUTHENTICATED, receives the session
  *                               (portal_session_free()); otherwise set to NULL. Its client:
  *                               portal_session_get_client_id(), portal_session_get_is_account_abstracted().
@@ -772,7 +781,8 @@ PORTAL_API portal_status portal_totp_link_get_secret(const char *totp_link, char
  * Worst case: never blocks (beyond loading libqrencode on the first call).
  *
  * @param totp_link        the otpauth:// link (borrowed for the call).
- * @param[out] size_out    receives the number of modules on one side (29 for the smallest code).
+ * @param[out] size_out    optional: receives the number of modules on one side (29 for the
+ *                         smallest code; also the square root of the modules' length).
  * @param[out] modules_out receives size * size characters, row-major from the top left: '1' for a
  *                         dark module, '0' for a light one (portal_string_free(), which wipes).
  * @return PORTAL_OK, PORTAL_ERR_TOTP_QR_UNAVAILABLE or PORTAL_ERR_INVALID_ARGUMENT (NULL argument,
@@ -957,10 +967,13 @@ PORTAL_API void portal_free(portal *portal);
  *                        returns, when the registration is cancelled or the portal freed before
  *                        delivery, at once for a spent registration (API-key portal, or after
  *                        portal_clear_session()), or before returning on a failed registration.
- * @param[out] out        receives the handle for portal_listener_cancel(); 0 for a spent
- *                        registration.
- * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT (NULL portal, callback or out; destroy_notify
- *         has then already been called).
+ * @param[out] out        optional: receives the handle for portal_listener_cancel(); 0 for a
+ *                        spent registration. NULL registers all the same: the registration then
+ *                        cannot be cancelled and is owned by the portal, which ends it (callback
+ *                        not entered, destroy_notify run) when it is freed, unless it was
+ *                        delivered first.
+ * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT (NULL portal or callback; destroy_notify has
+ *         then already been called).
  */
 PORTAL_API portal_status portal_on_session_invalidated(portal *portal, portal_session_invalidated_cb callback,
                                                        void *user_data, portal_destroy_notify destroy_notify,
@@ -1021,7 +1034,7 @@ PORTAL_API portal_status portal_clear_session(portal *portal);
  *                          is sent.
  * @param target            a path on the Portal API host, or an absolute https URL.
  * @param body              optional JSON body (NULL for none).
- * @param[out] status_out   receives the HTTP status.
+ * @param[out] status_out   optional: receives the HTTP status.
  * @param[out] body_out     optional: receives the response body (at most 4 MiB), with a NUL
  *                          after it, owned by the caller (portal_string_free(), which wipes all
  *                          of it, NUL bytes inside included).
@@ -1263,7 +1276,9 @@ PORTAL_API portal_status portal_clear_session_async(portal *portal, portal_compl
  * portal_on_session_invalidated() with the callback delivered on a completion queue (NULL: the
  * calling thread's thread-default GMainContext at this call) instead of a library thread; for
  * example on a GTK app's main thread. The same rules otherwise: called at most once, replayed to
- * a late registration, out receives the handle for portal_listener_cancel(). destroy_notify runs
+ * a late registration, out (optional) receives the handle for portal_listener_cancel(), and
+ * with out NULL the registration is owned by the portal until its delivery or portal_free() /
+ * portal_free_async() (then never delivered; destroy_notify runs). destroy_notify runs
  * exactly once: after the delivery, on the queue's thread (or when that delivery is dropped);
  * or, when nothing was delivered, on the thread that cancels, frees or fails the registration.
  * Unlike portal_on_session_invalidated(), cancel and free stop a delivery only until it is
