@@ -1460,11 +1460,13 @@ PORTAL_API portal_status portal_auth_verify_totp_async(portal_auth *auth, const 
  * state. While nothing changes, the watch costs no wake-up: its thread ("portal-watch") sleeps in
  * poll() until a D-Bus message for it arrives.
  *
- * The app's own persists are reported too, like any other process's: events carry no origin.
- * The watch learns of a change from the provider's signal, which does not say who wrote the
- * item, and an app that persists knows it did (its persist call returned); an event that repeats
- * a sign-in the app just made names the same end user, so handling it again is harmless. Apps
- * that want to skip it compare the end user id with the session they hold.
+ * The app's own changes are reported too, like any other process's, and each SIGNED_IN and
+ * SIGNED_OUT says whose it was: portal_watch_current_origin(), called in the callback. The
+ * provider's signal does not say who wrote an item, so the library remembers the generations
+ * this process persisted and deleted (persist, clear, portal_clear_session(), an invalidation
+ * by a 401 or portal_session_invalidate(); the blocking and non-blocking calls alike) and
+ * compares: an app's own sign-out or 401 is PORTAL_WATCH_ORIGIN_THIS_PROCESS, another
+ * window's or a URL handler's PORTAL_WATCH_ORIGIN_OTHER_PROCESS.
  * ------------------------------------------------------------------------------------------- */
 
 /** A watch started by portal_auth_watch(); freed with portal_watch_free(). */
@@ -1488,8 +1490,41 @@ typedef enum portal_watch_event {
     /** portal_auth_watch_async() only, instead of PORTAL_WATCH_STARTED: the watch could not start
      *  (no session bus, or D-Bus unusable after fork()); end_user_id is then the message saying
      *  why (UTF-8, no token). No event follows; free the watch. */
-    PORTAL_WATCH_FAILED = 6
+    PORTAL_WATCH_FAILED = 6,
+    /** The keyring is readable again after failed reads: the watch's own reads failed, or a
+     *  keyring call of this process failed for want of the provider (PORTAL_ERR_SESSION_STORAGE
+     *  with no answer in time, no provider, a provider error: a provider stopped, stalled or
+     *  gone), and a read has now succeeded (e.g. the provider was resumed). Leave a "keyring
+     *  unavailable" state: restore to learn the state. A change since the last event follows as
+     *  its own event. Not sent for a lock (LOCKED, then the state once unlocked, says that) nor
+     *  for a provider's restart (RESYNC). While the keyring cannot be read the watch reads it
+     *  once a second (plus the call deadline a read can take), and not at all otherwise. */
+    PORTAL_WATCH_AVAILABLE = 7
 } portal_watch_event;
+
+/** Who made the change a watch event reports (portal_watch_current_origin()). New values may
+ *  be added: treat unknown ones as PORTAL_WATCH_ORIGIN_UNKNOWN. */
+typedef enum portal_watch_origin {
+    /** Not a change of the stored session (LOCKED, RESYNC, STARTED, FAILED and the like), a
+     *  sign-out seen right after a lock or a resync (the watch did not see what went away), or
+     *  no watch callback is running on this thread. */
+    PORTAL_WATCH_ORIGIN_UNKNOWN = 0,
+    /** This process made it: SIGNED_IN for a session it persisted (any sign-in call, any
+     *  handle), SIGNED_OUT for a sign-in it cleared or invalidated. */
+    PORTAL_WATCH_ORIGIN_THIS_PROCESS = 1,
+    /** Another process made it (another window, a URL handler, a keyring tool). */
+    PORTAL_WATCH_ORIGIN_OTHER_PROCESS = 2
+} portal_watch_origin;
+
+/**
+ * The origin of the watch event whose callback is running on the calling thread; call it from
+ * the portal_watch_cb. Per thread, like portal_last_error_message(): a callback that dispatches
+ * another queue gets its own value back once the nested callbacks return.
+ * Worst case: never blocks.
+ *
+ * @return the origin; PORTAL_WATCH_ORIGIN_UNKNOWN outside a watch callback.
+ */
+PORTAL_API portal_watch_origin portal_watch_current_origin(void);
 
 /**
  * A watch event, on the watch's completion queue.
@@ -1511,7 +1546,8 @@ typedef void (*portal_watch_cb)(portal_watch_event event, const char *end_user_i
  * Worst case: the auth's call deadline (portal_auth_set_keyring_timeouts(), default 5000 ms)
  * plus one bus round trip; never shows a prompt. A provider that is not running, or a
  * keyring that cannot be read now, is not an error: the watch reports PORTAL_WATCH_RESYNC when a
- * provider takes the name org.freedesktop.secrets.
+ * provider takes the name org.freedesktop.secrets, and PORTAL_WATCH_AVAILABLE when a provider
+ * that owned it answers again.
  *
  * Events are delivered in order, each once, on queue (see "Completion queues": a main-context
  * queue runs them from its GMainContext, a pollable queue from portal_completion_queue_dispatch();

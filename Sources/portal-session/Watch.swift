@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// The line for one event: `signed-in END_USER_ID` (sanitized), `signed-out`, `locked`,
-/// `resync`; with --json an object {"authEnvironmentId":…,"endUserId":…,"event":…}.
+/// `resync`, `available`; with --json an object {"authEnvironmentId":…,"endUserId":…,"event":…}.
 func watchLine(_ change: SessionChange, env: String, json asJSON: Bool) -> String {
     let name: String
     var endUserId: String?
@@ -17,6 +17,7 @@ func watchLine(_ change: SessionChange, env: String, json asJSON: Bool) -> Strin
     case .signedOut: name = "signedOut"
     case .locked: name = "locked"
     case .resync: name = "resync"
+    case .available: name = "available"
     }
     if asJSON { return json(["event": name, "authEnvironmentId": env, "endUserId": endUserId]) }
     return DisplayText.sanitized(change.description, limit: Int.max)

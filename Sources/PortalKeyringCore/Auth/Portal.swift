@@ -219,6 +219,7 @@ public final class Portal: Sendable {
         guard let credentials else { return }
         _ = invalidation.clear()
         do { try credentials.invalidate() } catch {}
+        OwnChanges.deleting(credentials.authEnvironmentId, generation: nil)
         _ = try storageCall { () throws(StorageFailure) in
             try credentials.storage.deleteAll(authEnvironmentId: credentials.authEnvironmentId, generation: nil)
         }

@@ -164,6 +164,7 @@ public final class PortalAuth: Sendable {
     /// - Throws: `PortalAuthError.sessionStorageFailure(message:)`.
     public func clearPersistedSession() throws(PortalAuthError) {
         grants.forgetAll()
+        OwnChanges.deleting(authEnvironmentId, generation: nil)
         _ = try storageCall { () throws(StorageFailure) in
             try storage.deleteAll(authEnvironmentId: authEnvironmentId, generation: nil)
         }
@@ -200,6 +201,7 @@ public final class PortalAuth: Sendable {
 
     func persist(endUserId: String, token: SecretBytes) throws(PortalAuthError) -> PortalSession {
         let generation = ItemSchema.newGeneration()
+        OwnChanges.persisting(authEnvironmentId, generation: generation)
         // Stores the new item above every sign-in stored before it (whatever the clocks say:
         // PersistOrder), then removes those; the document carries copies of the generation and
         // the timestamp (SessionDocument). A failed removal leaves an item that restore ranks
@@ -312,6 +314,7 @@ func storageCall<T>(_ body: () throws(StorageFailure) -> T) throws(PortalAuthErr
     do {
         return try body()
     } catch {
+        if error.meansUnreadable { KeyringTrouble.report() }
         throw .sessionStorageFailure(message: error.message)
     }
 }

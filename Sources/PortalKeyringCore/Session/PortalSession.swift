@@ -47,6 +47,7 @@ public final class PortalSession: Sendable {
             return !s.storedItemRemoved
         }
         guard needsDelete else { return }
+        OwnChanges.deleting(authEnvironmentId, generation: generation)
         try storageCall { () throws(StorageFailure) in
             if let generation {
                 try storage.deleteAll(authEnvironmentId: authEnvironmentId, generation: generation)
