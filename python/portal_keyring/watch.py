@@ -13,8 +13,8 @@ Two forms, both started from a :class:`~portal_keyring.PortalAuth`:
 Events (:class:`SessionChange`): ``signed_in`` (a new sign-in was stored by any process;
 ``end_user_id`` names its end user), ``signed_out`` (cleared or invalidated), ``locked`` (the
 keyring is locked: NOT signed out; restore unlocks), ``resync`` (the provider restarted:
-restore to learn the state), ``available`` (the keyring answers again after failed reads, e.g. a
-stopped provider resumed: restore to learn the state). Every change after the watch started is reported, in order; the
+restore to learn the state), ``available`` (the keyring answers again after a call of this process failed for
+want of it, e.g. a stopped provider resumed: restore to learn the state). Every change after the watch started is reported, in order; the
 state at the start is not (restore for it).
 """
 

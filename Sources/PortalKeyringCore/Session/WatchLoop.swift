@@ -38,8 +38,11 @@ final class WatchLoop: @unchecked Sendable {
     private var reconnectSource: UnsafeMutablePointer<GSource>?
     /// The next read after a failed one (one a second while the keyring cannot be read).
     private var retrySource: UnsafeMutablePointer<GSource>?
-    /// Whether the last read failed (or a keyring operation of this process did: `KeyringTrouble`):
-    /// the next successful read reports `.available` first.
+    /// Whether a keyring operation of this process failed for want of the provider
+    /// (`KeyringTrouble`) since the last successful read: the next successful read reports
+    /// `.available` first. A failed read of the watch's own does not set it: the app saw no
+    /// failure (on KWallet a read fails now and then during a burst of writes, and the app heard
+    /// "available" in the middle of sign-ins).
     private var unreadable = false
     /// When the last read ended (g_get_monotonic_time, µs).
     private var lastReadEnd: gint64 = 0
@@ -230,7 +233,6 @@ final class WatchLoop: @unchecked Sendable {
     /// arrival is a `.resync`), until one succeeds. The only timer a watch runs while idle, and
     /// only while the keyring cannot be read.
     private func readFailed() {
-        unreadable = true
         guard retrySource == nil, !provider.isEmpty else { return }
         let source: UnsafeMutablePointer<GSource> = g_timeout_source_new(1000)  // aborts rather than NULL
         g_source_set_callback(source, { data in
