@@ -1491,15 +1491,16 @@ typedef enum portal_watch_event {
      *  (no session bus, or D-Bus unusable after fork()); end_user_id is then the message saying
      *  why (UTF-8, no token). No event follows; free the watch. */
     PORTAL_WATCH_FAILED = 6,
-    /** The keyring is readable again after a keyring call of this process failed for want of
-     *  the provider (PORTAL_ERR_SESSION_STORAGE with no answer in time, no provider, a provider
-     *  error: a provider stopped, stalled or gone): a read has now succeeded (e.g. the provider
-     *  was resumed). Leave a "keyring unavailable" state: restore to learn the state. A read of
-     *  the watch's own that fails and then succeeds, with no failed call of this process
-     *  between, is not reported (the app saw nothing unavailable). A change since the last event follows as
-     *  its own event. Not sent for a lock (LOCKED, then the state once unlocked, says that) nor
-     *  for a provider's restart (RESYNC). While the keyring cannot be read the watch reads it
-     *  once a second (plus the call deadline a read can take), and not at all otherwise. */
+    /** The keyring is readable again after a keyring call of this process for the watch's auth
+     *  environment failed for want of the provider (PORTAL_ERR_SESSION_STORAGE with no answer in
+     *  time, no provider, a provider error: a provider stopped, stalled or gone): a read has now
+     *  succeeded (e.g. the provider was resumed). Leave a "keyring unavailable" state: restore to
+     *  learn the state. A read of the watch's own that fails and then succeeds, or a failed call
+     *  for another auth environment, is not reported (the app saw nothing unavailable). A change
+     *  since the last event follows as its own event. Not sent for a lock (LOCKED, then the state
+     *  once unlocked, says that) nor for a provider's restart (RESYNC). While the keyring cannot be
+     *  read the watch reads it once a second (plus the call deadline a read can take), and not at
+     *  all otherwise. */
     PORTAL_WATCH_AVAILABLE = 7
 } portal_watch_event;
 

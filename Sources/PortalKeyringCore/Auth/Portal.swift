@@ -220,7 +220,7 @@ public final class Portal: Sendable {
         _ = invalidation.clear()
         do { try credentials.invalidate() } catch {}
         OwnChanges.deleting(credentials.authEnvironmentId, generation: nil)
-        _ = try storageCall { () throws(StorageFailure) in
+        _ = try storageCall(credentials.authEnvironmentId) { () throws(StorageFailure) in
             try credentials.storage.deleteAll(authEnvironmentId: credentials.authEnvironmentId, generation: nil)
         }
     }

@@ -48,7 +48,7 @@ public final class PortalSession: Sendable {
         }
         guard needsDelete else { return }
         OwnChanges.deleting(authEnvironmentId, generation: generation)
-        try storageCall { () throws(StorageFailure) in
+        try storageCall(authEnvironmentId) { () throws(StorageFailure) in
             if let generation {
                 try storage.deleteAll(authEnvironmentId: authEnvironmentId, generation: generation)
             } else if let itemId {

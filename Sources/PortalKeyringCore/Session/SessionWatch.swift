@@ -92,7 +92,7 @@ public final class SessionWatch: Sendable {
         throws(PortalAuthError) {
         let storage = auth.storage
         let id = auth.authEnvironmentId
-        loop = try storageCall { () throws(StorageFailure) in
+        loop = try storageCall(id) { () throws(StorageFailure) in
             try WatchLoop(authEnvironmentId: id, observe: { () throws(StorageFailure) in try storage.observe(authEnvironmentId: id) },
                           file: { () throws(StorageFailure) in try storage.watchedFile() }, onChange: onEvent)
         }
@@ -107,7 +107,7 @@ public final class SessionWatch: Sendable {
                 onEvent: @escaping @Sendable (SessionChange, SessionChangeOrigin) -> Void) throws(PortalAuthError) {
         let storage = auth.storage
         let id = auth.authEnvironmentId
-        loop = try storageCall { () throws(StorageFailure) in
+        loop = try storageCall(id) { () throws(StorageFailure) in
             try WatchLoop(authEnvironmentId: id, observe: { () throws(StorageFailure) in try storage.observe(authEnvironmentId: id) },
                           file: { () throws(StorageFailure) in try storage.watchedFile() }, onChange: onEvent,
                           start: .background(started: { failure in

@@ -22,7 +22,7 @@ final class WatchLoop: @unchecked Sendable {
     private var monitor: FileKeyringMonitor?
     private let onChange: @Sendable (SessionChange, SessionChangeOrigin) -> Void
     /// Whose writes count as this process's (`OwnChanges`).
-    private let authEnvironmentId: String
+    let authEnvironmentId: String
     private let context: OpaquePointer
     private let mainLoop: OpaquePointer
     /// Whether `stop()` ran, and the thread to join.
