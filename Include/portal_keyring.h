@@ -1068,7 +1068,11 @@ PORTAL_API portal_status portal_request(portal *portal, const char *method, cons
  *    loop (Qt's QSocketNotifier, libuv's uv_poll, asyncio's add_reader, plain poll()).
  *  - queue == NULL in an *_async call means a main-context queue for the calling thread's
  *    thread-default GMainContext at call time (g_main_context_ref_thread_default(): the global
- *    default context unless the thread pushed another), as GTask does.
+ *    default context unless the thread pushed another), as GTask does. Completions are then
+ *    dispatched on that context only: in the thread that iterates it with a GLib main loop. With
+ *    no loop running on it (Qt without its GLib event dispatcher, as with QT_NO_GLIB=1; libuv;
+ *    asyncio; a thread with no loop) nothing arrives, and nothing says so: the completion waits
+ *    until some thread iterates that context. Outside a GLib loop, use a pollable queue.
  *
  * Cancellation: portal_operation_cancel() completes the operation at once with
  * PORTAL_ERR_CANCELLED (the callback still runs on its queue, once, later) unless it already
