@@ -24,7 +24,6 @@ final class WatchLoop: @unchecked Sendable {
     /// Whose writes count as this process's (`OwnChanges`).
     let authEnvironmentId: String
     private let context: OpaquePointer
-    private let mainLoop: OpaquePointer
     /// Whether `stop()` ran, and the thread to join.
     private let stopped = Lock<(done: Bool, thread: UnsafeMutablePointer<GThread>?)>((false, nil))
 
@@ -77,7 +76,6 @@ final class WatchLoop: @unchecked Sendable {
         self.onChange = onChange
         // GLib aborts on allocation failure instead of returning NULL; no outside input here.
         context = g_main_context_new()
-        mainLoop = g_main_loop_new(context, 0)
         if case .background(let started) = start {
             self.started = started
         } else {
@@ -113,7 +111,6 @@ final class WatchLoop: @unchecked Sendable {
     }
 
     deinit {
-        g_main_loop_unref(mainLoop)
         g_main_context_unref(context)
     }
 
@@ -135,7 +132,7 @@ final class WatchLoop: @unchecked Sendable {
         }
         // On the watch thread, the emitting lock may be held by this very call's caller.
         guard let thread = onWatchThread ? mark() : emitting.withLock({ _ in mark() }) else { return }
-        g_main_loop_quit(mainLoop)
+        g_main_context_wakeup(context)  // the thread's iteration returns and sees `isStopped`
         g_thread_unref(thread)  // detached: the thread keeps its own reference until it returns
     }
 
@@ -163,7 +160,11 @@ final class WatchLoop: @unchecked Sendable {
             }
         }
         g_main_context_push_thread_default(context)
-        if !isStopped { g_main_loop_run(mainLoop) }
+        // Not g_main_loop_run: a g_main_loop_quit() that came between a check of `isStopped` and
+        // the run was undone by the run, and the freed watch's thread ran for good (its
+        // connection and its context's descriptor with it). A wakeup is never lost: one before
+        // the iteration makes its poll return at once.
+        while !isStopped { g_main_context_iteration(context, 1) }
         KeyringTrouble.unregister(self)
         for source in [readSource, reconnectSource, retrySource] {
             if let source {
