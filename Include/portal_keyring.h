@@ -12,6 +12,15 @@
  *  - Status: fallible functions return a portal_status; PORTAL_OK is 0. Outputs are written only
  *    on success. After a failure, portal_last_error_message() gives a human-readable detail for
  *    the calling thread. Messages never contain a token.
+ *  - Outputs (out, *_out): required only where the output is what the call is for: the handle
+ *    a constructor creates (portal_auth_new(), portal_new(), portal_new_with_api_key(),
+ *    portal_completion_queue_new_*(), portal_auth_watch()) and the value a read or getter returns
+ *    (a restored session, a copied token, a URL, an end user id, a secret, the QR modules, the
+ *    sign-in methods); NULL there is PORTAL_ERR_INVALID_ARGUMENT. Every other output is optional
+ *    and marked "optional": the extra outputs of those calls, and every output of a call made for
+ *    its effect (persisting, signing in, sending a request, registering a listener, starting an
+ *    operation, dispatching). NULL there means "not wanted": the call does the same work, writes
+ *    nothing there, and frees what it would have handed over.
  *  - Strings in: borrowed, NUL-terminated UTF-8, read only during the call. NULL, invalid UTF-8,
  *    blank (for identifiers and tokens) or oversized strings give PORTAL_ERR_INVALID_ARGUMENT.
  *  - Strings out: either borrowed from a handle (documented per function, valid until that handle
@@ -608,7 +617,7 @@ typedef enum portal_redirect_flags {
  *                               24576 bytes are read). An error parameter appears in
  *                               portal_last_error_message() cut to 100 characters, without
  *                               control characters.
- * @param[out] kind_out          receives the kind.
+ * @param[out] kind_out          optional: receives the kind.
  * @param[out] session_out       optional: for PORTAL_REDIRECT_AUTHENTICATED, receives the session
  *                               (portal_session_free()); otherwise set to NULL. Its client:
  *                               portal_session_get_client_id(), portal_session_get_is_account_abstracted().
@@ -772,7 +781,8 @@ PORTAL_API portal_status portal_totp_link_get_secret(const char *totp_link, char
  * Worst case: never blocks (beyond loading libqrencode on the first call).
  *
  * @param totp_link        the otpauth:// link (borrowed for the call).
- * @param[out] size_out    receives the number of modules on one side (29 for the smallest code).
+ * @param[out] size_out    optional: receives the number of modules on one side (29 for the
+ *                         smallest code; also the square root of the modules' length).
  * @param[out] modules_out receives size * size characters, row-major from the top left: '1' for a
  *                         dark module, '0' for a light one (portal_string_free(), which wipes).
  * @return PORTAL_OK, PORTAL_ERR_TOTP_QR_UNAVAILABLE or PORTAL_ERR_INVALID_ARGUMENT (NULL argument,
@@ -957,10 +967,13 @@ PORTAL_API void portal_free(portal *portal);
  *                        returns, when the registration is cancelled or the portal freed before
  *                        delivery, at once for a spent registration (API-key portal, or after
  *                        portal_clear_session()), or before returning on a failed registration.
- * @param[out] out        receives the handle for portal_listener_cancel(); 0 for a spent
- *                        registration.
- * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT (NULL portal, callback or out; destroy_notify
- *         has then already been called).
+ * @param[out] out        optional: receives the handle for portal_listener_cancel(); 0 for a
+ *                        spent registration. NULL registers all the same: the registration then
+ *                        cannot be cancelled and is owned by the portal, which ends it (callback
+ *                        not entered, destroy_notify run) when it is freed, unless it was
+ *                        delivered first.
+ * @return PORTAL_OK or PORTAL_ERR_INVALID_ARGUMENT (NULL portal or callback; destroy_notify has
+ *         then already been called).
  */
 PORTAL_API portal_status portal_on_session_invalidated(portal *portal, portal_session_invalidated_cb callback,
                                                        void *user_data, portal_destroy_notify destroy_notify,
@@ -1021,7 +1034,7 @@ PORTAL_API portal_status portal_clear_session(portal *portal);
  *                          is sent.
  * @param target            a path on the Portal API host, or an absolute https URL.
  * @param body              optional JSON body (NULL for none).
- * @param[out] status_out   receives the HTTP status.
+ * @param[out] status_out   optional: receives the HTTP status.
  * @param[out] body_out     optional: receives the response body (at most 4 MiB), with a NUL
  *                          after it, owned by the caller (portal_string_free(), which wipes all
  *                          of it, NUL bytes inside included).
@@ -1055,7 +1068,11 @@ PORTAL_API portal_status portal_request(portal *portal, const char *method, cons
  *    loop (Qt's QSocketNotifier, libuv's uv_poll, asyncio's add_reader, plain poll()).
  *  - queue == NULL in an *_async call means a main-context queue for the calling thread's
  *    thread-default GMainContext at call time (g_main_context_ref_thread_default(): the global
- *    default context unless the thread pushed another), as GTask does.
+ *    default context unless the thread pushed another), as GTask does. Completions are then
+ *    dispatched on that context only: in the thread that iterates it with a GLib main loop. With
+ *    no loop running on it (Qt without its GLib event dispatcher, as with QT_NO_GLIB=1; libuv;
+ *    asyncio; a thread with no loop) nothing arrives, and nothing says so: the completion waits
+ *    until some thread iterates that context. Outside a GLib loop, use a pollable queue.
  *
  * Cancellation: portal_operation_cancel() completes the operation at once with
  * PORTAL_ERR_CANCELLED (the callback still runs on its queue, once, later) unless it already
@@ -1263,7 +1280,9 @@ PORTAL_API portal_status portal_clear_session_async(portal *portal, portal_compl
  * portal_on_session_invalidated() with the callback delivered on a completion queue (NULL: the
  * calling thread's thread-default GMainContext at this call) instead of a library thread; for
  * example on a GTK app's main thread. The same rules otherwise: called at most once, replayed to
- * a late registration, out receives the handle for portal_listener_cancel(). destroy_notify runs
+ * a late registration, out (optional) receives the handle for portal_listener_cancel(), and
+ * with out NULL the registration is owned by the portal until its delivery or portal_free() /
+ * portal_free_async() (then never delivered; destroy_notify runs). destroy_notify runs
  * exactly once: after the delivery, on the queue's thread (or when that delivery is dropped);
  * or, when nothing was delivered, on the thread that cancels, frees or fails the registration.
  * Unlike portal_on_session_invalidated(), cancel and free stop a delivery only until it is
@@ -1445,11 +1464,13 @@ PORTAL_API portal_status portal_auth_verify_totp_async(portal_auth *auth, const 
  * state. While nothing changes, the watch costs no wake-up: its thread ("portal-watch") sleeps in
  * poll() until a D-Bus message for it arrives.
  *
- * The app's own persists are reported too, like any other process's: events carry no origin.
- * The watch learns of a change from the provider's signal, which does not say who wrote the
- * item, and an app that persists knows it did (its persist call returned); an event that repeats
- * a sign-in the app just made names the same end user, so handling it again is harmless. Apps
- * that want to skip it compare the end user id with the session they hold.
+ * The app's own changes are reported too, like any other process's, and each SIGNED_IN and
+ * SIGNED_OUT says whose it was: portal_watch_current_origin(), called in the callback. The
+ * provider's signal does not say who wrote an item, so the library remembers the generations
+ * this process persisted and deleted (persist, clear, portal_clear_session(), an invalidation
+ * by a 401 or portal_session_invalidate(); the blocking and non-blocking calls alike) and
+ * compares: an app's own sign-out or 401 is PORTAL_WATCH_ORIGIN_THIS_PROCESS, another
+ * window's or a URL handler's PORTAL_WATCH_ORIGIN_OTHER_PROCESS.
  * ------------------------------------------------------------------------------------------- */
 
 /** A watch started by portal_auth_watch(); freed with portal_watch_free(). */
@@ -1473,8 +1494,43 @@ typedef enum portal_watch_event {
     /** portal_auth_watch_async() only, instead of PORTAL_WATCH_STARTED: the watch could not start
      *  (no session bus, or D-Bus unusable after fork()); end_user_id is then the message saying
      *  why (UTF-8, no token). No event follows; free the watch. */
-    PORTAL_WATCH_FAILED = 6
+    PORTAL_WATCH_FAILED = 6,
+    /** The keyring is readable again after a keyring call of this process for the watch's auth
+     *  environment failed for want of the provider (PORTAL_ERR_SESSION_STORAGE with no answer in
+     *  time, no provider, a provider error: a provider stopped, stalled or gone): a read has now
+     *  succeeded (e.g. the provider was resumed). Leave a "keyring unavailable" state: restore to
+     *  learn the state. A read of the watch's own that fails and then succeeds, or a failed call
+     *  for another auth environment, is not reported (the app saw nothing unavailable). A change
+     *  since the last event follows as its own event. Not sent for a lock (LOCKED, then the state
+     *  once unlocked, says that) nor for a provider's restart (RESYNC). While the keyring cannot be
+     *  read the watch reads it once a second (plus the call deadline a read can take), and not at
+     *  all otherwise. */
+    PORTAL_WATCH_AVAILABLE = 7
 } portal_watch_event;
+
+/** Who made the change a watch event reports (portal_watch_current_origin()). New values may
+ *  be added: treat unknown ones as PORTAL_WATCH_ORIGIN_UNKNOWN. */
+typedef enum portal_watch_origin {
+    /** Not a change of the stored session (LOCKED, RESYNC, STARTED, FAILED and the like), a
+     *  sign-out seen right after a lock or a resync (the watch did not see what went away), or
+     *  no watch callback is running on this thread. */
+    PORTAL_WATCH_ORIGIN_UNKNOWN = 0,
+    /** This process made it: SIGNED_IN for a session it persisted (any sign-in call, any
+     *  handle), SIGNED_OUT for a sign-in it cleared or invalidated. */
+    PORTAL_WATCH_ORIGIN_THIS_PROCESS = 1,
+    /** Another process made it (another window, a URL handler, a keyring tool). */
+    PORTAL_WATCH_ORIGIN_OTHER_PROCESS = 2
+} portal_watch_origin;
+
+/**
+ * The origin of the watch event whose callback is running on the calling thread; call it from
+ * the portal_watch_cb. Per thread, like portal_last_error_message(): a callback that dispatches
+ * another queue gets its own value back once the nested callbacks return.
+ * Worst case: never blocks.
+ *
+ * @return the origin; PORTAL_WATCH_ORIGIN_UNKNOWN outside a watch callback.
+ */
+PORTAL_API portal_watch_origin portal_watch_current_origin(void);
 
 /**
  * A watch event, on the watch's completion queue.
@@ -1496,7 +1552,8 @@ typedef void (*portal_watch_cb)(portal_watch_event event, const char *end_user_i
  * Worst case: the auth's call deadline (portal_auth_set_keyring_timeouts(), default 5000 ms)
  * plus one bus round trip; never shows a prompt. A provider that is not running, or a
  * keyring that cannot be read now, is not an error: the watch reports PORTAL_WATCH_RESYNC when a
- * provider takes the name org.freedesktop.secrets.
+ * provider takes the name org.freedesktop.secrets, and PORTAL_WATCH_AVAILABLE when a provider
+ * that owned it answers again.
  *
  * Events are delivered in order, each once, on queue (see "Completion queues": a main-context
  * queue runs them from its GMainContext, a pollable queue from portal_completion_queue_dispatch();

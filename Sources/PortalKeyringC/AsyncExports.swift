@@ -86,12 +86,11 @@ public func portal_on_session_invalidated_queued(_ portal: OpaquePointer?, _ que
         do throws(CFailure) {
             let portal = try borrowHandle(portal, as: Portal.self, "portal")
             guard let callback else { throw .invalidArgument("callback", "must not be NULL") }
-            let out = try outArgument(out)
             let target = Shared(value: try completionQueue(queue))
             let registration = QueuedListener(callback: callback, destroyNotify: destroyNotify, userData: data.value)
             let handle = portal.onSessionInvalidated({ target.value.post(registration.job()) },
                                                      release: { registration.release() })
-            out.pointee = handle.id
+            out?.pointee = handle.id
         } catch {
             destroyNotify?(data.value)
             throw error

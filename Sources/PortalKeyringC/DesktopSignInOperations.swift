@@ -38,10 +38,9 @@ private func signIn(_ auth: OpaquePointer?, _ provider: Provider, _ timeoutMs: U
                     _ totpLinkOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
     exported { () throws(CFailure) in
         let work = try prepareSignIn(auth, provider, timeoutMs)
-        let kindOut = try outArgument(kindOut, "kind_out")
         var outcome = try work()
         defer { outcome.release() }
-        kindOut.pointee = outcome.kind
+        kindOut?.pointee = outcome.kind
         if let sessionOut { sessionOut.pointee = outcome.session.take() }
         if let userJwtOut { userJwtOut.pointee = outcome.userJwt.take() }
         if let totpLinkOut { totpLinkOut.pointee = outcome.totpLink.take() }

@@ -264,10 +264,9 @@ public func portal_on_session_invalidated(_ portal: OpaquePointer?, _ callback: 
         do throws(CFailure) {
             let portal = try borrowHandle(portal, as: Portal.self, "portal")
             guard let callback else { throw .invalidArgument("callback", "must not be NULL") }
-            let out = try outArgument(out)
             let handle = portal.onSessionInvalidated({ callback(data.pointer) },
                                                      release: { destroyNotify?(data.pointer) })
-            out.pointee = handle.id
+            out?.pointee = handle.id
         } catch {
             destroyNotify?(data.pointer)
             throw error

@@ -52,12 +52,11 @@ public func portal_request(_ portal: OpaquePointer?, _ method: UnsafePointer<CCh
                            _ bodyLenOut: UnsafeMutablePointer<Int>?) -> portal_status {
     exported { () throws(CFailure) in
         let work = try prepareRequest(portal, method, target, body)
-        let statusOut = try outArgument(statusOut, "status_out")
         var outcome = try work()
         defer { outcome.release() }
         if let bodyOut { bodyOut.pointee = outcome.body.take() }
         bodyLenOut?.pointee = outcome.bodyLength
-        statusOut.pointee = outcome.httpStatus
+        statusOut?.pointee = outcome.httpStatus
     }
 }
 

@@ -190,12 +190,11 @@ public func portal_auth_handle_redirect_v2(_ auth: OpaquePointer?, _ url: Unsafe
                                            _ totpLinkOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
     exported { () throws(CFailure) in
         let work = try prepareHandleRedirect(auth, url, flags)
-        let kindOut = try outArgument(kindOut, "kind_out")
         // Every output is built by the work, so a failure writes none of them; what the caller
         // did not ask for is freed (the user JWT wiped).
         var outcome = try work()
         defer { outcome.release() }
-        kindOut.pointee = outcome.kind
+        kindOut?.pointee = outcome.kind
         if let sessionOut { sessionOut.pointee = outcome.session.take() }
         if let userJwtOut { userJwtOut.pointee = outcome.userJwt.take() }
         if let totpLinkOut { totpLinkOut.pointee = outcome.totpLink.take() }

@@ -67,7 +67,6 @@ public func portal_totp_qr_code(_ totpLink: UnsafePointer<CChar>?, _ sizeOut: Un
                                 _ modulesOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> portal_status {
     exported { () throws(CFailure) in
         let link = try secretArgument(totpLink, "totp_link", maxBytes: PortalAuth.maxTokenBytes)
-        let sizeOut = try outArgument(sizeOut, "size_out")
         let modulesOut = try outArgument(modulesOut, "modules_out")
         let code = try core { () throws(PortalAuthError) in try QRCode(totpLink: link.value) }
         defer { code.wipeModules() }
@@ -80,7 +79,7 @@ public func portal_totp_qr_code(_ totpLink: UnsafePointer<CChar>?, _ sizeOut: Un
         for (index, dark) in code.modules.enumerated() { text[index] = dark ? 0x31 : 0x30 }
         text[count] = 0
         modulesOut.pointee = handOutString(text, size: count + 1)
-        sizeOut.pointee = code.size
+        sizeOut?.pointee = code.size
     }
 }
 

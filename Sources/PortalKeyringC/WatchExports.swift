@@ -25,13 +25,16 @@ private final class WatchCallbacks: @unchecked Sendable {
 
     deinit { destroyNotify?(userData) }
 
-    func deliver(_ change: SessionChange) {
+    func deliver(_ change: SessionChange, _ origin: SessionChangeOrigin) {
         guard let callback, !freed.load(ordering: .acquiring) else { return }
-        switch change {
-        case .signedIn(let endUserId): endUserId.withCString { callback(PORTAL_WATCH_SIGNED_IN, $0, userData) }
-        case .signedOut: callback(PORTAL_WATCH_SIGNED_OUT, nil, userData)
-        case .locked: callback(PORTAL_WATCH_LOCKED, nil, userData)
-        case .resync: callback(PORTAL_WATCH_RESYNC, nil, userData)
+        CurrentOrigin.during(origin) {
+            switch change {
+            case .signedIn(let endUserId): endUserId.withCString { callback(PORTAL_WATCH_SIGNED_IN, $0, userData) }
+            case .signedOut: callback(PORTAL_WATCH_SIGNED_OUT, nil, userData)
+            case .locked: callback(PORTAL_WATCH_LOCKED, nil, userData)
+            case .resync: callback(PORTAL_WATCH_RESYNC, nil, userData)
+            case .available: callback(PORTAL_WATCH_AVAILABLE, nil, userData)
+            }
         }
     }
 
@@ -41,6 +44,39 @@ private final class WatchCallbacks: @unchecked Sendable {
         guard let failure else { return callback(PORTAL_WATCH_STARTED, nil, userData) }
         DisplayText.sanitized(failure.description, limit: 1000).withCString { callback(PORTAL_WATCH_FAILED, $0, userData) }
     }
+}
+
+/// The origin of the event whose callback runs on this thread (portal_watch_current_origin):
+/// set around each delivery, the previous value put back after it (a callback may dispatch
+/// another queue).
+private enum CurrentOrigin {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    static func during(_ origin: SessionChangeOrigin, _ body: () -> Void) {
+        let previous = pthread_getspecific(key)
+        let value: portal_watch_origin
+        switch origin {
+        case .unknown: value = PORTAL_WATCH_ORIGIN_UNKNOWN
+        case .thisProcess: value = PORTAL_WATCH_ORIGIN_THIS_PROCESS
+        case .otherProcess: value = PORTAL_WATCH_ORIGIN_OTHER_PROCESS
+        }
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: UInt(value.rawValue)))
+        defer { pthread_setspecific(key, previous) }
+        body()
+    }
+
+    static var current: portal_watch_origin {
+        portal_watch_origin(rawValue: UInt32(truncatingIfNeeded: UInt(bitPattern: pthread_getspecific(key))))
+    }
+}
+
+@c @implementation
+public func portal_watch_current_origin() -> portal_watch_origin {
+    CurrentOrigin.current
 }
 
 /// What the watch thread's closures reach the callbacks through. portal_watch_free empties it
@@ -87,7 +123,7 @@ public func portal_auth_watch(_ auth: OpaquePointer?, _ queue: OpaquePointer?, _
         let (auth, target, out) = try watchArguments(auth, queue, callback, watchOut)
         let slot = CallbackSlot(callbacks)
         let watch = try core { () throws(PortalAuthError) in
-            try SessionWatch(auth: auth) { change in post(slot, target) { $0.deliver(change) } }
+            try SessionWatch(auth: auth) { change, origin in post(slot, target) { $0.deliver(change, origin) } }
         }
         out.pointee = retainHandle(WatchHandle(watch, callbacks, slot))
     }
@@ -103,7 +139,7 @@ public func portal_auth_watch_async(_ auth: OpaquePointer?, _ queue: OpaquePoint
         let slot = CallbackSlot(callbacks)
         let watch = try core { () throws(PortalAuthError) in
             try SessionWatch(auth: auth, started: { failure in post(slot, target) { $0.deliverStart(failure) } },
-                             onChange: { change in post(slot, target) { $0.deliver(change) } })
+                             onEvent: { change, origin in post(slot, target) { $0.deliver(change, origin) } })
         }
         out.pointee = retainHandle(WatchHandle(watch, callbacks, slot))
     }

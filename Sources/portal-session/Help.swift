@@ -222,13 +222,15 @@ let commandHelp: [String: String] = [
     Prints one line per change of the auth environment's stored session, made by any process,
     until SIGINT or SIGTERM: "signed-in END_USER_ID" (a new sign-in was stored), "signed-out"
     (cleared or invalidated), "locked" (the keyring is locked: NOT signed out; restore unlocks),
-    "resync" (the keyring provider restarted: restore to learn the state). No polling: it waits
+    "resync" (the keyring provider restarted: restore to learn the state), "available" (the
+    keyring answers again after failed reads: restore to learn the state). No polling: it waits
     for the Secret Service's signals, then reads the keyring (never unlocking). Bursts are
     coalesced (at most one read per 100 ms), so the last line names the final state. Once the
     watch is live, "watching ID" goes to stderr: every change after it is reported; the state at
     that moment is not (run restore).
     --json prints one object per line (NDJSON): {"authEnvironmentId":…,"event":"signedIn"|
-    "signedOut"|"locked"|"resync"} ("signedIn" also carries "endUserId").
+    "signedOut"|"locked"|"resync"|"available"} ("signedIn" also carries "endUserId"; "signedIn"
+    and "signedOut" carry "origin":"otherProcess", as this command never writes).
     exit: 0 stopped by SIGINT/SIGTERM, 2 no session bus, 64 usage, 74 stdout could not be written.
     """,
 ]

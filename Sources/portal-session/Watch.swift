@@ -6,8 +6,9 @@ import Glibc
 #endif
 
 /// The line for one event: `signed-in END_USER_ID` (sanitized), `signed-out`, `locked`,
-/// `resync`; with --json an object {"authEnvironmentId":…,"endUserId":…,"event":…}.
-func watchLine(_ change: SessionChange, env: String, json asJSON: Bool) -> String {
+/// `resync`, `available`; with --json an object {"authEnvironmentId":…,"endUserId":…,"event":…,
+/// "origin":…}, the origin ("thisProcess", "otherProcess") for signedIn and signedOut only.
+func watchLine(_ change: SessionChange, origin: SessionChangeOrigin = .unknown, env: String, json asJSON: Bool) -> String {
     let name: String
     var endUserId: String?
     switch change {
@@ -17,8 +18,14 @@ func watchLine(_ change: SessionChange, env: String, json asJSON: Bool) -> Strin
     case .signedOut: name = "signedOut"
     case .locked: name = "locked"
     case .resync: name = "resync"
+    case .available: name = "available"
     }
-    if asJSON { return json(["event": name, "authEnvironmentId": env, "endUserId": endUserId]) }
+    let from: String? = switch origin {
+    case .thisProcess: "thisProcess"
+    case .otherProcess: "otherProcess"
+    case .unknown: nil
+    }
+    if asJSON { return json(["event": name, "authEnvironmentId": env, "endUserId": endUserId, "origin": from]) }
     return DisplayText.sanitized(change.description, limit: Int.max)
 }
 
@@ -37,8 +44,8 @@ func watch(_ options: Options) throws -> Exit {
     pthread_sigmask(SIG_BLOCK, &signals, nil)
     let asJSON = options.flags.contains("--json")
     let env = auth.authEnvironmentId
-    let session = try SessionWatch(auth: auth) { change in
-        output(watchLine(change, env: env, json: asJSON))
+    let session = try SessionWatch(auth: auth) { change, origin in
+        output(watchLine(change, origin: origin, env: env, json: asJSON))
         if stdoutError != 0 { kill(getpid(), SIGTERM) }
     }
     writeStderr("watching \(DisplayText.sanitized(env, limit: 200))\n")

@@ -164,6 +164,7 @@ static portal_status (*const typed_portal_auth_watch)(portal_auth *, portal_comp
 static portal_status (*const typed_portal_auth_watch_async)(portal_auth *, portal_completion_queue *, portal_watch_cb, void *,
                                                            portal_destroy_notify, portal_watch **) = portal_auth_watch_async;
 static void (*const typed_portal_watch_free)(portal_watch *) = portal_watch_free;
+static portal_watch_origin (*const typed_portal_watch_current_origin)(void) = portal_watch_current_origin;
 static portal_status (*const typed_portal_auth_verify_totp_async)(portal_auth *, const char *, const char *,
                                                                  portal_completion_queue *, portal_sign_in_cb, void *,
                                                                  portal_destroy_notify, uint64_t *) = portal_auth_verify_totp_async;
@@ -253,6 +254,7 @@ int main(void) {
         ENTRY(portal_auth_watch),
         ENTRY(portal_auth_watch_async),
         ENTRY(portal_watch_free),
+        ENTRY(portal_watch_current_origin),
         ENTRY(portal_session_get_client_id),
         ENTRY(portal_session_get_is_account_abstracted),
         ENTRY(portal_user_jwt_get_end_user_id),

@@ -492,8 +492,8 @@ wait_for "$watch_out" '"event":"signedOut"' || bad "watch: no line for the clear
 kill -INT "$watch_pid"
 wait "$watch_pid" && got=0 || got=$?
 [[ $got == 0 ]] && ok "watch --json: SIGINT ends it with exit 0" || bad "watch --json: exit $got after SIGINT"
-expected="{\"authEnvironmentId\":\"$env_id\",\"endUserId\":\"eu-watch-1\",\"event\":\"signedIn\"}
-{\"authEnvironmentId\":\"$env_id\",\"event\":\"signedOut\"}"
+expected="{\"authEnvironmentId\":\"$env_id\",\"endUserId\":\"eu-watch-1\",\"event\":\"signedIn\",\"origin\":\"otherProcess\"}
+{\"authEnvironmentId\":\"$env_id\",\"event\":\"signedOut\",\"origin\":\"otherProcess\"}"
 if [[ $(cat "$watch_out") == "$expected" ]]; then
     ok "watch --json: exactly signedIn eu-watch-1, signedOut (NDJSON; the other environment gave nothing)"
 else

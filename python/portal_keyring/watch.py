@@ -13,7 +13,8 @@ Two forms, both started from a :class:`~portal_keyring.PortalAuth`:
 Events (:class:`SessionChange`): ``signed_in`` (a new sign-in was stored by any process;
 ``end_user_id`` names its end user), ``signed_out`` (cleared or invalidated), ``locked`` (the
 keyring is locked: NOT signed out; restore unlocks), ``resync`` (the provider restarted:
-restore to learn the state). Every change after the watch started is reported, in order; the
+restore to learn the state), ``available`` (the keyring answers again after a call of this process failed for
+want of it, e.g. a stopped provider resumed: restore to learn the state). Every change after the watch started is reported, in order; the
 state at the start is not (restore for it).
 """
 
@@ -54,14 +55,15 @@ _declare(
 )
 _declare("portal_watch_free", None, [_WatchP])
 
-_KINDS = {1: "signed_in", 2: "signed_out", 3: "locked", 4: "resync"}
+_KINDS = {1: "signed_in", 2: "signed_out", 3: "locked", 4: "resync", 7: "available"}
 _STARTED, _FAILED = 5, 6  # portal_auth_watch_async's first event (never a SessionChange)
 
 
 @dataclass(frozen=True)
 class SessionChange:
     """One change of the stored session: ``kind`` is ``"signed_in"``, ``"signed_out"``,
-    ``"locked"`` or ``"resync"``; ``end_user_id`` is set for ``"signed_in"`` only."""
+    ``"locked"``, ``"resync"`` or ``"available"``; ``end_user_id`` is set for ``"signed_in"``
+    only."""
 
     kind: str
     end_user_id: Optional[str] = None

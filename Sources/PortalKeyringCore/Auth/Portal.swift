@@ -219,7 +219,8 @@ public final class Portal: Sendable {
         guard let credentials else { return }
         _ = invalidation.clear()
         do { try credentials.invalidate() } catch {}
-        _ = try storageCall { () throws(StorageFailure) in
+        OwnChanges.deleting(credentials.authEnvironmentId, generation: nil)
+        _ = try storageCall(credentials.authEnvironmentId) { () throws(StorageFailure) in
             try credentials.storage.deleteAll(authEnvironmentId: credentials.authEnvironmentId, generation: nil)
         }
     }

@@ -124,7 +124,7 @@ public final class PortalAuth: Sendable {
     @_spi(PortalKeyringCLI)
     public func describeKeyring() throws(PortalAuthError) -> [(String, String)] {
         // One operation (`OperationDeadline`): the move of the host's session and the description.
-        try storageCall { () throws(StorageFailure) in
+        try storageCall(authEnvironmentId) { () throws(StorageFailure) in
             try OperationDeadline.run(keyringTimeouts) { () throws(StorageFailure) in
                 try storage.prepare(authEnvironmentId: authEnvironmentId)
                 return try storage.describe()
@@ -147,7 +147,7 @@ public final class PortalAuth: Sendable {
     public func restoreSession() throws(PortalAuthError) -> PortalSession? {
         // One storage operation, one deadline: the read, the attributes when needed and the
         // deletion of unusable items, decided by `ReadPolicy` (docs/security.md, "One read policy").
-        let restored = try storageCall { () throws(StorageFailure) in
+        let restored = try storageCall(authEnvironmentId) { () throws(StorageFailure) in
             try storage.restore(authEnvironmentId: authEnvironmentId)
         }
         guard let restored else { return nil }
@@ -164,7 +164,8 @@ public final class PortalAuth: Sendable {
     /// - Throws: `PortalAuthError.sessionStorageFailure(message:)`.
     public func clearPersistedSession() throws(PortalAuthError) {
         grants.forgetAll()
-        _ = try storageCall { () throws(StorageFailure) in
+        OwnChanges.deleting(authEnvironmentId, generation: nil)
+        _ = try storageCall(authEnvironmentId) { () throws(StorageFailure) in
             try storage.deleteAll(authEnvironmentId: authEnvironmentId, generation: nil)
         }
     }
@@ -200,11 +201,12 @@ public final class PortalAuth: Sendable {
 
     func persist(endUserId: String, token: SecretBytes) throws(PortalAuthError) -> PortalSession {
         let generation = ItemSchema.newGeneration()
+        OwnChanges.persisting(authEnvironmentId, generation: generation)
         // Stores the new item above every sign-in stored before it (whatever the clocks say:
         // PersistOrder), then removes those; the document carries copies of the generation and
         // the timestamp (SessionDocument). A failed removal leaves an item that restore ranks
         // below ours and the next persist or clear removes, so it does not fail the call.
-        _ = try storageCall { () throws(StorageFailure) in
+        _ = try storageCall(authEnvironmentId) { () throws(StorageFailure) in
             try storage.replace(authEnvironmentId: authEnvironmentId, generation: generation, now: ItemSchema.persistTimestamp(),
                                 label: ItemSchema.itemLabel(authEnvironmentId)) { persistedAt in
                 SessionDocument.encode(authEnvironmentId: authEnvironmentId, endUserId: endUserId, token: token,
@@ -307,11 +309,14 @@ public final class PortalAuth: Sendable {
 
 import Synchronization
 
-/// Runs a storage call, turning its failure into the public error.
-func storageCall<T>(_ body: () throws(StorageFailure) -> T) throws(PortalAuthError) -> T {
+/// Runs a storage call for `authEnvironmentId`, turning its failure into the public error; a
+/// failure for want of the provider makes that auth environment's watches read until they can
+/// (`KeyringTrouble`).
+func storageCall<T>(_ authEnvironmentId: String, _ body: () throws(StorageFailure) -> T) throws(PortalAuthError) -> T {
     do {
         return try body()
     } catch {
+        if error.meansUnreadable { KeyringTrouble.report(authEnvironmentId: authEnvironmentId) }
         throw .sessionStorageFailure(message: error.message)
     }
 }

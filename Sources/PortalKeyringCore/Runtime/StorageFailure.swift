@@ -32,6 +32,16 @@ enum StorageFailure: Error, Equatable {
     /// host's keyring locked with nobody to unlock it). Nothing was read or deleted.
     case secretPortal(String)
 
+    /// Whether the keyring could not be read at all (no provider, no answer in time, a provider
+    /// or keyring-file error), as opposed to an answer: a lock, a refusal, a lost race, a setting.
+    /// After such a failure the session watches read again until they can (`KeyringTrouble`).
+    var meansUnreadable: Bool {
+        switch self {
+        case .unavailable, .timedOut, .overran, .failed, .fileKeyring, .secretPortal: return true
+        case .locked, .refused, .noDefaultCollection, .superseded, .misconfigured: return false
+        }
+    }
+
     var message: String {
         switch self {
         case .unavailable(let m): return "Secret Service unavailable: \(m)"

@@ -47,7 +47,8 @@ public final class PortalSession: Sendable {
             return !s.storedItemRemoved
         }
         guard needsDelete else { return }
-        try storageCall { () throws(StorageFailure) in
+        OwnChanges.deleting(authEnvironmentId, generation: generation)
+        try storageCall(authEnvironmentId) { () throws(StorageFailure) in
             if let generation {
                 try storage.deleteAll(authEnvironmentId: authEnvironmentId, generation: generation)
             } else if let itemId {

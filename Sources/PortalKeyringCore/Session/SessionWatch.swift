@@ -11,14 +11,20 @@ public enum SessionChange: Sendable, Equatable, CustomStringConvertible {
     /// The provider restarted, or the watch reconnected to the bus: changes may have been missed.
     /// Restore to learn the state; later changes are reported again.
     case resync
+    /// The keyring is readable again after failed reads: the watch's own, or a keyring operation
+    /// of this process that failed for want of the provider (a stalled, stopped or unreachable
+    /// provider, past the call deadline). Restore to learn the state; a change of it since the
+    /// last event follows as its own event.
+    case available
 
-    /// `signed-in END_USER_ID`, `signed-out`, `locked`, `resync`.
+    /// `signed-in END_USER_ID`, `signed-out`, `locked`, `resync`, `available`.
     public var description: String {
         switch self {
         case .signedIn(let endUserId): return "signed-in \(endUserId)"
         case .signedOut: return "signed-out"
         case .locked: return "locked"
         case .resync: return "resync"
+        case .available: return "available"
         }
     }
 
@@ -75,12 +81,20 @@ public final class SessionWatch: Sendable {
     /// the watch reports `.resync` when a provider takes the name.
     /// - Throws: `.sessionStorageFailure` when there is no session bus (or the fork() rule
     ///   forbids D-Bus in this process).
-    public init(auth: PortalAuth, onChange: @escaping @Sendable (SessionChange) -> Void) throws(PortalAuthError) {
+    public convenience init(auth: PortalAuth, onChange: @escaping @Sendable (SessionChange) -> Void) throws(PortalAuthError) {
+        try self.init(auth: auth, onEvent: { change, _ in onChange(change) })
+    }
+
+    /// `init(auth:onChange:)` with each change's origin: whether this process made it
+    /// (`SessionChangeOrigin`; the provider's signal does not say, the library remembers its own
+    /// persists and deletes).
+    public init(auth: PortalAuth, onEvent: @escaping @Sendable (SessionChange, SessionChangeOrigin) -> Void)
+        throws(PortalAuthError) {
         let storage = auth.storage
         let id = auth.authEnvironmentId
-        loop = try storageCall { () throws(StorageFailure) in
-            try WatchLoop(observe: { () throws(StorageFailure) in try storage.observe(authEnvironmentId: id) },
-                          file: { () throws(StorageFailure) in try storage.watchedFile() }, onChange: onChange)
+        loop = try storageCall(id) { () throws(StorageFailure) in
+            try WatchLoop(authEnvironmentId: id, observe: { () throws(StorageFailure) in try storage.observe(authEnvironmentId: id) },
+                          file: { () throws(StorageFailure) in try storage.watchedFile() }, onChange: onEvent)
         }
     }
 
@@ -90,12 +104,12 @@ public final class SessionWatch: Sendable {
     /// `portal_auth_watch_async`.
     @_spi(Bindings)
     public init(auth: PortalAuth, started: @escaping @Sendable (PortalAuthError?) -> Void,
-                onChange: @escaping @Sendable (SessionChange) -> Void) throws(PortalAuthError) {
+                onEvent: @escaping @Sendable (SessionChange, SessionChangeOrigin) -> Void) throws(PortalAuthError) {
         let storage = auth.storage
         let id = auth.authEnvironmentId
-        loop = try storageCall { () throws(StorageFailure) in
-            try WatchLoop(observe: { () throws(StorageFailure) in try storage.observe(authEnvironmentId: id) },
-                          file: { () throws(StorageFailure) in try storage.watchedFile() }, onChange: onChange,
+        loop = try storageCall(id) { () throws(StorageFailure) in
+            try WatchLoop(authEnvironmentId: id, observe: { () throws(StorageFailure) in try storage.observe(authEnvironmentId: id) },
+                          file: { () throws(StorageFailure) in try storage.watchedFile() }, onChange: onEvent,
                           start: .background(started: { failure in
                               started(failure.map { .sessionStorageFailure(message: $0.message) })
                           }))

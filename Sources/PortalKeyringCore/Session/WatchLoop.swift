@@ -20,9 +20,10 @@ final class WatchLoop: @unchecked Sendable {
     /// The file keyring to watch besides the signals (nil: none), asked when the watch starts.
     private let file: () throws(StorageFailure) -> String?
     private var monitor: FileKeyringMonitor?
-    private let onChange: @Sendable (SessionChange) -> Void
+    private let onChange: @Sendable (SessionChange, SessionChangeOrigin) -> Void
+    /// Whose writes count as this process's (`OwnChanges`).
+    let authEnvironmentId: String
     private let context: OpaquePointer
-    private let mainLoop: OpaquePointer
     /// Whether `stop()` ran, and the thread to join.
     private let stopped = Lock<(done: Bool, thread: UnsafeMutablePointer<GThread>?)>((false, nil))
 
@@ -30,8 +31,18 @@ final class WatchLoop: @unchecked Sendable {
     private var subscriptions: [guint] = []
     private var closedHandler: gulong = 0
     private var last: SessionObservation?
+    /// `OwnChanges.sequence` when `last` was first seen.
+    private var lastSince: UInt64 = 0
     private var readSource: UnsafeMutablePointer<GSource>?
     private var reconnectSource: UnsafeMutablePointer<GSource>?
+    /// The next read after a failed one (one a second while the keyring cannot be read).
+    private var retrySource: UnsafeMutablePointer<GSource>?
+    /// Whether a keyring operation of this process failed for want of the provider
+    /// (`KeyringTrouble`) since the last successful read: the next successful read reports
+    /// `.available` first. A failed read of the watch's own does not set it: the app saw no
+    /// failure (on KWallet a read fails now and then during a burst of writes, and the app heard
+    /// "available" in the middle of sign-ins).
+    private var unreadable = false
     /// When the last read ended.
     private var lastReadEnd = MonotonicInstant.origin
     /// The unique name of the process that owns `org.freedesktop.secrets` ("" while nobody
@@ -53,17 +64,18 @@ final class WatchLoop: @unchecked Sendable {
         case background(started: @Sendable (StorageFailure?) -> Void)
     }
 
-    init(observe: @escaping () throws(StorageFailure) -> SessionObservation,
+    init(authEnvironmentId: String, observe: @escaping () throws(StorageFailure) -> SessionObservation,
          file: @escaping () throws(StorageFailure) -> String? = { nil },
-         onChange: @escaping @Sendable (SessionChange) -> Void, start: Start = .blocking) throws(StorageFailure) {
+         onChange: @escaping @Sendable (SessionChange, SessionChangeOrigin) -> Void,
+         start: Start = .blocking) throws(StorageFailure) {
         ForkSafety.install()
         if ForkSafety.dbusUnusable { throw ForkSafety.childFailure }
+        self.authEnvironmentId = authEnvironmentId
         self.observe = observe
         self.file = file
         self.onChange = onChange
         // GLib aborts on allocation failure instead of returning NULL; no outside input here.
         context = g_main_context_new()
-        mainLoop = g_main_loop_new(context, 0)
         if case .background(let started) = start {
             self.started = started
         } else {
@@ -95,11 +107,10 @@ final class WatchLoop: @unchecked Sendable {
             disconnect()
             throw error
         }
-        last = try? observe()
+        baseline()
     }
 
     deinit {
-        g_main_loop_unref(mainLoop)
         g_main_context_unref(context)
     }
 
@@ -121,7 +132,7 @@ final class WatchLoop: @unchecked Sendable {
         }
         // On the watch thread, the emitting lock may be held by this very call's caller.
         guard let thread = onWatchThread ? mark() : emitting.withLock({ _ in mark() }) else { return }
-        g_main_loop_quit(mainLoop)
+        g_main_context_wakeup(context)  // the thread's iteration returns and sees `isStopped`
         g_thread_unref(thread)  // detached: the thread keeps its own reference until it returns
     }
 
@@ -136,16 +147,26 @@ final class WatchLoop: @unchecked Sendable {
     /// The watch thread: a background start, the loop, then the teardown.
     private func run() {
         watchThread.withLock { $0 = pthread_self() }
+        KeyringTrouble.register(self)
         if let started {
             self.started = nil
             var failure: StorageFailure?
             do throws(StorageFailure) { try begin() } catch { failure = error }
             emitting.withLock { _ in if !isStopped { started(failure) } }
-            if failure != nil { return }  // nothing to tear down: connect() left nothing behind
+            if failure != nil {  // nothing to tear down: connect() left nothing behind
+                KeyringTrouble.unregister(self)
+                drain()  // the probes posted meanwhile
+                return
+            }
         }
         g_main_context_push_thread_default(context)
-        if !isStopped { g_main_loop_run(mainLoop) }
-        for source in [readSource, reconnectSource] {
+        // Not g_main_loop_run: a g_main_loop_quit() that came between a check of `isStopped` and
+        // the run was undone by the run, and the freed watch's thread ran for good (its
+        // connection and its context's descriptor with it). A wakeup is never lost: one before
+        // the iteration makes its poll return at once.
+        while !isStopped { g_main_context_iteration(context, 1) }
+        KeyringTrouble.unregister(self)
+        for source in [readSource, reconnectSource, retrySource] {
             if let source {
                 g_source_destroy(source)
                 g_source_unref(source)
@@ -153,6 +174,7 @@ final class WatchLoop: @unchecked Sendable {
         }
         readSource = nil
         reconnectSource = nil
+        retrySource = nil
         monitor?.stop()
         monitor = nil
         disconnect()
@@ -168,12 +190,62 @@ final class WatchLoop: @unchecked Sendable {
         while g_main_context_iteration(context, 0) != 0 {}
     }
 
-    private func emit(_ change: SessionChange) {
+    private func emit(_ change: SessionChange, _ origin: SessionChangeOrigin = .unknown) {
         emitting.withLock { delivered in
             guard !isStopped else { return }
             delivered += 1
-            onChange(change)
+            onChange(change, origin)
         }
+    }
+
+    /// The state now, read as the new baseline (no event for it). A failed read is retried.
+    private func baseline() {
+        lastSince = OwnChanges.sequence
+        do throws(StorageFailure) {
+            last = try observe()
+            unreadable = false
+        } catch {
+            last = nil
+            readFailed()
+        }
+    }
+
+    /// From any thread (`KeyringTrouble`): a keyring operation of this process failed; the watch
+    /// thread marks the keyring unreadable and reads it. The source holds a reference to the
+    /// loop until it is dispatched or destroyed (the watch thread's final drain dispatches it).
+    func postProbe() {
+        let source: UnsafeMutablePointer<GSource> = g_idle_source_new()  // aborts rather than NULL
+        g_source_set_callback(source, { data in
+            guard let data else { return 0 }
+            let loop = Unmanaged<WatchLoop>.fromOpaque(data).takeUnretainedValue()
+            if !loop.isStopped && loop.connection != nil {
+                loop.unreadable = true
+                loop.scheduleRead()
+            }
+            return 0  // G_SOURCE_REMOVE
+        }, Unmanaged.passRetained(self).toOpaque(), { data in
+            if let data { Unmanaged<WatchLoop>.fromOpaque(data).release() }
+        })
+        g_source_attach(source, context)
+        g_source_unref(source)
+    }
+
+    /// A read failed: read again in a second while a provider owns the name (with none, its
+    /// arrival is a `.resync`), until one succeeds. The only timer a watch runs while idle, and
+    /// only while the keyring cannot be read.
+    private func readFailed() {
+        guard retrySource == nil, !provider.isEmpty else { return }
+        let source: UnsafeMutablePointer<GSource> = g_timeout_source_new(1000)  // aborts rather than NULL
+        g_source_set_callback(source, { data in
+            guard let data else { return 0 }
+            let loop = Unmanaged<WatchLoop>.fromOpaque(data).takeUnretainedValue()
+            if let source = loop.retrySource { g_source_unref(source) }
+            loop.retrySource = nil
+            loop.scheduleRead()
+            return 0  // G_SOURCE_REMOVE
+        }, Unmanaged.passUnretained(self).toOpaque(), nil)
+        g_source_attach(source, context)
+        retrySource = source
     }
 
     // MARK: - The connection
@@ -281,8 +353,9 @@ final class WatchLoop: @unchecked Sendable {
 
     /// `.resync`, then the state now becomes the baseline (no event for it).
     private func resync() {
+        unreadable = false  // a provider's arrival is reported as .resync, never .available too
         emit(.resync)
-        last = try? observe()
+        baseline()
         lastReadEnd = .now
     }
 
@@ -310,8 +383,18 @@ final class WatchLoop: @unchecked Sendable {
         readSource = nil
         defer { lastReadEnd = .now }
         // A failed read changes nothing: the signal that ends the failure reads again.
-        guard let now = try? observe() else { return }
-        if let change = SessionChange.between(last, now) { emit(change) }
+        let mark = OwnChanges.sequence
+        // A failed read changes nothing but is retried (`readFailed`): the provider may recover
+        // without a signal (SIGCONT after SIGSTOP).
+        guard let now = try? observe() else { return readFailed() }
+        if unreadable {
+            unreadable = false
+            emit(.available)
+        }
+        if let change = SessionChange.between(last, now) {
+            emit(change, OwnChanges.origin(of: change, authEnvironmentId, previous: last, now: now, since: lastSince))
+            lastSince = mark
+        }
         last = now
     }
 }

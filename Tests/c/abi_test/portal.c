@@ -56,9 +56,9 @@ void test_portal_arguments(void) {
     CHECK_STATUS(portal_on_session_invalidated(key_portal, NULL, &ls, on_destroy, &h), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_ERROR_MENTIONS("callback");
     CHECK(load(&ls.destroys) == 2);
-    CHECK_STATUS(portal_on_session_invalidated(key_portal, on_invalidated, &ls, on_destroy, NULL),
-                 PORTAL_ERR_INVALID_ARGUMENT);
-    CHECK_ERROR_MENTIONS("out");
+    /* out is optional: a registration without it is made all the same (spent at once here: an
+     * API-key portal has no session to invalidate). */
+    CHECK_OK(portal_on_session_invalidated(key_portal, on_invalidated, &ls, on_destroy, NULL));
     CHECK(load(&ls.destroys) == 3);
     CHECK(load(&ls.calls) == 0);
     /* A freed (stale) queue: PORTAL_ERR_INVALID_ARGUMENT, and destroy_notify exactly once before the
@@ -82,8 +82,8 @@ void test_portal_arguments(void) {
     CHECK_STATUS(portal_request(key_portal, "OPTIONS", "/x", NULL, &status, NULL, NULL), PORTAL_ERR_NETWORK);
     CHECK_STATUS(portal_request(key_portal, "GET", NULL, NULL, &status, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_ERROR_MENTIONS("target");
-    CHECK_STATUS(portal_request(key_portal, "GET", "/x", NULL, NULL, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
-    CHECK_ERROR_MENTIONS("status_out");
+    /* status_out is optional: the request is made (and fails here on the closed port). */
+    CHECK_STATUS(portal_request(key_portal, "GET", "/x", NULL, NULL, NULL, NULL), PORTAL_ERR_NETWORK);
     CHECK_STATUS(portal_request(key_portal, "POST", "/x", "{\xff}", &status, NULL, NULL), PORTAL_ERR_INVALID_ARGUMENT);
     CHECK_ERROR_MENTIONS("body");
     CHECK(status == -1);

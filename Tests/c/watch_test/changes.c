@@ -16,7 +16,7 @@ void test_arguments(portal_auth *auth) {
  * environment's, another schema's, and a look-alike of ours. */
 void test_changes_by_another_process(const char *env, const char *other) {
     CHECK(run_act("persist", env, "u1") == 0);
-    expect(PORTAL_WATCH_SIGNED_IN, "u1", "persist by another process");
+    expect_from(PORTAL_WATCH_SIGNED_IN, "u1", PORTAL_WATCH_ORIGIN_OTHER_PROCESS, "persist by another process");
     expect_quiet(500, "one persist, one event");
     STEP("persist in A: B saw signed-in u1, once\n");
 
@@ -29,13 +29,36 @@ void test_changes_by_another_process(const char *env, const char *other) {
     STEP("another environment's persist and foreign items: no event\n");
 
     CHECK(run_act("clear", env, NULL) == 0);
-    expect(PORTAL_WATCH_SIGNED_OUT, NULL, "clear by another process");
+    expect_from(PORTAL_WATCH_SIGNED_OUT, NULL, PORTAL_WATCH_ORIGIN_OTHER_PROCESS, "clear by another process");
     CHECK(run_act("persist", env, "u2") == 0);
-    expect(PORTAL_WATCH_SIGNED_IN, "u2", "second sign-in");
+    expect_from(PORTAL_WATCH_SIGNED_IN, "u2", PORTAL_WATCH_ORIGIN_OTHER_PROCESS, "second sign-in");
     CHECK(run_act("invalidate", env, NULL) == 0);
-    expect(PORTAL_WATCH_SIGNED_OUT, NULL, "invalidation by another process");
+    expect_from(PORTAL_WATCH_SIGNED_OUT, NULL, PORTAL_WATCH_ORIGIN_OTHER_PROCESS, "invalidation by another process");
     expect_quiet(500, "clear, persist, invalidate: one event each");
     STEP("clear, persist, invalidate in A: signed-out, signed-in u2, signed-out, in order, once each\n");
+}
+
+/* The watching process's own persist, clear and 401 are reported as its own; another process's
+ * sign-out of a session this process stored is another's. */
+void test_own_changes(portal_auth *auth, const char *env) {
+    portal_session *s = NULL;
+    CHECK(portal_auth_persist_session(auth, "own1", "token-own", &s) == PORTAL_OK);
+    portal_session_free(s);
+    expect_from(PORTAL_WATCH_SIGNED_IN, "own1", PORTAL_WATCH_ORIGIN_THIS_PROCESS, "own persist");
+    CHECK(portal_auth_clear_persisted_session(auth) == PORTAL_OK);
+    expect_from(PORTAL_WATCH_SIGNED_OUT, NULL, PORTAL_WATCH_ORIGIN_THIS_PROCESS, "own clear");
+    CHECK(portal_auth_persist_session(auth, "own2", "token-own", &s) == PORTAL_OK);
+    portal_session_free(s);
+    expect_from(PORTAL_WATCH_SIGNED_IN, "own2", PORTAL_WATCH_ORIGIN_THIS_PROCESS, "own second persist");
+    CHECK(invalidate_stored(auth) == PORTAL_OK);
+    expect_from(PORTAL_WATCH_SIGNED_OUT, NULL, PORTAL_WATCH_ORIGIN_THIS_PROCESS, "own 401");
+    CHECK(portal_auth_persist_session(auth, "own3", "token-own", &s) == PORTAL_OK);
+    portal_session_free(s);
+    expect_from(PORTAL_WATCH_SIGNED_IN, "own3", PORTAL_WATCH_ORIGIN_THIS_PROCESS, "own third persist");
+    CHECK(run_act("clear", env, NULL) == 0);
+    expect_from(PORTAL_WATCH_SIGNED_OUT, NULL, PORTAL_WATCH_ORIGIN_OTHER_PROCESS, "another's clear of our sign-in");
+    expect_quiet(500, "own changes: one event each");
+    STEP("own persist, clear and 401: this process; another's clear of our sign-in: another process\n");
 }
 
 /* A lock is LOCKED, never SIGNED_OUT; the unlock gives the end user back. */

@@ -11,6 +11,7 @@ void on_event(portal_watch_event kind, const char *end_user_id, void *user_data)
         events[nevents].kind = kind;
         snprintf(events[nevents].user, sizeof events[nevents].user, "%s", end_user_id ? end_user_id : "");
         events[nevents].at = now_ms();
+        events[nevents].origin = portal_watch_current_origin();
     }
     nevents++;
     /* Only SIGNED_IN names an end user. */
@@ -38,6 +39,7 @@ const char *kind_name(portal_watch_event k) {
     case PORTAL_WATCH_RESYNC: return "resync";
     case PORTAL_WATCH_STARTED: return "started";  /* portal_auth_watch_async only */
     case PORTAL_WATCH_FAILED: return "failed";
+    case PORTAL_WATCH_AVAILABLE: return "available";
     }
     return "?";
 }
@@ -57,6 +59,17 @@ int expect(portal_watch_event kind, const char *user, const char *what) {
     }
     checks++;
     return ok;
+}
+
+/* expect(), and the event's origin is `origin`. */
+int expect_from(portal_watch_event kind, const char *user, portal_watch_origin origin, const char *what) {
+    int index = nevents;
+    if (!expect(kind, user, what)) return 0;
+    checks++;
+    if (events[index].origin == origin) return 1;
+    failures++;
+    fprintf(stderr, "%s: origin %d, expected %d\n", what, (int)events[index].origin, (int)origin);
+    return 0;
 }
 
 /* No event within `ms`. */

@@ -13,11 +13,16 @@
  *   - A clears                 -> SIGNED_OUT;
  *   - A persists u2            -> SIGNED_IN "u2";
  *   - A invalidates (restore, portal_new against the loopback Portal API, report_unauthorized)
- *                              -> SIGNED_OUT;
+ *                              -> SIGNED_OUT; each of these with origin OTHER_PROCESS;
+ *   - B itself persists, clears, persists, invalidates by a 401, persists -> SIGNED_IN,
+ *     SIGNED_OUT, SIGNED_IN, SIGNED_OUT, SIGNED_IN, each with origin THIS_PROCESS
+ *     (portal_watch_current_origin()); then A clears -> SIGNED_OUT, OTHER_PROCESS;
  *   - A persists u3, keyringctl lock -> SIGNED_IN "u3", LOCKED (never SIGNED_OUT);
  *     keyringctl unlock        -> SIGNED_IN "u3";
  *   - provider restart (PORTAL_TEST_KEYRING_RESTART, scripts/keyring-restart.sh --unlocked)
  *                              -> RESYNC, then A persists u4 -> SIGNED_IN "u4";
+ *   - provider SIGSTOPped: B's restore fails (1 s call deadline) -> nothing; SIGCONT
+ *                              -> AVAILABLE, once, then nothing (idle again);
  *   - burst: A persists b0..b999 back to back (b0..b29 on KeePassXC, which crashes in long
  *     bursts) -> a bounded number of events (<= 2 + duration / 100 ms), every one SIGNED_IN,
  *     the last "b999";
@@ -54,12 +59,14 @@ int main(int argc, char **argv) {
     portal_watch *watch = NULL;
     CHECK(portal_auth_watch(auth, queue, on_event, &destroyed, on_destroy, &watch) == PORTAL_OK && watch);
     test_changes_by_another_process(env, other);
+    test_own_changes(auth, env);
     /* In a Flatpak sandbox (Tests/flatpak/c.sh) the host's keyring and its daemon are out of
      * reach: Tests/flatpak/run.sh locks the host's keyring and stops the portal from outside. */
     const char *provider = getenv("PORTAL_TEST_PROVIDER");
     int in_sandbox = provider && strcmp(provider, "flatpak") == 0;
     test_lock(env, in_sandbox);
     test_provider_restart(env, in_sandbox);
+    test_stalled_provider(auth, in_sandbox);
     test_burst(env, provider);
     test_lookalike();
     test_idle();

@@ -18,26 +18,7 @@ int act(int argc, char **argv) {
     } else if (strcmp(what, "clear") == 0) {
         st = portal_auth_clear_persisted_session(auth);
     } else if (strcmp(what, "invalidate") == 0) {
-        portal_session *s = NULL;
-        st = portal_auth_restore_session(auth, &s);
-        if (st == PORTAL_OK && s) {
-            portal *client = NULL;
-            char *token = NULL;
-            st = portal_session_copy_token(s, &token);
-            if (st == PORTAL_OK) st = portal_new(&client, s, NULL);
-            bool invalidated = false;
-            /* The validation request may have seen the 401 first: either way the item goes. */
-            if (st == PORTAL_OK) st = portal_report_unauthorized(client, token, &invalidated);
-            portal_free(client);
-            portal_string_free(token);
-            portal_session *again = NULL;
-            if (st == PORTAL_OK) st = portal_auth_restore_session(auth, &again);
-            if (again) st = PORTAL_ERR_INTERNAL; /* still stored */
-            portal_session_free(again);
-        } else if (st == PORTAL_OK) {
-            st = PORTAL_ERR_INTERNAL;
-        }
-        portal_session_free(s);
+        st = invalidate_stored(auth);
     } else if (strcmp(what, "burst") == 0 && argc == 5) {
         int n = atoi(argv[4]);
         for (int i = 0; i < n && st == PORTAL_OK; i++) {
@@ -53,6 +34,32 @@ int act(int argc, char **argv) {
     if (st != PORTAL_OK) fprintf(stderr, "watch_test act %s: %s\n", what, portal_last_error_message());
     portal_auth_free(auth);
     return st == PORTAL_OK ? 0 : 1;
+}
+
+/* The stored session invalidated by a 401: restore, portal_new against the loopback Portal API,
+ * report_unauthorized; then nothing is stored. */
+portal_status invalidate_stored(portal_auth *auth) {
+    portal_session *s = NULL;
+    portal_status st = portal_auth_restore_session(auth, &s);
+    if (st == PORTAL_OK && s) {
+        portal *client = NULL;
+        char *token = NULL;
+        st = portal_session_copy_token(s, &token);
+        if (st == PORTAL_OK) st = portal_new(&client, s, NULL);
+        bool invalidated = false;
+        /* The validation request may have seen the 401 first: either way the item goes. */
+        if (st == PORTAL_OK) st = portal_report_unauthorized(client, token, &invalidated);
+        portal_free(client);
+        portal_string_free(token);
+        portal_session *again = NULL;
+        if (st == PORTAL_OK) st = portal_auth_restore_session(auth, &again);
+        if (again) st = PORTAL_ERR_INTERNAL; /* still stored */
+        portal_session_free(again);
+    } else if (st == PORTAL_OK) {
+        st = PORTAL_ERR_INTERNAL;
+    }
+    portal_session_free(s);
+    return st;
 }
 
 /* Runs argv to completion; its exit status (or -1). */

@@ -39,6 +39,44 @@ void test_provider_restart(const char *env, int in_sandbox) {
     }
 }
 
+/* The provider daemon's current pid: $PORTAL_TEST_KEYRING_DIR/keyring.pid (rewritten by
+ * scripts/keyring-restart.sh), else $PORTAL_TEST_KEYRING_PID; 0 when neither names it. */
+static pid_t provider_pid(void) {
+    pid_t pid = 0;
+    const char *dir = getenv("PORTAL_TEST_KEYRING_DIR"), *pid_text = getenv("PORTAL_TEST_KEYRING_PID");
+    char path[4096];
+    FILE *file = NULL;
+    if (dir && snprintf(path, sizeof path, "%s/keyring.pid", dir) < (int)sizeof path && (file = fopen(path, "r"))) {
+        int value = 0;
+        if (fscanf(file, "%d", &value) == 1) pid = (pid_t)value;
+        fclose(file);
+    }
+    if (pid <= 0 && pid_text) pid = (pid_t)atoi(pid_text);
+    return pid > 0 ? pid : 0;
+}
+
+/* A stopped provider: this process's restore fails at the call deadline; no event while the
+ * keyring cannot be read; once the provider resumes (no signal says so), AVAILABLE, once, and
+ * nothing else (the state did not change). */
+void test_stalled_provider(portal_auth *auth, int in_sandbox) {
+    pid_t pid = in_sandbox ? 0 : provider_pid();
+    if (pid == 0) {
+        STEP("skip stalled provider: %s\n", in_sandbox ? "no provider daemon in a Flatpak sandbox" : "no provider pid");
+        return;
+    }
+    CHECK(portal_auth_set_keyring_timeouts(auth, 1000, 30000) == PORTAL_OK);
+    CHECK(kill(pid, SIGSTOP) == 0);
+    portal_session *s = NULL;
+    CHECK(portal_auth_restore_session(auth, &s) == PORTAL_ERR_SESSION_STORAGE);
+    portal_session_free(s);
+    expect_quiet(1500, "stopped provider");
+    CHECK(kill(pid, SIGCONT) == 0);
+    expect(PORTAL_WATCH_AVAILABLE, NULL, "provider resumed");
+    expect_quiet(1500, "available once, then quiet");
+    CHECK(portal_auth_set_keyring_timeouts(auth, 5000, 30000) == PORTAL_OK);
+    STEP("stalled provider: restore failed, no event; resumed: available, once\n");
+}
+
 /* 1,000 persists back to back: a bounded number of events, every one SIGNED_IN, the last one's
  * end user the last persisted. */
 void test_burst(const char *env, const char *provider) {

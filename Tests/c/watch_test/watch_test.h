@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <poll.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -45,6 +46,7 @@ int act(int argc, char **argv);
 int run_quiet(char *const argv[]);
 int run_act(const char *what, const char *env, const char *arg);
 int keyringctl(const char *a, const char *b, const char *c, const char *d, const char *e);
+portal_status invalidate_stored(portal_auth *auth);
 
 /* ------------------------------------------------------------------------------ events.c */
 
@@ -52,6 +54,7 @@ typedef struct {
     portal_watch_event kind;
     char user[64];
     double at; /* now_ms() when it arrived */
+    portal_watch_origin origin; /* portal_watch_current_origin() in the callback */
 } event;
 
 extern event events[4096];
@@ -63,6 +66,7 @@ void on_destroy(void *user_data);
 void pump(double until, int stop_at);
 const char *kind_name(portal_watch_event k);
 int expect(portal_watch_event kind, const char *user, const char *what);
+int expect_from(portal_watch_event kind, const char *user, portal_watch_origin origin, const char *what);
 void expect_quiet(int ms, const char *what);
 long switches(const char *name);
 
@@ -72,8 +76,10 @@ long switches(const char *name);
 void test_arguments(portal_auth *auth);
 void test_changes_by_another_process(const char *env, const char *other);
 void test_lock(const char *env, int in_sandbox);
+void test_own_changes(portal_auth *auth, const char *env);
 /* provider.c: a provider restart, a burst, an over-matched look-alike, an idle watch */
 void test_provider_restart(const char *env, int in_sandbox);
+void test_stalled_provider(portal_auth *auth, int in_sandbox);
 void test_burst(const char *env, const char *provider);
 void test_lookalike(void);
 void test_idle(void);
