@@ -13,6 +13,7 @@
 #include <portal_keyring_async.hpp>
 
 #include "cpp_tests.hpp"
+#include "../c/fake_api.h"
 
 #include <glib.h>
 
@@ -279,7 +280,14 @@ static void test_errors_as_values() {
 static void test_portal_calls() {
     poll_loop l;
     pk::auth a = new_auth("portal");
-    pk::session s = a.persist_session("u-portal", "tok-portal");
+    // A token the fake API issued: the portal's validation request (GET /clients/me when it is
+    // made) must pass, or its 401 would invalidate the session before report_unauthorized does —
+    // which then rightly answers "not by this call" (false).
+    char token[512];
+    CHECK(fake_api_admin("POST", "/_admin/sessions", "{\"endUserId\": \"u-portal\"}", "d[\"data\"][\"token\"]", token,
+                         sizeof token) == 0 &&
+          token[0]);
+    pk::session s = a.persist_session("u-portal", token);
     std::optional<pk::portal> p(std::in_place, s);
     const std::thread::id me = std::this_thread::get_id();
     int heard = 0;
@@ -289,7 +297,7 @@ static void test_portal_calls() {
         heard_here = std::this_thread::get_id() == me;
     });
     std::optional<pk::result<bool>> reported;
-    pk::operation op = pk::async(*p).report_unauthorized("tok-portal", l.queue(),
+    pk::operation op = pk::async(*p).report_unauthorized(token, l.queue(),
                                                          [&](pk::result<bool> r) { reported.emplace(std::move(r)); });
     CHECK(l.run_until([&] { return reported.has_value() && heard == 1; }));
     CHECK(reported && reported->ok() && **reported);
