@@ -22,7 +22,7 @@ usage: portal-session [--env ID] [--api-host HOST] [--redirect-url URL] [--timeo
                       [--prompt-timeout-ms N] COMMAND [ARGS]
        portal-session --help | -h | --version | help [COMMAND]
 
-Keeps a Portal end user's session in the Secret Service keyring (GNOME Keyring …).
+Keeps a Portal end user's session in the desktop's keyring (Secret Service) or a Flatpak app's.
 
 commands:
   restore [--json] [--show-token]   restore the stored session (no network); print the end user id
@@ -93,10 +93,10 @@ let signInHelp = """
     the authorize URL (recording the pending sign-in, like login-with-*), opens it with the
     desktop's URL opener (the default web browser, x-scheme-handler/https in mimeapps.list; the
     OpenURI portal in a Flatpak sandbox), then waits until the redirect URL's handler, another
-    process such as handle-redirect (examples/desktop), has stored the session, and prints it as
-    restore does. This command stores nothing itself. A TOTP step or an error the handler meets is
-    not seen here: it waits until --sign-in-timeout-ms (default and at most 900000, 15 minutes).
-    One per auth environment in a process.
+    process such as handle-redirect (run by the scheme's .desktop handler), has stored the session,
+    and prints it as restore does. This command stores nothing itself. A TOTP step or an error the
+    handler meets is not seen here: it waits until --sign-in-timeout-ms (default and at most
+    900000, 15 minutes). One per auth environment in a process.
     --json prints {"status":"authenticated","authEnvironmentId":…,"endUserId":…} (with
     --show-token also "clientSessionToken").
     exit: 0 signed in, 2 keyring unavailable or no session bus, 3 no browser could open the page /
