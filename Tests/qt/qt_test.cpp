@@ -19,6 +19,7 @@
  */
 // GIO (the fake browser's registration) before Qt: its structs have members named `signals`.
 #include "fake_browser.h"
+#include "provider_pid.h"
 
 #include <portal_keyring_qt_auth.h>
 #include <portal_keyring_qt_portal.h>
@@ -282,13 +283,6 @@ static void testSessionChanged() {
     delete auth;
 }
 
-static pid_t providerPid() {
-    std::ifstream file(std::string(getenv("PORTAL_TEST_KEYRING_DIR") ? getenv("PORTAL_TEST_KEYRING_DIR") : "") + "/keyring.pid");
-    long pid = 0;
-    if (file >> pid && pid > 0) return static_cast<pid_t>(pid);
-    return static_cast<pid_t>(atol(getenv("PORTAL_TEST_KEYRING_PID") ? getenv("PORTAL_TEST_KEYRING_PID") : "0"));
-}
-
 /* The calling thread's time spent runnable but not running, in ms (0 without schedstats). */
 static qint64 runQueueDelayMs() {
     std::ifstream file("/proc/thread-self/schedstat");
@@ -298,7 +292,7 @@ static qint64 runQueueDelayMs() {
 
 static void testStoppedProvider() {
     check_context = "provider stopped";
-    const pid_t provider = providerPid();
+    const pid_t provider = test_provider_pid();
     CHECK_MSG(provider > 0, "PORTAL_TEST_KEYRING_PID unset: run inside scripts/with-keyring.sh");
     if (provider <= 0) return;
     Seen seen, watched;

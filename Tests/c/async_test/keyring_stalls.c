@@ -1,20 +1,10 @@
 /* async_test: the keyring does not answer: a stopped provider, an unanswered unlock prompt. */
 #include "async_test.h"
+#include "../provider_pid.h"
 
 /* (b) the provider stopped: the call deadline ends the restore; the loop keeps running. */
 void test_provider_stopped(void) {
-    /* The daemon's current pid: $PORTAL_TEST_KEYRING_DIR/keyring.pid (scripts/keyring-restart.sh
-     * rewrites it when an earlier test restarted the daemon), else $PORTAL_TEST_KEYRING_PID. */
-    pid_t pid = 0;
-    const char *dir = getenv("PORTAL_TEST_KEYRING_DIR"), *pid_text = getenv("PORTAL_TEST_KEYRING_PID");
-    char path[4096];
-    FILE *file = NULL;
-    if (dir && snprintf(path, sizeof path, "%s/keyring.pid", dir) < (int)sizeof path && (file = fopen(path, "r"))) {
-        int value = 0;
-        if (fscanf(file, "%d", &value) == 1) pid = (pid_t)value;
-        fclose(file);
-    }
-    if (pid <= 0 && pid_text) pid = (pid_t)atoi(pid_text);
+    pid_t pid = test_provider_pid();
     if (pid <= 0) {
         CHECK(!"neither PORTAL_TEST_KEYRING_DIR/keyring.pid nor PORTAL_TEST_KEYRING_PID names the daemon");
         return;

@@ -1,5 +1,6 @@
 /* watch_test: a provider restart, a burst of persists, an over-matched look-alike, an idle watch. */
 #include "watch_test.h"
+#include "../provider_pid.h"
 
 /* A provider restart is a RESYNC; events resume after it. */
 void test_provider_restart(const char *env, int in_sandbox) {
@@ -39,27 +40,11 @@ void test_provider_restart(const char *env, int in_sandbox) {
     }
 }
 
-/* The provider daemon's current pid: $PORTAL_TEST_KEYRING_DIR/keyring.pid (rewritten by
- * scripts/keyring-restart.sh), else $PORTAL_TEST_KEYRING_PID; 0 when neither names it. */
-static pid_t provider_pid(void) {
-    pid_t pid = 0;
-    const char *dir = getenv("PORTAL_TEST_KEYRING_DIR"), *pid_text = getenv("PORTAL_TEST_KEYRING_PID");
-    char path[4096];
-    FILE *file = NULL;
-    if (dir && snprintf(path, sizeof path, "%s/keyring.pid", dir) < (int)sizeof path && (file = fopen(path, "r"))) {
-        int value = 0;
-        if (fscanf(file, "%d", &value) == 1) pid = (pid_t)value;
-        fclose(file);
-    }
-    if (pid <= 0 && pid_text) pid = (pid_t)atoi(pid_text);
-    return pid > 0 ? pid : 0;
-}
-
 /* A stopped provider: this process's restore fails at the call deadline; no event while the
  * keyring cannot be read; once the provider resumes (no signal says so), AVAILABLE, once, and
  * nothing else (the state did not change). */
 void test_stalled_provider(portal_auth *auth, int in_sandbox) {
-    pid_t pid = in_sandbox ? 0 : provider_pid();
+    pid_t pid = in_sandbox ? 0 : test_provider_pid();
     if (pid == 0) {
         STEP("skip stalled provider: %s\n", in_sandbox ? "no provider daemon in a Flatpak sandbox" : "no provider pid");
         return;
