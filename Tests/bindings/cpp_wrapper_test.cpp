@@ -10,7 +10,7 @@
  */
 #include <portal_keyring.hpp>
 
-#include "cpp_tests.hpp"
+#include "../c/cpp_tests.hpp"
 
 #include <atomic>
 #include <chrono>

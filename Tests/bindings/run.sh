@@ -13,14 +13,14 @@
 #      translation units with g++ (and clang++ when found) -std=c++17 -Wall -Wextra -pedantic
 #      -Werror (plus -Wshadow -Wconversion -Wsign-conversion -Wold-style-cast), then
 #      examples/cpp/*.cpp and Tests/bindings/cpp_wrapper_test.cpp, and
-#      Tests/bindings/cpp_async_test.cpp with every compiler and those flags (GLib's headers as
-#      system headers); BUILD_DIR defaults to build/bindings;
+#      Tests/c/cpp_async_test.cpp with every compiler and those flags (GLib's headers as
+#      system headers; the C suite runs it, on every provider); BUILD_DIR defaults to build/bindings;
 #   4. mypy --strict on python/portal_keyring, examples/python, Tests/python,
 #      Tests/flatpak/python_restore.py and
 #      Tests/bindings/typing/watch_good.py, and that it rejects watch_bad.py (mypy installed
 #      like pytest when missing: pip, else apt-get install python3-mypy), then the pytest suite
 #      Tests/python (python3 -m pytest -W error) with PYTHONPATH=python;
-#   5. cpp_wrapper_test and cpp_async_test (the one built with CXX);
+#   5. cpp_wrapper_test (the one built with CXX);
 #   6. restore_on_launch end to end in Python, C++ and — as the reference — C
 #      (examples/c/restore_on_launch.c): the same scenarios (first launch, restore, reinstall,
 #      $HOME fallback, locked collection, no session bus, bad input), each run as a separate
@@ -149,7 +149,7 @@ glib=($(pkg-config --cflags glib-2.0 | sed 's/-I/-isystem /g') $(pkg-config --li
 blocking_built=$cpp_built # cpp_async_test failing to build must not skip the blocking wrapper's steps
 for compiler in "${compilers[@]}"; do
     COMPILER=$compiler FLAGS="${strict[*]} ${extra[*]}" compile "cpp_async_test.$(basename "$compiler")" \
-        "$repo/Tests/bindings/cpp_async_test.cpp" -pthread "${glib[@]}"
+        "$repo/Tests/c/cpp_async_test.cpp" -pthread "${glib[@]}"
 done
 cpp_built=$blocking_built
 c_reference=1
@@ -208,17 +208,6 @@ if ((cpp_built)); then
     if ((cpp_rc == 0)); then pass "$cpp_summary"; else fail "cpp_wrapper_test exited $cpp_rc: $cpp_summary"; fi
 else
     fail "cpp_wrapper_test not run (build failed)"
-fi
-
-section "C++: cpp_async_test"
-async_test=$build/cpp_async_test.$(basename "$cxx")
-if [[ -x $async_test ]]; then
-    "$async_test" 2>&1 | tee "$build/cpp_async_test.log" | sed 's/^/  | /'
-    async_rc=${PIPESTATUS[0]}
-    async_summary=$(grep -E '^cpp_async_test: ' "$build/cpp_async_test.log" | tail -n1)
-    if ((async_rc == 0)); then pass "$async_summary"; else fail "cpp_async_test exited $async_rc: $async_summary"; fi
-else
-    fail "cpp_async_test not run (build failed)"
 fi
 
 # ------------------------------------------------------------------------------- examples
@@ -402,4 +391,4 @@ fi
 
 # ------------------------------------------------------------------------------- summary
 
-harness_summary "$me" " (pytest: ${pytest_summary:-not run}; ${cpp_summary:-cpp_wrapper_test not run}; ${async_summary:-cpp_async_test not run})"
+harness_summary "$me" " (pytest: ${pytest_summary:-not run}; ${cpp_summary:-cpp_wrapper_test not run})"

@@ -4,7 +4,7 @@
 #   Tests/c/build.sh PROGRAM [--out DIR] [--lib DIR]
 #
 # PROGRAM is a name of Tests/c (abi_test: every .c file of the folder Tests/c/abi_test/, or else
-# Tests/c/abi_test.c), the path of a .c file (Tests/fault/slow_provider_test.c) or the path of a
+# Tests/c/abi_test.c, or else Tests/c/abi_test.cpp: C++17, the C++ API's tests), the path of a .c file (Tests/fault/slow_provider_test.c) or the path of a
 # folder of them, one program (Tests/fault/fault_test). Builds DIR/NAME (DIR:
 # default build/c) with the flags that every test program shares: C11, warnings as errors,
 # Include/, threads, libdl, its symbols exported (-rdynamic: the library finds a program's fault
@@ -42,6 +42,9 @@ elif [[ $program == */* && -d $program ]]; then
 elif [[ -d $repo/Tests/c/$program ]]; then
     sources=("$repo/Tests/c/$program"/*.c)
     name=$program
+elif [[ ! -f $repo/Tests/c/$program.c && -f $repo/Tests/c/$program.cpp ]]; then
+    sources=("$repo/Tests/c/$program.cpp")
+    name=$program
 else
     sources=("$repo/Tests/c/$program.c")
     name=$program
@@ -55,5 +58,7 @@ libdir=$(cd "$libdir" && pwd)
 mkdir -p "$out" || exit 2
 
 read -r -a gio <<<"$(pkg-config --cflags --libs gio-2.0)" || exit 2
-exec gcc -std=c11 -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "${sources[@]}" -o "$out/$name" \
+compiler=(gcc -std=c11)
+[[ ${sources[0]} == *.cpp ]] && compiler=(g++ -std=c++17)
+exec "${compiler[@]}" -g -O1 -Wall -Wextra -Werror -I"$repo/Include" "${sources[@]}" -o "$out/$name" \
     -pthread -rdynamic -ldl "${gio[@]}" -L"$libdir" -lportal-keyring -Wl,-rpath,"$libdir"

@@ -77,6 +77,7 @@ programs=(
     "listener_lifetime_test | api               | 120 | - | a live handle delivers; portal_free(_async) closes: no delete nobody is told about"
     "watch_loop_test        | -                 | 120 | PORTAL_SESSION_BIN | a GLib loop never waits for a watch to start or stop, also with a hung provider"
     "watch_test             | api               | 300 | PORTAL_TEST_KEYRINGCTL PORTAL_TEST_KEYRING_RESTART | portal_auth_watch across processes: events once, in order; filtering; lock; restart; burst; idle"
+    "cpp_async_test         | api               | 300 | - | the C++ API's non-blocking calls (portal_keyring_async.hpp): queues, requests, 401, listeners, cancel; 10 ms timer with the provider stopped"
     "wipe_test              | -                 | 120 | - | token memory wiped on release: memory scan for a marker token"
     "memscan_test           | api               | 300 | PORTAL_SESSION_BIN | no token copy in memory after persist, restore, sign-in, request, invalidate"
 )

@@ -7,13 +7,16 @@
  * with the provider SIGSTOPped the loop's 10 ms timer never gaps over gap_bound_ms (200 ms: the C
  * tests' MAX_GAP_MS, Tests/c/main_loop.h says why; a blocking call would stall it for seconds).
  *
- * Needs (Tests/bindings/run.sh sets them up): scripts/with-keyring.sh + scripts/with-portal-api.sh.
+ * Run by the C suite (Tests/c/run.sh) on every provider of the matrix, built by Tests/c/build.sh;
+ * needs scripts/with-keyring.sh + scripts/with-portal-api.sh. Tests/bindings/run.sh compiles it
+ * with every compiler and the strict warning flags.
  * Exit 0 when every check passed; prints "cpp_async_test: N checks passed".
  */
 #include <portal_keyring_async.hpp>
 
 #include "cpp_tests.hpp"
-#include "../c/fake_api.h"
+#include "fake_api.h"
+#include "provider_pid.h"
 
 #include <glib.h>
 
@@ -153,20 +156,9 @@ private:
     pk::completion_queue queue_;
 };
 
-/* The daemon's current pid ($PORTAL_TEST_KEYRING_DIR/keyring.pid, else $PORTAL_TEST_KEYRING_PID). */
-static pid_t keyring_pid() {
-    pid_t pid = 0;
-    if (std::FILE *file = std::fopen((env("PORTAL_TEST_KEYRING_DIR") + "/keyring.pid").c_str(), "r")) {
-        int value = 0;
-        if (std::fscanf(file, "%d", &value) == 1) pid = value;
-        std::fclose(file);
-    }
-    return pid > 0 ? pid : std::atoi(env("PORTAL_TEST_KEYRING_PID").c_str());
-}
-
 /* SIGSTOPs the provider for its lifetime (SIGCONT when destroyed, also on a failed check). */
 struct provider_stopped {
-    pid_t pid = keyring_pid();
+    pid_t pid = test_provider_pid();
     provider_stopped() { CHECK(kill(pid, SIGSTOP) == 0); }
     provider_stopped(const provider_stopped &) = delete;
     provider_stopped &operator=(const provider_stopped &) = delete;

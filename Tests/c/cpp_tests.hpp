@@ -5,7 +5,7 @@
 #ifndef PORTAL_TEST_CPP_TESTS_HPP
 #define PORTAL_TEST_CPP_TESTS_HPP
 
-#include "../c/check.h"
+#include "check.h"
 
 #include <cstddef>
 #include <cstdio>
