@@ -16,7 +16,8 @@
 # portal-session reads.
 dir=$1
 url=$2
-printf '%s\n' "$url" >>"$dir/opened"
+# Appended as a whole (a new file moved in place): a test that sees the file sees the URL in it.
+{ cat "$dir/opened" 2>/dev/null; printf '%s\n' "$url"; } >"$dir/opened.tmp.$$" && mv -f "$dir/opened.tmp.$$" "$dir/opened"
 mode=$(cat "$dir/mode")
 [ "$mode" = ignore ] && exit 0
 . "$dir/env"
