@@ -160,6 +160,10 @@ swift)
     ;;
 c)
     Tests/c/build.sh "$arg" --out "$out" || { echo "$me: cannot compile $arg"; exit 3; }
+    # What the C suite gives a program that asks for it (Tests/c/run.sh's test_env).
+    export PORTAL_TEST_CLI=${PORTAL_TEST_CLI:-$PORTAL_SESSION_BIN}
+    export PORTAL_TEST_FAKE_BROWSER=${PORTAL_TEST_FAKE_BROWSER:-$repo/Tests/tools/fake_browser.sh}
+    export PORTAL_TEST_KEYRING_RESTART=${PORTAL_TEST_KEYRING_RESTART:-$repo/scripts/keyring-restart.sh}
     exec "${harnesses[@]}" "$out/$arg"
     ;;
 pytest)
