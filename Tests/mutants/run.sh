@@ -189,31 +189,15 @@ run_suite() {
 run_suite_once() {
     local suite=$1 limit=$2 log=$3 kind=${1%% *} arg=${1#* } args
     case $kind in
-    c)
-        Tests/c/build.sh "$arg" --out "$cbuild" --lib "$scratch/.build/debug" >"$log" 2>&1 ||
-            { echo "run.sh: cannot compile $arg" >>"$log"; return 3; }
-        timeout --kill-after=10 "$limit" \
-            scripts/with-keyring.sh scripts/with-portal-api.sh "$cbuild/$arg" >>"$log" 2>&1
-        return $?
-        ;;
-    c-on)
-        # c-on PROVIDER PROGRAM: Tests/c/PROGRAM, as `c`, under one provider of the matrix.
-        local provider=${arg%% *} program=${arg#* }
-        Tests/c/build.sh "$program" --out "$cbuild" --lib "$scratch/.build/debug" >"$log" 2>&1 ||
-            { echo "run.sh: cannot compile $program" >>"$log"; return 3; }
-        timeout --kill-after=10 "$limit" scripts/with-keyring.sh --provider "$provider" scripts/with-portal-api.sh \
-            "$cbuild/$program" >>"$log" 2>&1
-        return $?
-        ;;
-    swift | pytest | script | provider | fault) args=("$kind" "$arg") ;;
-    swift-on) args=(swift-on "${arg%% *}" "${arg#* }") ;;
+    c | swift | pytest | script | provider | fault) args=("$kind" "$arg") ;;
+    c-on | swift-on) args=("$kind" "${arg%% *}" "${arg#* }") ;;
     *)
         echo "run.sh: unknown suite kind '$kind' in '$suite'" >"$log"
         return 3
         ;;
     esac
-    # The other kinds as scripts/run-suite.sh runs them by hand (in the scratch copy, with its
-    # portal-session and keyringctl exported above); status 3 when a filter or selection ran no
+    # Every kind as scripts/run-suite.sh runs it by hand (in the scratch copy, with its
+    # portal-session and keyringctl exported above; a C program built by Tests/c/build.sh); status 3 when a filter or selection ran no
     # test (a filter that matches nothing passes: a broken suite, never "survived").
     timeout --kill-after=10 "$limit" scripts/run-suite.sh "${args[@]}" >"$log" 2>&1
 }
