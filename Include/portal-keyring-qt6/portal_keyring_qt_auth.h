@@ -42,9 +42,19 @@ public:
         SignedOut = 2,  ///< the stored session was cleared or invalidated: show sign-in
         Locked = 3,     ///< the keyring is locked: NOT signed out; restore to learn the state
         Resync = 4,     ///< the keyring provider restarted: restore to learn the state
-        WatchFailed = 6 ///< the watch could not start (the text says why); nothing follows
+        WatchFailed = 6, ///< the watch could not start (the text says why); nothing follows
+        Available = 7    ///< the keyring answers again after this process's calls failed for want
+                         ///< of it (a stalled provider resumed): restore to learn the state
     };
     Q_ENUM(SessionChange)
+
+    /** Who made the change sessionChanged() reports (the C ABI's portal_watch_origin). */
+    enum class ChangeOrigin {
+        Unknown = 0,     ///< not a change of the stored session (Started, Locked, Resync, …)
+        ThisProcess = 1, ///< this process: its own sign-in, sign-out, or a 401 it reported
+        OtherProcess = 2 ///< another process: another window, a URL handler, a keyring tool
+    };
+    Q_ENUM(ChangeOrigin)
 
     /**
      * No I/O. apiHost: "host" or "host:port", empty for Portal's. Bad arguments (blank id) make
@@ -88,7 +98,8 @@ public:
     /** Cancels every running call: each fails with PORTAL_ERR_CANCELLED. */
     void cancel();
 
-    /** Starts watching the stored session for changes by any process: sessionChanged(). */
+    /** Starts watching the stored session for changes by any process: sessionChanged(), whose
+     *  origin tells this app's own sign-out or 401 from another process's. */
     void startWatching();
     void stopWatching();
 
@@ -111,7 +122,9 @@ Q_SIGNALS:
     void totpRequired();
     /** status: the C ABI's portal_status (PORTAL_ERR_SESSION_STORAGE: NOT signed out). */
     void failed(PortalKeyring::QtAuth::Operation operation, int status, const QString &message);
-    void sessionChanged(PortalKeyring::QtAuth::SessionChange change, const QString &endUserId);
+    /** A slot may take the first two arguments only (Qt passes fewer to a slot that wants fewer). */
+    void sessionChanged(PortalKeyring::QtAuth::SessionChange change, const QString &endUserId,
+                        PortalKeyring::QtAuth::ChangeOrigin origin);
     void signedInChanged();
 
 private:

@@ -161,15 +161,21 @@ void QtAuth::startWatching() {
     try {
         d->watch = pk::async(*d->auth).watch_session(d->notifier->queue(), [this](portal_watch_event event, std::string_view v) {
             const auto change = static_cast<SessionChange>(event);
+            // Read in the callback, as the C ABI asks; a value added later counts as unknown.
+            const portal_watch_origin from = portal_watch_current_origin();
+            const auto origin = from == PORTAL_WATCH_ORIGIN_THIS_PROCESS || from == PORTAL_WATCH_ORIGIN_OTHER_PROCESS
+                                    ? static_cast<ChangeOrigin>(from)
+                                    : ChangeOrigin::Unknown;
             if (change == SessionChange::SignedOut) {
                 d->session.reset();
                 Q_EMIT signedInChanged();
             }
-            Q_EMIT sessionChanged(change, text(v));
+            Q_EMIT sessionChanged(change, text(v), origin);
         });
     } catch (const pk::error &e) {
         const QString message = QString::fromStdString(e.message());
-        d->notifier->refuseLater([this](int, const QString &m) { Q_EMIT sessionChanged(SessionChange::WatchFailed, m); },
+        d->notifier->refuseLater(
+            [this](int, const QString &m) { Q_EMIT sessionChanged(SessionChange::WatchFailed, m, ChangeOrigin::Unknown); },
                                  e.code(), message);
     }
 }

@@ -84,6 +84,7 @@ struct Seen {
     QString restored, persisted, signedIn, changedUser;
     int nothing = 0, cleared = 0, failed = 0, lastStatus = 0, totp = 0, sent = 0;
     QList<QtAuth::SessionChange> changes;
+    QList<QtAuth::ChangeOrigin> origins; // one per change
     int total() const { return nothing + cleared + failed + totp + sent + (restored + persisted + signedIn).size(); }
 };
 
@@ -103,8 +104,9 @@ static QtAuth *makeAuth(Seen &seen) {
         seen.lastStatus = status;
         printf("failed: %d %s\n", status, qPrintable(message));
     });
-    on(auth, &QtAuth::sessionChanged, [&seen](QtAuth::SessionChange c, const QString &u) {
+    on(auth, &QtAuth::sessionChanged, [&seen](QtAuth::SessionChange c, const QString &u, QtAuth::ChangeOrigin o) {
         seen.changes.append(c);
+        seen.origins.append(o);
         seen.changedUser = u;
     });
     return auth;
@@ -278,8 +280,22 @@ static void testSessionChanged() {
     otherProcess({"--persist", "qt-other", QString::fromStdString(token)});
     CHECK(spinUntil([&] { return seen.changes.contains(QtAuth::SessionChange::SignedIn); }, 5000));
     CHECK_MSG(seen.changedUser == "qt-other", "signed in: '%s'", qPrintable(seen.changedUser));
+    CHECK(seen.origins.value(seen.changes.indexOf(QtAuth::SessionChange::SignedIn)) == QtAuth::ChangeOrigin::OtherProcess);
     otherProcess({"--clear"});
     CHECK(spinUntil([&] { return seen.changes.contains(QtAuth::SessionChange::SignedOut); }, 5000));
+    CHECK(seen.origins.value(seen.changes.indexOf(QtAuth::SessionChange::SignedOut)) == QtAuth::ChangeOrigin::OtherProcess);
+
+    // This app's own sign-in and sign-out: the same events, with their origin this process (a UI
+    // that shows "signed out in another window" checks it).
+    seen.changes.clear();
+    seen.origins.clear();
+    const std::string own = admin("POST", "/_admin/sessions", "{\"endUserId\":\"qt-own\"}", "d[\"data\"][\"token\"]");
+    auth->persistSession("qt-own", QByteArray::fromStdString(own));
+    CHECK(spinUntil([&] { return seen.changes.contains(QtAuth::SessionChange::SignedIn); }, 5000));
+    CHECK(seen.origins.value(seen.changes.indexOf(QtAuth::SessionChange::SignedIn)) == QtAuth::ChangeOrigin::ThisProcess);
+    auth->clearPersistedSession();
+    CHECK(spinUntil([&] { return seen.changes.contains(QtAuth::SessionChange::SignedOut); }, 5000));
+    CHECK(seen.origins.value(seen.changes.indexOf(QtAuth::SessionChange::SignedOut)) == QtAuth::ChangeOrigin::ThisProcess);
     delete auth;
 }
 

@@ -63,9 +63,12 @@ SignInWindow::SignInWindow(QWidget *parent)
         status_->setText(status == PORTAL_ERR_SESSION_STORAGE ? "The keyring is not available: " + message : message);
         say(QString("failed %1 %2").arg(int(op)).arg(status));
     });
-    connect(auth_, &QtAuth::sessionChanged, this, [this](QtAuth::SessionChange change, const QString &) {
-        if (change == QtAuth::SessionChange::SignedOut && pages_->currentIndex() == 2) showSignIn("Signed out in another window.");
+    connect(auth_, &QtAuth::sessionChanged, this, [this](QtAuth::SessionChange change, const QString &, QtAuth::ChangeOrigin origin) {
+        if (change == QtAuth::SessionChange::SignedOut && origin == QtAuth::ChangeOrigin::OtherProcess)
+            showSignIn("Signed out in another window.");
         if (change == QtAuth::SessionChange::SignedIn && pages_->currentIndex() != 2) auth_->restoreSession();
+        // The keyring answers again after a stall: learn the state without a Reload press.
+        if (change == QtAuth::SessionChange::Available) auth_->restoreSession();
     });
     auth_->startWatching();
     auth_->restoreSession();
