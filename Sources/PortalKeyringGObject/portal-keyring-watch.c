@@ -19,8 +19,8 @@
  * between the two is seen by the restore or reported after `STARTED`.
  *
  * Every signal is emitted on the thread-default main context of the thread that made the watch,
- * at that moment, as GIO's completions are. The app's own persists are reported too: events say
- * nothing of who made the change.
+ * at that moment, as GIO's completions are. The app's own persists are reported too:
+ * [method@PortalKeyring.Watch.get_origin], called in the handler, says whose change it was.
  *
  * [method@PortalKeyring.Watch.stop], or the last reference, ends the watch. Neither waits for the
  * keyring: a read in progress (a hung provider) finishes on the C library's thread by itself.
@@ -33,6 +33,8 @@ struct _PortalKeyringWatch {
     /* The failed initialisation's error, given again by a second init. */
     GError *init_error;
     gboolean init_ran;
+    /* The origin of the change being emitted; UNKNOWN outside an emission. */
+    PortalKeyringWatchOrigin origin;
 };
 
 static void portal_keyring_watch_initable_iface_init (GInitableIface *iface);
@@ -46,7 +48,13 @@ G_DEFINE_ENUM_TYPE (PortalKeyringWatchEvent, portal_keyring_watch_event,
     G_DEFINE_ENUM_VALUE (PORTAL_KEYRING_WATCH_EVENT_LOCKED, "locked"),
     G_DEFINE_ENUM_VALUE (PORTAL_KEYRING_WATCH_EVENT_RESYNC, "resync"),
     G_DEFINE_ENUM_VALUE (PORTAL_KEYRING_WATCH_EVENT_STARTED, "started"),
-    G_DEFINE_ENUM_VALUE (PORTAL_KEYRING_WATCH_EVENT_FAILED, "failed"))
+    G_DEFINE_ENUM_VALUE (PORTAL_KEYRING_WATCH_EVENT_FAILED, "failed"),
+    G_DEFINE_ENUM_VALUE (PORTAL_KEYRING_WATCH_EVENT_AVAILABLE, "available"))
+
+G_DEFINE_ENUM_TYPE (PortalKeyringWatchOrigin, portal_keyring_watch_origin,
+    G_DEFINE_ENUM_VALUE (PORTAL_KEYRING_WATCH_ORIGIN_UNKNOWN, "unknown"),
+    G_DEFINE_ENUM_VALUE (PORTAL_KEYRING_WATCH_ORIGIN_THIS_PROCESS, "this-process"),
+    G_DEFINE_ENUM_VALUE (PORTAL_KEYRING_WATCH_ORIGIN_OTHER_PROCESS, "other-process"))
 
 /* The values are the C events' numbers (the enum's documentation promises it). */
 G_STATIC_ASSERT ((int) PORTAL_KEYRING_WATCH_EVENT_SIGNED_IN == (int) PORTAL_WATCH_SIGNED_IN);
@@ -55,6 +63,9 @@ G_STATIC_ASSERT ((int) PORTAL_KEYRING_WATCH_EVENT_LOCKED == (int) PORTAL_WATCH_L
 G_STATIC_ASSERT ((int) PORTAL_KEYRING_WATCH_EVENT_RESYNC == (int) PORTAL_WATCH_RESYNC);
 G_STATIC_ASSERT ((int) PORTAL_KEYRING_WATCH_EVENT_STARTED == (int) PORTAL_WATCH_STARTED);
 G_STATIC_ASSERT ((int) PORTAL_KEYRING_WATCH_EVENT_FAILED == (int) PORTAL_WATCH_FAILED);
+G_STATIC_ASSERT ((int) PORTAL_KEYRING_WATCH_EVENT_AVAILABLE == (int) PORTAL_WATCH_AVAILABLE);
+G_STATIC_ASSERT ((int) PORTAL_KEYRING_WATCH_ORIGIN_THIS_PROCESS == (int) PORTAL_WATCH_ORIGIN_THIS_PROCESS);
+G_STATIC_ASSERT ((int) PORTAL_KEYRING_WATCH_ORIGIN_OTHER_PROCESS == (int) PORTAL_WATCH_ORIGIN_OTHER_PROCESS);
 
 enum { PROP_0, PROP_AUTH, N_PROPS };
 
@@ -85,12 +96,19 @@ static void
 delivered (portal_watch_event event, const char *end_user_id, void *data)
 {
     /* New kinds may be added to the C ABI: a value the enum does not register is skipped. */
-    if (event < PORTAL_WATCH_SIGNED_IN || event > PORTAL_WATCH_FAILED)
+    if (event < PORTAL_WATCH_SIGNED_IN || event > PORTAL_WATCH_AVAILABLE)
         return;
     PortalKeyringWatch *self = g_weak_ref_get (data);
     if (self == NULL)
         return;
+    /* Read in the C callback, as the C ABI asks; a value added later counts as unknown. */
+    portal_watch_origin origin = portal_watch_current_origin ();
+    PortalKeyringWatchOrigin outer = self->origin;
+    self->origin = origin == PORTAL_WATCH_ORIGIN_THIS_PROCESS || origin == PORTAL_WATCH_ORIGIN_OTHER_PROCESS
+                       ? (PortalKeyringWatchOrigin) origin
+                       : PORTAL_KEYRING_WATCH_ORIGIN_UNKNOWN;
     g_signal_emit (self, signals[CHANGED], 0, (PortalKeyringWatchEvent) event, end_user_id);
+    self->origin = outer;
     /* May be the last reference (a handler that dropped its own): then dispose frees the C watch
      * from inside its callback, which the C ABI allows. */
     g_object_unref (self);
@@ -228,6 +246,26 @@ portal_keyring_watch_new (PortalKeyringAuth *auth, GError **error)
 {
     g_return_val_if_fail (PORTAL_KEYRING_IS_AUTH (auth), NULL);
     return g_initable_new (PORTAL_KEYRING_TYPE_WATCH, NULL, error, "auth", auth, NULL);
+}
+
+/**
+ * portal_keyring_watch_get_origin:
+ * @self: a watch
+ *
+ * Who made the change the [signal@PortalKeyring.Watch::changed] being emitted reports: call it
+ * in the handler. An app tells its own sign-out or 401
+ * (%PORTAL_KEYRING_WATCH_ORIGIN_THIS_PROCESS) from another window's
+ * (%PORTAL_KEYRING_WATCH_ORIGIN_OTHER_PROCESS), so that "signed out elsewhere" is shown only for
+ * the latter.
+ *
+ * Returns: the origin; %PORTAL_KEYRING_WATCH_ORIGIN_UNKNOWN outside a handler, and for events
+ *   that are not a change of the stored session
+ */
+PortalKeyringWatchOrigin
+portal_keyring_watch_get_origin (PortalKeyringWatch *self)
+{
+    g_return_val_if_fail (PORTAL_KEYRING_IS_WATCH (self), PORTAL_KEYRING_WATCH_ORIGIN_UNKNOWN);
+    return self->origin;
 }
 
 /**

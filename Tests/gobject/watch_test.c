@@ -5,7 +5,8 @@
  *      in and out: "changed" gives STARTED, then SIGNED_IN with its end user id, then SIGNED_OUT
  *      with NULL, each on the thread and thread-default context that made the watch: the main
  *      thread's default context, and a worker's own pushed context (the main context is iterated
- *      meanwhile, so an emission on the wrong one is seen there);
+ *      meanwhile, so an emission on the wrong one is seen there); their origin OTHER_PROCESS, and
+ *      THIS_PROCESS for this process's own sign-in and sign-out;
  *   2. the provider stopped (SIGSTOP of PORTAL_TEST_KEYRING_PID, SIGCONT at the end): making a
  *      watch, stopping it and dropping the last reference of another each return at once, no
  *      signal comes from a stopped watch, and a 10 ms timer on the same loop never gaps more
@@ -45,6 +46,8 @@ static const char *self_path;
 /* What one watch's "changed" handler saw, and where it expects to run. */
 typedef struct {
     int started, signed_in, signed_out, failed, other, misplaced;
+    /* The origin (portal_keyring_watch_get_origin in the handler) of the last sign-in and out. */
+    PortalKeyringWatchOrigin signed_in_origin, signed_out_origin;
     char end_user_id[128];
     gboolean signed_out_had_id;
     GThread *thread;
@@ -52,7 +55,6 @@ typedef struct {
 } Seen;
 
 static void on_changed(PortalKeyringWatch *watch, PortalKeyringWatchEvent event, const char *end_user_id, Seen *seen) {
-    (void)watch;
     if (g_thread_self() != seen->thread || !g_main_context_is_owner(seen->context)) seen->misplaced++;
     switch (event) {
     case PORTAL_KEYRING_WATCH_EVENT_STARTED: seen->started++; break;
@@ -62,10 +64,12 @@ static void on_changed(PortalKeyringWatch *watch, PortalKeyringWatchEvent event,
         break;
     case PORTAL_KEYRING_WATCH_EVENT_SIGNED_IN:
         seen->signed_in++;
+        seen->signed_in_origin = portal_keyring_watch_get_origin(watch);
         g_strlcpy(seen->end_user_id, end_user_id ? end_user_id : "(null)", sizeof seen->end_user_id);
         break;
     case PORTAL_KEYRING_WATCH_EVENT_SIGNED_OUT:
         seen->signed_out++;
+        seen->signed_out_origin = portal_keyring_watch_get_origin(watch);
         seen->signed_out_had_id |= end_user_id != NULL;
         break;
     default: seen->other++; break;
@@ -197,7 +201,24 @@ static void test_other_process(void) {
                   where, s->signed_in, s->end_user_id);
         CHECK_MSG(s->signed_out >= 1 && !s->signed_out_had_id, "%s watch: signed out %d (with an id: %d)", where,
                   s->signed_out, s->signed_out_had_id);
+        CHECK_MSG(s->signed_in_origin == PORTAL_KEYRING_WATCH_ORIGIN_OTHER_PROCESS &&
+                      s->signed_out_origin == PORTAL_KEYRING_WATCH_ORIGIN_OTHER_PROCESS,
+                  "%s watch: another process's sign-in and out had origins %d and %d", where, s->signed_in_origin,
+                  s->signed_out_origin);
     }
+    CHECK(portal_keyring_watch_get_origin(watch) == PORTAL_KEYRING_WATCH_ORIGIN_UNKNOWN); /* outside a handler */
+
+    /* This process's own sign-in and sign-out: the same events, with the origin THIS_PROCESS. */
+    g_autoptr(PortalKeyringSession) own =
+        portal_keyring_auth_persist_session_sync(auth, "end-user-own", "cst-watch.Own_0123", NULL, NULL);
+    CHECK(own != NULL);
+    CHECK(spin_until(NULL, &seen.signed_in, 2, 10000));
+    CHECK_MSG(seen.signed_in_origin == PORTAL_KEYRING_WATCH_ORIGIN_THIS_PROCESS, "own sign-in: origin %d",
+              seen.signed_in_origin);
+    CHECK(portal_keyring_auth_clear_persisted_session_sync(auth, NULL, NULL));
+    CHECK(spin_until(NULL, &seen.signed_out, 2, 10000));
+    CHECK_MSG(seen.signed_out_origin == PORTAL_KEYRING_WATCH_ORIGIN_THIS_PROCESS, "own sign-out: origin %d",
+              seen.signed_out_origin);
 
     /* Stopped: a change after it is not emitted. */
     portal_keyring_watch_stop(watch);
