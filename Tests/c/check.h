@@ -31,6 +31,14 @@
 #ifndef PORTAL_TEST_CHECK_H
 #define PORTAL_TEST_CHECK_H
 
+/* A conversion that compiles as C and as C++ with -Wold-style-cast (the C++ tests include the
+ * shared test headers). */
+#ifdef __cplusplus
+#define TEST_CAST(type, value) static_cast<type>(value)
+#else
+#define TEST_CAST(type, value) ((type)(value))
+#endif
+
 #include "portal_keyring.h"
 
 #include <stdarg.h>

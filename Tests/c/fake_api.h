@@ -9,16 +9,11 @@
 #ifndef PORTAL_TEST_FAKE_API_H
 #define PORTAL_TEST_FAKE_API_H
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Included from C and from the C++ tests (built with -Wold-style-cast). */
-#ifdef __cplusplus
-#define FAKE_API_INT(x) static_cast<int>(x)
-#else
-#define FAKE_API_INT(x) ((int)(x))
-#endif
 
 /* METHOD PATH [JSON] against $PORTAL_TEST_API_URL; prints the value of the Python expression
  * `pick` over the decoded answer `d` into out (its first line; "" when there is none). */
@@ -35,7 +30,7 @@ static inline int fake_api_admin(const char *method, const char *path, const cha
     FILE *p = popen(command, "r");
     if (!p) return -1;
     out[0] = '\0';
-    if (!fgets(out, FAKE_API_INT(size < 65536 ? size : 65536), p)) out[0] = '\0';
+    if (!fgets(out, TEST_CAST(int, size < 65536 ? size : 65536), p)) out[0] = '\0';
     out[strcspn(out, "\n")] = '\0';
     return pclose(p) == 0 ? 0 : -1;
 }

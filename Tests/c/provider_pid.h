@@ -7,6 +7,8 @@
 #ifndef PORTAL_TEST_PROVIDER_PID_H
 #define PORTAL_TEST_PROVIDER_PID_H
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -21,7 +23,7 @@ static inline pid_t test_provider_pid(void) {
         fclose(file);
     }
     if (pid <= 0 && pid_text) pid = atol(pid_text);
-    return pid > 0 ? (pid_t)pid : 0;
+    return pid > 0 ? TEST_CAST(pid_t, pid) : 0;
 }
 
 #endif

@@ -55,6 +55,7 @@ def test_async_iterator_sees_another_process(pk: Any, auth: Any, env_id: str) ->
 
     seen = asyncio.run(main())
     assert seen == [pk.SessionChange("signed_in", "eu-py-1"), pk.SessionChange("signed_out")]
+    assert [change.origin for change in seen] == ["other_process", "other_process"]
 
 
 def test_cancelling_the_iterating_task_stops_the_watch(pk: Any, auth: Any) -> None:
@@ -93,6 +94,7 @@ def test_callback_form_on_its_own_thread(pk: Any, auth: Any, env_id: str) -> Non
         wait_until(lambda: len(seen) >= 2, 10)
     assert watch.closed
     assert seen == [pk.SessionChange("signed_in", "eu-py-2"), pk.SessionChange("signed_out")]
+    assert [change.origin for change in seen] == ["other_process", "other_process"]
     assert set(names) == {"portal-watch-py"}
     other_process(env_id, "persist", "eu-py-3")  # after close: nothing more
     assert len(seen) == 2
@@ -246,3 +248,16 @@ def test_dropping_the_last_reference_stops_the_watch(pk: Any, auth: Any, env_id:
     other_process(env_id, "persist", "eu-py-dropped")
     time.sleep(0.5)
     assert seen == []
+
+
+def test_own_changes_say_this_process(pk: Any, auth: Any) -> None:
+    """The app's own sign-in and sign-out come with origin "this_process" (a UI shows "signed
+    out elsewhere" only for "other_process")."""
+    seen: List[Any] = []
+    with auth.watch(seen.append):
+        auth.persist_session("eu-py-own", "cst_py_own_token")
+        wait_until(lambda: len(seen) >= 1, 10)
+        auth.clear_persisted_session()
+        wait_until(lambda: len(seen) >= 2, 10)
+    assert seen == [pk.SessionChange("signed_in", "eu-py-own"), pk.SessionChange("signed_out")]
+    assert [change.origin for change in seen] == ["this_process", "this_process"]

@@ -27,7 +27,7 @@ import itertools
 import os
 import select
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
 from . import aio
@@ -54,19 +54,25 @@ _declare(
     [_AuthP, aio._QueueP, _WATCH_CB, ctypes.c_void_p, aio._NOTIFY, ctypes.POINTER(_WatchP)],
 )
 _declare("portal_watch_free", None, [_WatchP])
+# An enum, not a portal_status: declared unsigned so that no status check applies to it.
+_declare("portal_watch_current_origin", ctypes.c_uint, [])
 
 _KINDS = {1: "signed_in", 2: "signed_out", 3: "locked", 4: "resync", 7: "available"}
 _STARTED, _FAILED = 5, 6  # portal_auth_watch_async's first event (never a SessionChange)
+_ORIGINS = {1: "this_process", 2: "other_process"}  # portal_watch_origin; others: "unknown"
 
 
 @dataclass(frozen=True)
 class SessionChange:
     """One change of the stored session: ``kind`` is ``"signed_in"``, ``"signed_out"``,
     ``"locked"``, ``"resync"`` or ``"available"``; ``end_user_id`` is set for ``"signed_in"``
-    only."""
+    only. ``origin`` says who made a sign-in or sign-out: ``"this_process"`` (the app's own,
+    a 401 it reported included), ``"other_process"`` (another window, a URL handler), else
+    ``"unknown"``; it takes no part in equality."""
 
     kind: str
     end_user_id: Optional[str] = None
+    origin: str = field(default="unknown", compare=False)
 
 
 # Where each watch's events go, by key (the C user_data): (event, its text); removed by
@@ -76,7 +82,9 @@ _keys = itertools.count(1)
 
 
 def _change(kind: int, text: Optional[str]) -> SessionChange:
-    return SessionChange(_KINDS.get(kind, f"unknown-{kind}"), text)
+    # Both sinks call this inside the C watch callback, where the C ABI's origin is readable.
+    origin = _ORIGINS.get(_lib.portal_watch_current_origin(), "unknown")
+    return SessionChange(_KINDS.get(kind, f"unknown-{kind}"), text, origin)
 
 
 def _callback_sink(callback: Callable[[SessionChange], object]) -> Callable[[int, Optional[str]], None]:
