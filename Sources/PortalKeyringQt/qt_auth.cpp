@@ -115,8 +115,7 @@ void QtAuth::signInWithGoogle(int timeoutMs) { signInWith(Operation::SignInWithG
 void QtAuth::signInWithApple(int timeoutMs) { signInWith(Operation::SignInWithApple, timeoutMs); }
 
 void QtAuth::signInWith(Operation operation, int timeoutMs) {
-    if (timeoutMs < 0) timeoutMs = -1; // refused by the C ABI's range check, with its message
-    const std::chrono::milliseconds timeout(timeoutMs < 0 ? std::chrono::milliseconds::max() : std::chrono::milliseconds(timeoutMs));
+    const std::chrono::milliseconds timeout(timeoutMs); // a negative one is refused by the C++ API
     const bool google = operation == Operation::SignInWithGoogle;
     run<pk::sign_in>(
         operation,
