@@ -170,10 +170,16 @@ import Glibc
         try Self.atTheCaps(setup.path, items: 1_250)
         let crafted = try #require(fileBytes(setup.path))
         #expect(crafted.count > 4_000_000 && crafted.count <= FileKeyringFormat.maximumFileSize, "\(crafted.count) bytes")
-        let start = g_get_monotonic_time()
-        let read = try FileKeyringFile.loadStamped(setup.path)
-        let reading = Int((g_get_monotonic_time() - start) / 1000)
-        try #require(read?.keyring.items.count == 1_251)
+        // The fastest of three reads: one read slowed by other work on the machine (the test
+        // command runs two suites at once) set a deadline after the operation's own, faster read
+        // had finished, and the operation succeeded.
+        var reading = Int.max
+        for _ in 0..<3 {
+            let start = g_get_monotonic_time()
+            let read = try FileKeyringFile.loadStamped(setup.path)
+            reading = min(reading, Int((g_get_monotonic_time() - start) / 1000))
+            try #require(read?.keyring.items.count == 1_251)
+        }
         // Reading must be long enough that a deadline can fall inside it.
         try #require(reading >= 30, "reading took \(reading) ms")
         let deadline = UInt32(reading / 3)
