@@ -157,6 +157,8 @@ if [[ -z ${PORTAL_CHECK_NESTED:-} ]]; then
     self_test Tests/tools/test_run_suites.py "the suites' scheduler passes its tests on planted tables"
     # The package build's symbol check (debian/symbols.py check-built) on planted libraries.
     self_test Tests/tools/test_symbols.py "a packaged library that lost or gained a symbol fails the package build"
+    # The stress step's count of runs for a time budget (scripts/stress.sh, dry run).
+    self_test Tests/tools/test_stress.py "the stress step starts its first run within any budget, later ones while they fit"
     python3 Tests/mutants/mutants.py check Tests/mutants . || failed=1
     python3 Tests/mutants/test_select.py 2>&1 | tail -n 3 || failed=1
     python3 Tests/tools/test_check_layers.py 2>&1 | tail -n 3 || failed=1
